@@ -1,0 +1,41 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    environment: 'node',
+    restoreMocks: true,
+    unstubEnvs: true,
+    coverage: {
+      provider: 'v8',
+      include: ['shared/domain/**/*.ts'],
+      exclude: ['**/*.test.ts'],
+      reporter: ['text-summary', 'text'],
+      thresholds: { lines: 95 },
+    },
+    projects: [
+      {
+        extends: true,
+        test: { name: 'unit', include: ['shared/**/*.test.ts', 'test/unit/**/*.test.ts'] },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'functions',
+          include: ['functions/**/*.test.ts', 'test/functions/**/*.test.ts'],
+          passWithNoTests: true,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 300_000,
+          fileParallelism: false,
+          passWithNoTests: true,
+        },
+      },
+    ],
+  },
+});
