@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     environment: 'node',
     restoreMocks: true,
+    passWithNoTests: true,
     unstubEnvs: true,
     coverage: {
       provider: 'v8',
@@ -22,7 +23,6 @@ export default defineConfig({
         test: {
           name: 'functions',
           include: ['functions/**/*.test.ts', 'test/functions/**/*.test.ts'],
-          passWithNoTests: true,
         },
       },
       {
@@ -33,7 +33,6 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 300_000,
           fileParallelism: false,
-          passWithNoTests: true,
         },
       },
     ],

@@ -1,0 +1,157 @@
+/**
+ * The VirtualMachinePool CustomResourceDefinition, generated from the zod models so the schema the API
+ * server enforces and the schema the functions parse with cannot drift apart.
+ * @module
+ */
+import { z } from 'zod';
+import { API_VERSION, GROUP, VERSION } from './meta.js';
+import { PoolSpec, PoolStatus } from './pool.js';
+
+type Schema = Record<string, unknown>;
+
+const INT32_MAX = 2147483647;
+const INT32_MIN = -2147483648;
+
+function isSchema(v: unknown): v is Schema {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Turns zod's OpenAPI 3.0 output into a structural schema the API server accepts: no
+ * `additionalProperties: {}` (pruning instead, or preserve-unknown-fields where the model says so and
+ * everywhere beneath), int-or-string for quantities, no synthetic integer bounds.
+ */
+function structural(node: Schema, preserve: boolean): Schema {
+  const out: Schema = {};
+  const keepUnknown = preserve || node['x-kubernetes-preserve-unknown-fields'] === true;
+  for (const [k, v] of Object.entries(node)) {
+    if (k === '$schema') continue;
+    if (k === 'additionalProperties') {
+      if (isSchema(v) && Object.keys(v).length > 0) out[k] = structural(v, false);
+      continue;
+    }
+    if (k === 'properties' && isSchema(v)) {
+      out[k] = Object.fromEntries(
+        Object.entries(v).map(([name, s]) => [name, isSchema(s) ? structural(s, keepUnknown) : s]),
+      );
+      continue;
+    }
+    if (k === 'items' && isSchema(v)) {
+      out[k] = structural(v, keepUnknown);
+      continue;
+    }
+    out[k] = v;
+  }
+  if (out.type === 'object' && keepUnknown) out['x-kubernetes-preserve-unknown-fields'] = true;
+  const anyOf = out.anyOf;
+  if (Array.isArray(anyOf) && anyOf.length === 2) {
+    const types = anyOf.map((s) => (isSchema(s) ? s.type : undefined)).sort();
+    if (types[0] === 'integer' && types[1] === 'string') {
+      out.anyOf = [{ type: 'integer' }, { type: 'string' }];
+      out['x-kubernetes-int-or-string'] = true;
+    }
+  }
+  if (out.type === 'integer') {
+    if (out.maximum === INT32_MAX || out.maximum === Number.MAX_SAFE_INTEGER) delete out.maximum;
+    if (out.minimum === INT32_MIN || out.minimum === Number.MIN_SAFE_INTEGER) delete out.minimum;
+  }
+  return out;
+}
+
+function schemaOf(model: z.ZodType): Schema {
+  const raw = z.toJSONSchema(model, {
+    target: 'openapi-3.0',
+    io: 'input',
+    unrepresentable: 'any',
+    cycles: 'throw',
+    reused: 'inline',
+  }) as Schema;
+  return structural(raw, false);
+}
+
+/** The VirtualMachinePool CRD as a plain object (apply it as JSON or YAML). */
+export function poolCrd(): Schema {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: {
+      name: `virtualmachinepools.${GROUP}`,
+      labels: { heritage: 'deckhouse', module: 'virtualization' },
+    },
+    spec: {
+      group: GROUP,
+      names: {
+        kind: 'VirtualMachinePool',
+        listKind: 'VirtualMachinePoolList',
+        plural: 'virtualmachinepools',
+        singular: 'virtualmachinepool',
+        shortNames: ['vmpool', 'vmpools'],
+        categories: ['virtualization'],
+      },
+      scope: 'Namespaced',
+      versions: [
+        {
+          name: VERSION,
+          served: true,
+          storage: true,
+          subresources: {
+            status: {},
+            scale: {
+              specReplicasPath: '.spec.replicas',
+              statusReplicasPath: '.status.replicas',
+              labelSelectorPath: '.status.selector',
+            },
+          },
+          additionalPrinterColumns: [
+            {
+              name: 'Replicas',
+              type: 'integer',
+              jsonPath: '.status.replicas',
+              description: 'Current number of pool members (including Terminating).',
+            },
+            {
+              name: 'Ready',
+              type: 'integer',
+              jsonPath: '.status.readyReplicas',
+              description: 'Number of members ready to serve.',
+            },
+            {
+              name: 'Updated',
+              type: 'integer',
+              jsonPath: '.status.updatedReplicas',
+              description: 'Members on the current virtualMachineTemplate.',
+              priority: 1,
+            },
+            {
+              name: 'Policy',
+              type: 'string',
+              jsonPath: '.spec.scaleDownPolicy',
+              description: 'Which replicas leave on an unaddressed scale-down.',
+              priority: 1,
+            },
+            {
+              name: 'Age',
+              type: 'date',
+              jsonPath: '.metadata.creationTimestamp',
+              description: 'Time of resource creation.',
+            },
+          ],
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              description: `VirtualMachinePool (${API_VERSION}) keeps a number of identical VirtualMachines.`,
+              required: ['spec'],
+              properties: {
+                apiVersion: { type: 'string' },
+                kind: { type: 'string' },
+                metadata: { type: 'object' },
+                spec: schemaOf(PoolSpec),
+                status: schemaOf(PoolStatus),
+              },
+            },
+          },
+        },
+      ],
+    },
+  };
+}

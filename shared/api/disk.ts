@@ -1,0 +1,50 @@
+/**
+ * The parts of a VirtualDisk that vmpool reads and writes.
+ * @module
+ */
+import { z } from 'zod';
+import { ObjectMeta, Quantity } from './meta.js';
+
+/** A VirtualDiskSpec: `persistentVolumeClaim.size` is read, the rest passes through. */
+export const VirtualDiskSpec = z.looseObject({
+  dataSource: z
+    .looseObject({
+      type: z.enum(['HTTP', 'ContainerImage', 'ObjectRef', 'Upload']),
+    })
+    .meta({ 'x-kubernetes-preserve-unknown-fields': true })
+    .optional(),
+  persistentVolumeClaim: z
+    .looseObject({
+      size: Quantity.optional(),
+      storageClassName: z.string().optional(),
+    })
+    .optional(),
+});
+export type VirtualDiskSpec = z.infer<typeof VirtualDiskSpec>;
+
+/** Disk phases the pool distinguishes: `Ready` is preferred for reuse, `Failed` never reused. */
+export const DiskPhase = z.enum([
+  'Pending',
+  'Provisioning',
+  'WaitForUserUpload',
+  'WaitForFirstConsumer',
+  'Ready',
+  'Resizing',
+  'Failed',
+  'PVCLost',
+  'Exporting',
+  'Terminating',
+  'Migrating',
+]);
+
+/** A VirtualDisk as read from the API server. */
+export const VirtualDisk = z.looseObject({
+  apiVersion: z.string().optional(),
+  kind: z.string().optional(),
+  metadata: ObjectMeta,
+  spec: VirtualDiskSpec.default({}),
+  status: z
+    .looseObject({ phase: z.string().optional(), capacity: z.string().optional() })
+    .optional(),
+});
+export type VirtualDisk = z.infer<typeof VirtualDisk>;

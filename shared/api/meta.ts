@@ -1,0 +1,82 @@
+/**
+ * Kubernetes object metadata and the names vmpool shares with the reference implementation.
+ * @module
+ */
+import { z } from 'zod';
+
+/** The API group and version of pools, VMs and disks. */
+export const GROUP = 'virtualization.deckhouse.io';
+/** Served version of every resource vmpool reads and writes. */
+export const VERSION = 'v1alpha2';
+/** `apiVersion` of pools, VMs and disks. */
+export const API_VERSION = `${GROUP}/${VERSION}`;
+/** The aggregated group that serves `scaledownwith`. */
+export const SUBRESOURCES_GROUP = `subresources.${GROUP}`;
+
+const PREFIX = 'vmpool.virtualization.deckhouse.io/';
+
+/** Labels and annotations, byte-identical to the reference implementation's. */
+export const keys = {
+  /** label on VMs and disks: the pool's uid; the member selector. */
+  poolUid: `${PREFIX}pool-uid`,
+  /** label on VMs and disks: the pool's name, for humans. */
+  pool: `${PREFIX}pool`,
+  /** label on VMs: the template revision the VM is effectively on. */
+  templateHash: `${PREFIX}template-hash`,
+  /** annotation on VMs: the revision the VM spec was last patched to. */
+  patchedTemplateHash: `${PREFIX}patched-template-hash`,
+  /** label on disks: the `virtualDiskTemplates[].name` the disk belongs to. */
+  diskTemplate: `${PREFIX}disk-template`,
+  /** annotation on free Retain disks: RFC 3339 UTC, second precision. */
+  freeSince: `${PREFIX}free-since`,
+  /** annotation on pools (vmpool's own): scaledownwith targets recorded with the decrement. */
+  scaleDownTargets: `${PREFIX}scale-down-targets`,
+} as const;
+
+/** An ownerReference as the API server stores it. */
+export const OwnerReference = z.looseObject({
+  apiVersion: z.string(),
+  kind: z.string(),
+  name: z.string(),
+  uid: z.string(),
+  controller: z.boolean().optional(),
+  blockOwnerDeletion: z.boolean().optional(),
+});
+export type OwnerReference = z.infer<typeof OwnerReference>;
+
+/** ObjectMeta, keeping every field vmpool does not model. */
+export const ObjectMeta = z.looseObject({
+  name: z.string().optional(),
+  generateName: z.string().optional(),
+  namespace: z.string().optional(),
+  uid: z.string().optional(),
+  resourceVersion: z.string().optional(),
+  generation: z.number().int().optional(),
+  creationTimestamp: z.string().optional(),
+  deletionTimestamp: z.string().optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  annotations: z.record(z.string(), z.string()).optional(),
+  ownerReferences: z.array(OwnerReference).optional(),
+  finalizers: z.array(z.string()).optional(),
+});
+export type ObjectMeta = z.infer<typeof ObjectMeta>;
+
+/** A metav1.Condition. */
+export const Condition = z.looseObject({
+  type: z.string(),
+  status: z.enum(['True', 'False', 'Unknown']),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  lastTransitionTime: z.string().optional(),
+  observedGeneration: z.number().int().optional(),
+});
+export type Condition = z.infer<typeof Condition>;
+
+/** A resource quantity: an integer number of bytes or a string such as `30Gi`. */
+export const Quantity = z.union([z.int(), z.string()]);
+export type Quantity = z.infer<typeof Quantity>;
+
+/** The controller ownerReference of an object, if any. */
+export function controllerOf(meta: ObjectMeta): OwnerReference | undefined {
+  return meta.ownerReferences?.find((r) => r.controller === true);
+}

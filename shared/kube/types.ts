@@ -1,0 +1,96 @@
+/**
+ * The contract of vmpool's single I/O funnel to the API server. Expected failures are values.
+ * @module
+ */
+import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
+
+/** Why a call failed, as a value the caller can branch on. */
+export type FailureReason =
+  | 'notFound'
+  | 'conflict'
+  | 'alreadyExists'
+  | 'invalid'
+  | 'forbidden'
+  | 'transient';
+
+/** A failed call: HTTP code, reason and the API server's message. */
+export interface Failure {
+  readonly ok: false;
+  readonly reason: FailureReason;
+  readonly code: number;
+  readonly message: string;
+}
+
+/** The outcome of one API call. */
+export type Outcome<T> = { readonly ok: true; readonly value: T } | Failure;
+
+/** Preconditions for a delete: the object must still be this uid (and this resourceVersion). */
+export interface Preconditions {
+  readonly uid: string;
+  readonly resourceVersion?: string;
+}
+
+/** An events.k8s.io/v1 Event about a pool. */
+export interface PoolEvent {
+  readonly type: 'Normal' | 'Warning';
+  readonly reason: string;
+  readonly note: string;
+  readonly action: string;
+}
+
+/** Result of a SubjectAccessReview. */
+export interface AccessDecision {
+  readonly allowed: boolean;
+  readonly reason?: string;
+}
+
+/** What a SubjectAccessReview asks. */
+export interface AccessQuestion {
+  readonly user: string;
+  readonly groups: readonly string[];
+  readonly uid?: string;
+  readonly extra?: Readonly<Record<string, readonly string[]>>;
+  readonly namespace: string;
+  readonly group: string;
+  readonly resource: string;
+  readonly subresource?: string;
+  readonly name?: string;
+  readonly verb: string;
+}
+
+/** Requests made, by verb and outcome, for benchmarks and metrics. */
+export type RequestCounts = Readonly<Record<string, number>>;
+
+/**
+ * Every API call vmpool makes. Reads are consistent (no cache); creates use fixed names; deletes carry
+ * preconditions; updates are conditioned on `metadata.resourceVersion` of the object passed.
+ */
+export interface Kube {
+  getPool(namespace: string, name: string): Promise<Outcome<VirtualMachinePool>>;
+  /** All pools in a namespace, or in the cluster when `namespace` is undefined. */
+  listPools(namespace?: string): Promise<Outcome<VirtualMachinePool[]>>;
+  /** VMs matching a label selector, in a namespace or cluster-wide. */
+  listVms(namespace: string | undefined, labelSelector: string): Promise<Outcome<VirtualMachine[]>>;
+  /** Disks matching a label selector, in a namespace or cluster-wide. */
+  listDisks(namespace: string | undefined, labelSelector: string): Promise<Outcome<VirtualDisk[]>>;
+  getVm(namespace: string, name: string): Promise<Outcome<VirtualMachine>>;
+  createVm(namespace: string, vm: VirtualMachine): Promise<Outcome<VirtualMachine>>;
+  createDisk(namespace: string, disk: VirtualDisk): Promise<Outcome<VirtualDisk>>;
+  /** Server-side dry-run create (nothing is stored); the VM API's refusal comes back as `invalid`. */
+  dryRunCreateVm(namespace: string, vm: VirtualMachine): Promise<Outcome<VirtualMachine>>;
+  updateVm(vm: VirtualMachine): Promise<Outcome<VirtualMachine>>;
+  updateDisk(disk: VirtualDisk): Promise<Outcome<VirtualDisk>>;
+  /** PUT of the main resource (spec, metadata), conditioned on its resourceVersion. */
+  updatePool(pool: VirtualMachinePool): Promise<Outcome<VirtualMachinePool>>;
+  /** PUT of the status subresource, conditioned on the pool's resourceVersion. */
+  updatePoolStatus(pool: VirtualMachinePool): Promise<Outcome<VirtualMachinePool>>;
+  deleteVm(namespace: string, name: string, pre: Preconditions): Promise<Outcome<undefined>>;
+  deleteDisk(namespace: string, name: string, pre: Preconditions): Promise<Outcome<undefined>>;
+  /** Records an events.k8s.io/v1 Event regarding the pool (best effort). */
+  recordEvent(pool: VirtualMachinePool, event: PoolEvent): Promise<Outcome<undefined>>;
+  subjectAccessReview(question: AccessQuestion): Promise<Outcome<AccessDecision>>;
+  /** Reads a ConfigMap's data (for the front-proxy CA in kube-system). */
+  getConfigMapData(namespace: string, name: string): Promise<Outcome<Record<string, string>>>;
+  /** Requests made so far, keyed `verb` and `verb:outcome`. */
+  counts(): RequestCounts;
+}
