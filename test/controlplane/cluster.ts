@@ -1,0 +1,244 @@
+/**
+ * A real Kubernetes control plane for tests: etcd, kube-apiserver and kube-controller-manager (garbage
+ * collector and namespace controller only) as separate processes on free ports, PKI in a temp dir.
+ * @module
+ */
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ensureBinaries } from './binaries.js';
+import type { ControlPlaneCerts, KeyPair } from './certs.js';
+import { kubeconfigYaml, mintControlPlaneCerts, mintServingCert } from './certs.js';
+import { testCrds, type KubeObject } from './crds.js';
+import { runKubectl, toYaml } from './kubectl.js';
+import { freePort, killNow, startProcess, stopPid, tail, waitFor, type Proc } from './process.js';
+
+/** Options of {@link startControlPlane}. */
+export interface ControlPlaneOptions {
+  /** Working directory (certs, etcd data, logs); a fresh temp dir by default. */
+  dir?: string;
+  /** Directory with etcd, kube-apiserver, kube-controller-manager, kubectl; built via build.sh if unset. */
+  binDir?: string;
+  /** CRDs to install before the controller manager starts; testCrds() by default. */
+  crds?: KubeObject[];
+  /** Leave the processes running when this Node process exits (the `cluster up` CLI). */
+  detached?: boolean;
+  /** Keep the working directory on stop(), for post-mortems. */
+  keepDir?: boolean;
+  /** Per-component readiness timeout. */
+  timeoutMs?: number;
+  /** Progress output; silent by default. */
+  log?: (line: string) => void;
+}
+
+/** What a running control plane offers to tests. */
+export interface ControlPlane {
+  dir: string;
+  binDir: string;
+  kubeconfigPath: string;
+  /** `https://127.0.0.1:<port>` of kube-apiserver. */
+  server: string;
+  certs: ControlPlaneCerts;
+  /** PIDs by component (also their process-group ids). */
+  pids: Record<string, number>;
+  /** Runs kubectl against this plane. */
+  kubectl(args: string[], input?: string): Promise<string>;
+  /** Server-side applies objects or a YAML stream. */
+  applyManifest(objects: readonly object[] | string): Promise<string>;
+  /** A serving cert for `<service>.<namespace>.svc`, 127.0.0.1 and localhost (CA: certs.webhookCa). */
+  mintServingCert(service: string, namespace: string): KeyPair;
+  /** Stops every component (reverse order) and removes the working directory. Idempotent. */
+  stop(): Promise<void>;
+}
+
+function get(url: string, certs?: ControlPlaneCerts): Promise<{ status: number; body: string }> {
+  return new Promise((ok, fail) => {
+    const opts = certs
+      ? { ca: certs.servingCa.certPem, cert: certs.admin.certPem, key: certs.admin.keyPem }
+      : {};
+    const req = (url.startsWith('https:') ? httpsRequest : httpRequest)(
+      url,
+      { ...opts, timeout: 5000 },
+      (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () => {
+          ok({ status: res.statusCode ?? 0, body });
+        });
+      },
+    );
+    req.on('error', fail);
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.end();
+  });
+}
+
+/** Stops PIDs in the given order; used by stop() and by the CLI from a state file. */
+export async function stopPids(pids: readonly number[]): Promise<void> {
+  for (const pid of pids) await stopPid(pid);
+}
+
+/** Applies the CRDs and waits until the API server serves every one of them. */
+async function installCrds(kubectl: ControlPlane['kubectl'], crds: KubeObject[]): Promise<void> {
+  if (crds.length === 0) return;
+  await kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], toYaml(crds));
+  const names = crds.map((c) => `crd/${c.metadata.name}`);
+  await kubectl(['wait', '--for=condition=Established', '--timeout=60s', ...names]);
+}
+
+/**
+ * Starts etcd → kube-apiserver → CRDs → kube-controller-manager. On any failure everything already
+ * started is stopped before the error (with the failing component's log) is thrown.
+ */
+export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const log = opts.log ?? (() => undefined);
+  const timeoutMs = opts.timeoutMs ?? 60_000;
+  const binDir = opts.binDir ?? (await ensureBinaries('k8s'));
+  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'vmpool-cp-'));
+  mkdirSync(dir, { recursive: true });
+  const procs: Proc[] = [];
+  const exitHook = () => {
+    for (const p of procs) killNow(p.pid);
+  };
+  if (opts.detached !== true) process.on('exit', exitHook);
+  let stopped = false;
+  const stop = async (removeDir = opts.keepDir !== true) => {
+    if (stopped) return;
+    stopped = true;
+    await stopPids(procs.map((p) => p.pid).reverse());
+    process.off('exit', exitHook);
+    if (removeDir) rmSync(dir, { recursive: true, force: true });
+  };
+
+  try {
+    const t0 = Date.now();
+    const pki = join(dir, 'pki');
+    mkdirSync(pki, { recursive: true });
+    const certs = mintControlPlaneCerts(pki);
+    log(`certificates minted in ${Date.now() - t0} ms`);
+
+    const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+    const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+    const peerUrl = `http://127.0.0.1:${peerPort}`;
+    const etcd = startProcess({
+      name: 'etcd',
+      bin: join(binDir, 'etcd'),
+      logPath: join(dir, 'etcd.log'),
+      args: [
+        `--data-dir=${join(dir, 'etcd')}`,
+        `--listen-client-urls=${etcdUrl}`,
+        `--advertise-client-urls=${etcdUrl}`,
+        `--listen-peer-urls=${peerUrl}`,
+        // Otherwise it advertises the default localhost:2380, a port another etcd on the host may own.
+        `--initial-advertise-peer-urls=${peerUrl}`,
+        `--initial-cluster=default=${peerUrl}`,
+        '--unsafe-no-fsync=true',
+        '--log-level=warn',
+      ],
+    });
+    procs.push(etcd);
+    await waitFor('etcd /health', async () => (await get(`${etcdUrl}/health`)).status === 200, {
+      timeoutMs,
+      proc: etcd,
+    });
+    log(`etcd ready at ${etcdUrl} (${Date.now() - t0} ms)`);
+
+    const server = `https://127.0.0.1:${apiPort}`;
+    const apiserver = startProcess({
+      name: 'kube-apiserver',
+      bin: join(binDir, 'kube-apiserver'),
+      logPath: join(dir, 'kube-apiserver.log'),
+      args: [
+        `--etcd-servers=${etcdUrl}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        `--secure-port=${apiPort}`,
+        `--cert-dir=${pki}`,
+        `--tls-cert-file=${certs.apiserver.certPath}`,
+        `--tls-private-key-file=${certs.apiserver.keyPath}`,
+        `--client-ca-file=${certs.clientCa.certPath}`,
+        `--service-account-issuer=${server}`,
+        `--service-account-key-file=${certs.serviceAccount.pubPath}`,
+        `--service-account-signing-key-file=${certs.serviceAccount.keyPath}`,
+        '--service-cluster-ip-range=10.0.0.0/24',
+        '--authorization-mode=RBAC',
+        '--allow-privileged=true',
+        '--disable-admission-plugins=ServiceAccount',
+        '--endpoint-reconciler-type=none',
+        `--requestheader-client-ca-file=${certs.frontProxyCa.certPath}`,
+        '--requestheader-allowed-names=front-proxy-client',
+        '--requestheader-username-headers=X-Remote-User',
+        '--requestheader-group-headers=X-Remote-Group',
+        '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+        `--proxy-client-cert-file=${certs.frontProxyClient.certPath}`,
+        `--proxy-client-key-file=${certs.frontProxyClient.keyPath}`,
+      ],
+    });
+    procs.push(apiserver);
+    await waitFor(
+      'kube-apiserver /readyz',
+      async () => (await get(`${server}/readyz`, certs)).status === 200,
+      { timeoutMs, proc: apiserver, intervalMs: 200 },
+    );
+    log(`kube-apiserver ready at ${server} (${Date.now() - t0} ms)`);
+
+    const kubeconfigPath = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfigPath, kubeconfigYaml(server, certs.servingCa, certs.admin), {
+      mode: 0o600,
+    });
+    const kubectl = (args: string[], input?: string) =>
+      runKubectl(join(binDir, 'kubectl'), kubeconfigPath, args, input);
+
+    // CRDs before the controller manager: its garbage collector only re-discovers resources every 30 s.
+    await installCrds(kubectl, opts.crds ?? testCrds());
+    log(`CRDs established (${Date.now() - t0} ms)`);
+
+    const kcm = startProcess({
+      name: 'kube-controller-manager',
+      bin: join(binDir, 'kube-controller-manager'),
+      logPath: join(dir, 'kube-controller-manager.log'),
+      args: [
+        `--kubeconfig=${kubeconfigPath}`,
+        '--controllers=garbage-collector-controller,namespace-controller',
+        '--leader-elect=false',
+        '--secure-port=0',
+        '--use-service-account-credentials=false',
+        `--root-ca-file=${certs.servingCa.certPath}`,
+        `--service-account-private-key-file=${certs.serviceAccount.keyPath}`,
+      ],
+    });
+    procs.push(kcm);
+    await waitFor(
+      'kube-controller-manager to start its garbage collector',
+      () =>
+        Promise.resolve(
+          /Started controller.*garbage-collector|garbagecollector.*[Ss]ynced|Started garbage collector/.test(
+            tail(kcm.logPath, 400),
+          ),
+        ),
+      { timeoutMs, proc: kcm, intervalMs: 100 },
+    );
+    log(`kube-controller-manager running (${Date.now() - t0} ms)`);
+
+    return {
+      dir,
+      binDir,
+      kubeconfigPath,
+      server,
+      certs,
+      pids: Object.fromEntries(procs.map((p) => [p.name, p.pid])),
+      kubectl,
+      applyManifest: (objects) =>
+        kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], toYaml(objects)),
+      mintServingCert: (service, namespace) => mintServingCert(certs, service, namespace),
+      stop: () => stop(),
+    };
+  } catch (err) {
+    // Keep the directory: the component logs in it are the only explanation of a failed start.
+    await stop(false).catch(() => undefined);
+    const msg = err instanceof Error ? err.message : String(err);
+    throw new Error(`control plane failed to start (logs kept in ${dir}): ${msg}`, { cause: err });
+  }
+}

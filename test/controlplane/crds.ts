@@ -1,0 +1,51 @@
+/**
+ * CRDs the test control plane installs: the pool CRD (always ours, from poolCrd()) plus VirtualMachine,
+ * VirtualDisk, VirtualImage and ClusterVirtualImage, either the project's minimal fixtures or, with
+ * VMPOOL_DVP_CRDS=<dir>, the platform's real CRDs read from that directory.
+ * @module
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { poolCrd } from '../../shared/api/crd.js';
+import { REPO_ROOT } from './binaries.js';
+
+/** A Kubernetes object as plain JSON. */
+export type KubeObject = Record<string, unknown> & {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string } & Record<string, unknown>;
+};
+
+/** The platform CRD files vmpool depends on (same file names in both sources). */
+export const PLATFORM_CRD_FILES = [
+  'virtualmachines.yaml',
+  'virtualdisks.yaml',
+  'virtualimages.yaml',
+  'clustervirtualimages.yaml',
+] as const;
+
+/** Directory of the minimal fixtures shipped with the repository. */
+export const FIXTURE_CRD_DIR = join(REPO_ROOT, 'test', 'fixtures', 'crds');
+
+/** Parses every YAML document of a string into objects (empty documents dropped). */
+export function parseManifests(text: string): KubeObject[] {
+  return parseAllDocuments(text)
+    .map((d) => d.toJS() as unknown)
+    .filter((o): o is KubeObject => typeof o === 'object' && o !== null);
+}
+
+/** Where the platform CRDs come from: `VMPOOL_DVP_CRDS` if set, else the fixtures. */
+export function platformCrdDir(env: NodeJS.ProcessEnv = process.env): string {
+  const dir = env.VMPOOL_DVP_CRDS;
+  return dir !== undefined && dir !== '' ? dir : FIXTURE_CRD_DIR;
+}
+
+/** All CRDs to install, pool CRD first. */
+export function testCrds(env: NodeJS.ProcessEnv = process.env): KubeObject[] {
+  const dir = platformCrdDir(env);
+  const platform = PLATFORM_CRD_FILES.flatMap((f) =>
+    parseManifests(readFileSync(join(dir, f), 'utf8')),
+  );
+  return [poolCrd() as KubeObject, ...platform];
+}
