@@ -1,0 +1,403 @@
+/**
+ * The {@link Kube} implementation over @kubernetes/client-node 1.4: the only code that talks to the
+ * API server.
+ * @module
+ */
+import {
+  AuthorizationV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  EventsV1Api,
+  Observable,
+} from '@kubernetes/client-node';
+import type {
+  ConfigurationOptions,
+  KubeConfig,
+  ObservableMiddleware,
+  RequestContext,
+  ResponseContext,
+} from '@kubernetes/client-node';
+import type { z } from 'zod';
+import {
+  API_VERSION,
+  GROUP,
+  VERSION,
+  VirtualDisk,
+  VirtualMachine,
+  VirtualMachinePool,
+} from '../api/index.js';
+import { Counter } from './counts.js';
+import type { RequestHook, RequestOutcome, Verb } from './counts.js';
+import { defaultReportingInstance, poolEventBody } from './event.js';
+import { NO_HTTP_STATUS, classify, failure } from './failure.js';
+import { backoffMs, defaultRetryPolicy, sleep } from './retry.js';
+import type { RetryPolicy } from './retry.js';
+import type {
+  AccessDecision,
+  AccessQuestion,
+  Kube,
+  Outcome,
+  PoolEvent,
+  Preconditions,
+} from './types.js';
+
+/** Options of {@link createKube}; all have production defaults, tests override the clock and dice. */
+export interface KubeOptions {
+  /** Per-request timeout in ms (default 15 000); a timeout is `transient`. */
+  readonly timeoutMs?: number;
+  /** Retry policy of transient failures. */
+  readonly retry?: Partial<RetryPolicy>;
+  /** `reportingInstance` of Events (default `vmpool-$POD_NAME`/hostname). */
+  readonly reportingInstance?: string;
+  /** `fieldManager` of creates and updates (default `vmpool`). */
+  readonly fieldManager?: string;
+  /** Page size of lists (default 500). */
+  readonly pageSize?: number;
+  /** Called after every HTTP request, retries included. */
+  readonly onRequest?: RequestHook;
+  /** Sleeps between retries (tests make it instant). */
+  readonly sleep?: (ms: number) => Promise<void>;
+  /** Uniform [0, 1) for jitter. */
+  readonly random?: () => number;
+}
+
+type Plural = 'virtualmachinepools' | 'virtualmachines' | 'virtualdisks';
+
+const POOLS: Plural = 'virtualmachinepools';
+const VMS: Plural = 'virtualmachines';
+const DISKS: Plural = 'virtualdisks';
+
+/** Aborts each request after `ms`; node-fetch then rejects with an AbortError (→ transient). */
+function timeoutMiddleware(ms: number): ObservableMiddleware {
+  return {
+    pre(ctx: RequestContext): Observable<RequestContext> {
+      ctx.setSignal(AbortSignal.timeout(ms));
+      return new Observable(Promise.resolve(ctx));
+    },
+    post(ctx: ResponseContext): Observable<ResponseContext> {
+      return new Observable(Promise.resolve(ctx));
+    },
+  };
+}
+
+function outcomeOf(o: Outcome<unknown>): RequestOutcome {
+  return o.ok ? 'ok' : o.reason;
+}
+
+/** Parses a response with a model; a mismatch is `invalid`, never a half-parsed object. */
+function parseWith<T>(model: z.ZodType<T>, what: string, raw: unknown): Outcome<T> {
+  const r = model.safeParse(raw);
+  if (r.success) return { ok: true, value: r.data };
+  const first = r.error.issues[0];
+  const where =
+    first === undefined ? '' : ` at ${first.path.join('.') || '<root>'}: ${first.message}`;
+  return failure('invalid', NO_HTTP_STATUS, `API server returned a malformed ${what}${where}`);
+}
+
+function itemsOf(raw: unknown): { items: unknown[]; next: string | undefined } | undefined {
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  const r = raw as { items?: unknown; metadata?: { continue?: unknown } };
+  if (!Array.isArray(r.items)) return undefined;
+  const next = r.metadata?.continue;
+  return { items: r.items, next: typeof next === 'string' && next !== '' ? next : undefined };
+}
+
+/**
+ * Creates the Kube funnel.
+ *
+ * Retries: every transient failure (429, 5xx, network, timeout) is retried within the policy, creates
+ * included. A create that timed out may have landed; its retry then answers `alreadyExists`, which
+ * callers already treat as done because every name is fixed. A retried PUT that landed answers
+ * `conflict` (its resourceVersion is now stale) and a retried delete `notFound`, both of which callers
+ * handle by re-reading, so no retry can double an effect. Conflicts and all other failures are never
+ * retried here: they need a fresh read and a new plan. Events are best effort: one attempt, no retry.
+ *
+ * @param kc where and as whom to connect
+ * @param opts timeouts, retry policy, hooks
+ */
+export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const core = kc.makeApiClient(CoreV1Api);
+  const events = kc.makeApiClient(EventsV1Api);
+  const authz = kc.makeApiClient(AuthorizationV1Api);
+  const policy: RetryPolicy = { ...defaultRetryPolicy, ...opts.retry };
+  const pause = opts.sleep ?? sleep;
+  const random = opts.random ?? Math.random;
+  const fieldManager = opts.fieldManager ?? 'vmpool';
+  const pageSize = opts.pageSize ?? 500;
+  const reportingInstance = opts.reportingInstance ?? defaultReportingInstance();
+  const counter = new Counter();
+  const callOpts: ConfigurationOptions = {
+    middleware: [timeoutMiddleware(opts.timeoutMs ?? 15_000)],
+    middlewareMergeStrategy: 'append',
+  };
+
+  /** One HTTP request, classified, counted and reported. */
+  async function once<T>(
+    verb: Verb,
+    send: () => Promise<unknown>,
+    parse: (raw: unknown) => Outcome<T>,
+  ): Promise<{ outcome: Outcome<T>; retryAfterMs?: number }> {
+    const started = performance.now();
+    let result: { outcome: Outcome<T>; retryAfterMs?: number };
+    try {
+      result = { outcome: parse(await send()) };
+    } catch (err) {
+      const c = classify(err);
+      result =
+        c.retryAfterMs === undefined
+          ? { outcome: c.failure }
+          : { outcome: c.failure, retryAfterMs: c.retryAfterMs };
+    }
+    counter.add(verb, outcomeOf(result.outcome));
+    opts.onRequest?.(verb, outcomeOf(result.outcome), (performance.now() - started) / 1000);
+    return result;
+  }
+
+  /** {@link once}, retried while transient and attempts remain. */
+  async function call<T>(
+    verb: Verb,
+    send: () => Promise<unknown>,
+    parse: (raw: unknown) => Outcome<T>,
+    attempts: number = policy.attempts,
+  ): Promise<Outcome<T>> {
+    for (let attempt = 1; ; attempt++) {
+      const r = await once(verb, send, parse);
+      if (r.outcome.ok || r.outcome.reason !== 'transient' || attempt >= attempts) return r.outcome;
+      await pause(backoffMs(policy, attempt - 1, random, r.retryAfterMs));
+    }
+  }
+
+  const gvr = (plural: Plural) => ({ group: GROUP, version: VERSION, plural });
+
+  function get<T>(plural: Plural, model: z.ZodType<T>, namespace: string, name: string) {
+    return call(
+      'get',
+      () => custom.getNamespacedCustomObject({ ...gvr(plural), namespace, name }, callOpts),
+      (raw) => parseWith(model, plural.slice(0, -1), raw),
+    );
+  }
+
+  /** A consistent (quorum) list: no resourceVersion, pages chained with `continue`. */
+  async function list<T>(
+    plural: Plural,
+    model: z.ZodType<T>,
+    namespace: string | undefined,
+    labelSelector?: string,
+  ): Promise<Outcome<T[]>> {
+    const out: T[] = [];
+    let cont: string | undefined;
+    do {
+      const page = {
+        ...gvr(plural),
+        limit: pageSize,
+        ...(labelSelector === undefined ? {} : { labelSelector }),
+        ...(cont === undefined ? {} : { _continue: cont }),
+      };
+      const r = await call(
+        'list',
+        () =>
+          namespace === undefined
+            ? custom.listClusterCustomObject(page, callOpts)
+            : custom.listNamespacedCustomObject({ ...page, namespace }, callOpts),
+        (raw): Outcome<{ items: T[]; next: string | undefined }> => {
+          const l = itemsOf(raw);
+          if (l === undefined) {
+            return failure(
+              'invalid',
+              NO_HTTP_STATUS,
+              `API server returned a malformed ${plural} list`,
+            );
+          }
+          const items: T[] = [];
+          for (const item of l.items) {
+            const p = parseWith(model, plural.slice(0, -1), item);
+            if (!p.ok) return p;
+            items.push(p.value);
+          }
+          return { ok: true, value: { items, next: l.next } };
+        },
+      );
+      if (!r.ok) return r;
+      out.push(...r.value.items);
+      cont = r.value.next;
+    } while (cont !== undefined);
+    return { ok: true, value: out };
+  }
+
+  function create<T extends object>(
+    verb: 'create' | 'dryRun',
+    plural: Plural,
+    kind: string,
+    model: z.ZodType<T>,
+    namespace: string,
+    obj: T & { apiVersion?: string; kind?: string },
+  ) {
+    const body = { ...obj, apiVersion: obj.apiVersion ?? API_VERSION, kind: obj.kind ?? kind };
+    return call(
+      verb,
+      () =>
+        custom.createNamespacedCustomObject(
+          {
+            ...gvr(plural),
+            namespace,
+            body,
+            fieldManager,
+            ...(verb === 'dryRun' ? { dryRun: 'All' } : {}),
+          },
+          callOpts,
+        ),
+      (raw) => parseWith(model, plural.slice(0, -1), raw),
+    );
+  }
+
+  /** PUT of the whole object; the API server answers 409 when its resourceVersion is stale. */
+  async function replace<
+    T extends { metadata: { name?: string; namespace?: string; resourceVersion?: string } },
+  >(
+    verb: 'update' | 'updateStatus',
+    plural: Plural,
+    model: z.ZodType<T>,
+    obj: T,
+  ): Promise<Outcome<T>> {
+    const { name, namespace, resourceVersion } = obj.metadata;
+    if (name === undefined || namespace === undefined || resourceVersion === undefined) {
+      // An unconditioned PUT would overwrite concurrent writes: refuse it instead of sending it.
+      return failure(
+        'invalid',
+        NO_HTTP_STATUS,
+        `${verb} of ${plural} needs metadata.name, namespace and resourceVersion`,
+      );
+    }
+    const params = { ...gvr(plural), namespace, name, body: obj, fieldManager };
+    return call(
+      verb,
+      () =>
+        verb === 'update'
+          ? custom.replaceNamespacedCustomObject(params, callOpts)
+          : custom.replaceNamespacedCustomObjectStatus(params, callOpts),
+      (raw) => parseWith(model, plural.slice(0, -1), raw),
+    );
+  }
+
+  /**
+   * Delete with preconditions. propagationPolicy goes in the body: the API server ignores the query
+   * parameters of a DELETE that has a body.
+   */
+  function remove(plural: Plural, namespace: string, name: string, pre: Preconditions) {
+    const preconditions =
+      pre.resourceVersion === undefined
+        ? { uid: pre.uid }
+        : { uid: pre.uid, resourceVersion: pre.resourceVersion };
+    const body = {
+      apiVersion: 'v1',
+      kind: 'DeleteOptions',
+      propagationPolicy: 'Background',
+      preconditions,
+    };
+    return call(
+      'delete',
+      () =>
+        custom.deleteNamespacedCustomObject(
+          // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- see recordEvent
+          { ...gvr(plural), namespace, name, propagationPolicy: 'Background', body },
+          callOpts,
+        ),
+      (): Outcome<undefined> => ({ ok: true, value: undefined }),
+    );
+  }
+
+  return {
+    getPool: (namespace, name) => get(POOLS, VirtualMachinePool, namespace, name),
+    listPools: (namespace) => list(POOLS, VirtualMachinePool, namespace),
+    listVms: (namespace, selector) => list(VMS, VirtualMachine, namespace, selector),
+    listDisks: (namespace, selector) => list(DISKS, VirtualDisk, namespace, selector),
+    getVm: (namespace, name) => get(VMS, VirtualMachine, namespace, name),
+    createVm: (namespace, vm) =>
+      create('create', VMS, 'VirtualMachine', VirtualMachine, namespace, vm),
+    createDisk: (namespace, disk) =>
+      create('create', DISKS, 'VirtualDisk', VirtualDisk, namespace, disk),
+    dryRunCreateVm: (namespace, vm) =>
+      create('dryRun', VMS, 'VirtualMachine', VirtualMachine, namespace, vm),
+    updateVm: (vm) => replace('update', VMS, VirtualMachine, vm),
+    updateDisk: (disk) => replace('update', DISKS, VirtualDisk, disk),
+    updatePool: (pool) => replace('update', POOLS, VirtualMachinePool, pool),
+    updatePoolStatus: (pool) => replace('updateStatus', POOLS, VirtualMachinePool, pool),
+    deleteVm: (namespace, name, pre) => remove(VMS, namespace, name, pre),
+    deleteDisk: (namespace, name, pre) => remove(DISKS, namespace, name, pre),
+
+    async recordEvent(pool: VirtualMachinePool, event: PoolEvent): Promise<Outcome<undefined>> {
+      const namespace = pool.metadata.namespace;
+      if (namespace === undefined) {
+        return failure('invalid', NO_HTTP_STATUS, 'an Event needs the pool namespace');
+      }
+      const body = poolEventBody(pool, event, reportingInstance);
+      return call(
+        'event',
+        // client-node's models are classes, but it serializes by field table: plain objects are fine.
+        // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment
+        () => events.createNamespacedEvent({ namespace, body }, callOpts),
+        (): Outcome<undefined> => ({ ok: true, value: undefined }),
+        1,
+      );
+    },
+
+    subjectAccessReview(q: AccessQuestion): Promise<Outcome<AccessDecision>> {
+      const body = {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: {
+          user: q.user,
+          groups: [...q.groups],
+          ...(q.uid === undefined ? {} : { uid: q.uid }),
+          ...(q.extra === undefined
+            ? {}
+            : { extra: Object.fromEntries(Object.entries(q.extra).map(([k, v]) => [k, [...v]])) }),
+          resourceAttributes: {
+            namespace: q.namespace,
+            group: q.group,
+            resource: q.resource,
+            verb: q.verb,
+            ...(q.subresource === undefined ? {} : { subresource: q.subresource }),
+            ...(q.name === undefined ? {} : { name: q.name }),
+          },
+        },
+      };
+      return call(
+        'sar',
+        // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- see recordEvent
+        () => authz.createSubjectAccessReview({ body }, callOpts),
+        (raw): Outcome<AccessDecision> => {
+          const status = (raw as { status?: { allowed?: unknown; reason?: unknown } }).status;
+          if (typeof status?.allowed !== 'boolean') {
+            return failure(
+              'invalid',
+              NO_HTTP_STATUS,
+              'SubjectAccessReview answer has no status.allowed',
+            );
+          }
+          return {
+            ok: true,
+            value:
+              typeof status.reason === 'string' && status.reason !== ''
+                ? { allowed: status.allowed, reason: status.reason }
+                : { allowed: status.allowed },
+          };
+        },
+      );
+    },
+
+    getConfigMapData(namespace, name) {
+      return call(
+        'get',
+        () => core.readNamespacedConfigMap({ namespace, name }, callOpts),
+        (raw): Outcome<Record<string, string>> => ({
+          ok: true,
+          value: { ...(raw as { data?: Record<string, string> }).data },
+        }),
+      );
+    },
+
+    counts: () => counter.snapshot(),
+  };
+}

@@ -1,0 +1,13 @@
+/**
+ * vmpool's single I/O funnel to the API server.
+ * @module
+ */
+export type * from './types.js';
+export { createKube } from './client.js';
+export type { KubeOptions } from './client.js';
+export { kubeConfigFor, loadKubeConfig } from './config.js';
+export type { KubeConfigOptions } from './config.js';
+export type { RequestHook, RequestOutcome, Verb } from './counts.js';
+export { defaultRetryPolicy } from './retry.js';
+export type { RetryPolicy } from './retry.js';
+export { NO_HTTP_STATUS } from './failure.js';
