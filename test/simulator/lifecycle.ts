@@ -1,0 +1,159 @@
+/**
+ * The pure part of the platform simulator: given an object, what the platform would write next.
+ * Kept free of I/O so the state machine is readable in one place.
+ * @module
+ */
+import { AWAITING_RESTART } from '../../shared/api/vm.js';
+
+/** Delays (ms) of each simulated transition. */
+export interface Delays {
+  /** VirtualDisk Pending → Ready. */
+  diskReady: number;
+  /** VM Pending → Starting (or Stopped). */
+  vmPending: number;
+  /** VM Starting → Running. */
+  vmStarting: number;
+  /** VM Stopping → Stopped (or Starting in a restart). */
+  vmStopping: number;
+  /** How long a deleted VM stays Terminating before its finalizer goes. */
+  vmTerminating: number;
+}
+
+/** Default delays: short, but long enough for tests to observe every phase. */
+export const DEFAULT_DELAYS: Delays = {
+  diskReady: 300,
+  vmPending: 200,
+  vmStarting: 300,
+  vmStopping: 200,
+  vmTerminating: 500,
+};
+
+/** Per-object memory of the simulator (keyed by uid). */
+export interface Memory {
+  /** When the current phase was entered, and how long it should last. */
+  since: number;
+  delay: number;
+  /** The restart-relevant spec the running VM booted with. */
+  applied?: string;
+  /** A restart was requested (automatic approval or an explicit restart()). */
+  restart?: boolean;
+}
+
+type Obj = Record<string, unknown>;
+type Status = Record<string, unknown> & { phase?: string; conditions?: Obj[] };
+
+/** Spec fields that apply without a restart; everything else waits for one. */
+const HOT = new Set(['runPolicy', 'disruptions']);
+
+/** The part of a VM spec whose change needs a restart, canonically serialised. */
+export function restartRelevant(spec: Obj): string {
+  const keys = Object.keys(spec)
+    .filter((k) => !HOT.has(k))
+    .sort();
+  return JSON.stringify(keys.map((k) => [k, spec[k]]));
+}
+
+/** Whether the run policy wants the VM running. */
+export function wantsRunning(spec: Obj): boolean {
+  return spec.runPolicy !== 'AlwaysOff' && spec.runPolicy !== 'Manual';
+}
+
+function approval(spec: Obj): string | undefined {
+  const d = spec.disruptions as Obj | undefined;
+  return d?.restartApprovalMode as string | undefined;
+}
+
+function withoutAwaiting(conditions: Obj[] | undefined): Obj[] {
+  return (conditions ?? []).filter((c) => c.type !== AWAITING_RESTART);
+}
+
+function awaiting(gen: number | undefined, now: number): Obj {
+  return {
+    type: AWAITING_RESTART,
+    status: 'True',
+    reason: 'ChangesPendingRestart',
+    message: 'Changes to the VM configuration require a restart to be applied.',
+    lastTransitionTime: new Date(now).toISOString().replace(/\.\d+Z$/, 'Z'),
+    ...(gen !== undefined ? { observedGeneration: gen } : {}),
+  };
+}
+
+/** The next status of a VirtualDisk, or undefined when nothing changes yet. */
+export function nextDiskStatus(disk: Obj, mem: Memory, now: number): Status {
+  const meta = disk.metadata as Obj;
+  const spec = (disk.spec ?? {}) as Obj;
+  const status = { ...((disk.status ?? {}) as Status) };
+  const size = ((spec.persistentVolumeClaim ?? {}) as Obj).size as string | number | undefined;
+  status.observedGeneration = meta.generation;
+  if (status.phase === undefined) status.phase = 'Pending';
+  else if (status.phase === 'Pending' && now - mem.since >= mem.delay) status.phase = 'Ready';
+  if (status.phase === 'Ready' && size !== undefined)
+    status.capacity = typeof size === 'number' ? String(size) : size;
+  return status;
+}
+
+/**
+ * The next status of a VirtualMachine. Mutates `mem` (phase clock, applied spec, restart flag);
+ * `enter` is called with the phase entered so the caller can draw its delay.
+ */
+export function nextVmStatus(
+  vm: Obj,
+  mem: Memory,
+  now: number,
+  enter: (phase: string) => void,
+): Status {
+  const meta = vm.metadata as Obj;
+  const spec = (vm.spec ?? {}) as Obj;
+  const gen = meta.generation as number | undefined;
+  const status = { ...((vm.status ?? {}) as Status) };
+  status.observedGeneration = gen;
+  const due = now - mem.since >= mem.delay;
+  const go = (phase: string) => {
+    status.phase = phase;
+    enter(phase);
+  };
+  const run = wantsRunning(spec);
+  switch (status.phase) {
+    case undefined:
+      go('Pending');
+      break;
+    case 'Pending':
+      if (due) go(run ? 'Starting' : 'Stopped');
+      break;
+    case 'Starting':
+      if (due) {
+        go('Running');
+        mem.applied = restartRelevant(spec);
+        mem.restart = false;
+      }
+      break;
+    case 'Running': {
+      mem.applied ??= restartRelevant(spec);
+      const pending = mem.applied !== restartRelevant(spec);
+      if (!run) go('Stopping');
+      else if (mem.restart === true || (pending && approval(spec) === 'Automatic')) {
+        mem.restart = true;
+        go('Stopping');
+      }
+      break;
+    }
+    case 'Stopping':
+      if (due) go(run && mem.restart === true ? 'Starting' : 'Stopped');
+      break;
+    case 'Stopped':
+      if (run) go('Starting');
+      break;
+    default:
+      // Phases the simulator never enters (Migrating, Pause, ...) are left alone.
+      break;
+  }
+  // The condition lives while a started VM runs on an outdated spec; a (re)start applies the spec.
+  const outdated =
+    mem.applied !== undefined &&
+    mem.applied !== restartRelevant(spec) &&
+    (status.phase === 'Running' || status.phase === 'Stopping');
+  const others = withoutAwaiting(status.conditions);
+  const existing = (status.conditions ?? []).find((c) => c.type === AWAITING_RESTART);
+  status.conditions = outdated ? [...others, existing ?? awaiting(gen, now)] : others;
+  return status;
+}

@@ -1,0 +1,16 @@
+/**
+ * A seeded PRNG (mulberry32): the simulator's jitter must replay identically under the same seed.
+ * @module
+ */
+
+/** Returns a generator of floats in [0, 1) determined entirely by `seed`. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -1,0 +1,221 @@
+/**
+ * A stand-in for the virtualization platform's controllers: it polls VirtualMachines and VirtualDisks
+ * and moves their status the way the platform would (see lifecycle.ts), writing through the status
+ * subresource, and holds deleted VMs in Terminating with a finalizer for a while.
+ * @module
+ */
+import {
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { GROUP, VERSION } from '../../shared/api/meta.js';
+import {
+  DEFAULT_DELAYS,
+  nextDiskStatus,
+  nextVmStatus,
+  type Delays,
+  type Memory,
+} from './lifecycle.js';
+import { seededRandom } from './rng.js';
+
+/** The finalizer the simulator puts on VMs so deletion is observable (Terminating). */
+export const SIM_FINALIZER = 'virtualization.deckhouse.io/vm-cleanup-sim';
+
+/** Options of {@link startSimulator}. */
+export interface SimulatorOptions {
+  kubeconfigPath: string;
+  /** Only this namespace (tests isolate by namespace); all namespaces if unset. */
+  namespace?: string;
+  delays?: Partial<Delays>;
+  /** Relative jitter of each delay, 0..1 (default 0: exact delays). */
+  jitter?: number;
+  /** Seed of the jitter, so a run replays identically. */
+  seed?: number;
+  /** Poll interval (ms). */
+  intervalMs?: number;
+  /** Called with errors of a tick (conflicts are expected and not reported). */
+  onError?: (err: unknown) => void;
+}
+
+/** A running simulator. */
+export interface Simulator {
+  /** Requests a restart of a VM (what a user does for restartApprovalMode: Manual). */
+  restart(namespace: string, name: string): void;
+  /** Resolves after one more full pass over all objects. */
+  settled(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+type Obj = Record<string, unknown> & { metadata: Record<string, unknown> };
+const JSON_PATCH = setHeaderOptions('Content-Type', PatchStrategy.JsonPatch);
+
+function isConflict(err: unknown): boolean {
+  const code = (err as { code?: number }).code;
+  // 409: stale write; 422: the resourceVersion test op failed; 404: deleted meanwhile.
+  return code === 409 || code === 422 || code === 404;
+}
+
+/** Starts the simulator loop; stop() waits for the current pass to finish. */
+export function startSimulator(opts: SimulatorOptions): Simulator {
+  const kc = new KubeConfig();
+  kc.loadFromFile(opts.kubeconfigPath);
+  const api = kc.makeApiClient(CustomObjectsApi);
+  const delays: Delays = { ...DEFAULT_DELAYS, ...opts.delays };
+  const rng = seededRandom(opts.seed ?? 1);
+  const jitter = opts.jitter ?? 0;
+  const memory = new Map<string, Memory>();
+  const uids = new Map<string, string>();
+  const restarts = new Set<string>();
+  let running = true;
+  let passes = 0;
+
+  const draw = (ms: number) => Math.round(ms * (1 + jitter * (rng() * 2 - 1)));
+  const delayOf = (phase: string): number => {
+    switch (phase) {
+      case 'Pending':
+        return draw(delays.vmPending);
+      case 'Starting':
+        return draw(delays.vmStarting);
+      case 'Stopping':
+        return draw(delays.vmStopping);
+      case 'Terminating':
+        return draw(delays.vmTerminating);
+      default:
+        return 0;
+    }
+  };
+
+  const list = async (plural: string): Promise<Obj[]> => {
+    const res = (
+      opts.namespace === undefined
+        ? await api.listClusterCustomObject({ group: GROUP, version: VERSION, plural })
+        : await api.listNamespacedCustomObject({
+            group: GROUP,
+            version: VERSION,
+            plural,
+            namespace: opts.namespace,
+          })
+    ) as { items: Obj[] };
+    // Sorted so the order of writes (and of jitter draws) is deterministic.
+    const key = (o: Obj) => `${String(o.metadata.namespace)}/${String(o.metadata.name)}`;
+    return res.items.sort((a, b) => key(a).localeCompare(key(b)));
+  };
+
+  const patch = async (plural: string, o: Obj, ops: object[], status: boolean) => {
+    const req = {
+      group: GROUP,
+      version: VERSION,
+      plural,
+      namespace: String(o.metadata.namespace),
+      name: String(o.metadata.name),
+      body: [
+        { op: 'test', path: '/metadata/resourceVersion', value: o.metadata.resourceVersion },
+        ...ops,
+      ],
+    };
+    try {
+      if (status) await api.patchNamespacedCustomObjectStatus(req, JSON_PATCH);
+      else await api.patchNamespacedCustomObject(req, JSON_PATCH);
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+    }
+  };
+
+  const memOf = (uid: string, now: number, delay: number): Memory => {
+    let m = memory.get(uid);
+    if (!m) {
+      m = { since: now, delay };
+      memory.set(uid, m);
+    }
+    return m;
+  };
+
+  const writeStatus = async (plural: string, o: Obj, next: Record<string, unknown>) => {
+    if (JSON.stringify(next) === JSON.stringify(o.status ?? {})) return;
+    await patch(plural, o, [{ op: 'add', path: '/status', value: next }], true);
+  };
+
+  const disks = async (now: number) => {
+    for (const d of await list('virtualdisks')) {
+      if (d.metadata.deletionTimestamp !== undefined) continue;
+      const m = memOf(String(d.metadata.uid), now, draw(delays.diskReady));
+      await writeStatus('virtualdisks', d, nextDiskStatus(d, m, now));
+    }
+  };
+
+  const vm = async (v: Obj, now: number) => {
+    const uid = String(v.metadata.uid);
+    const finalizers = (v.metadata.finalizers ?? []) as string[];
+    const m = memOf(uid, now, delayOf('Pending'));
+    uids.set(`${String(v.metadata.namespace)}/${String(v.metadata.name)}`, uid);
+    if (restarts.delete(uid)) m.restart = true;
+    const status = (v.status ?? {}) as Record<string, unknown>;
+    if (v.metadata.deletionTimestamp !== undefined) {
+      if (!finalizers.includes(SIM_FINALIZER)) return;
+      if (status.phase !== 'Terminating') {
+        m.since = now;
+        m.delay = delayOf('Terminating');
+        await writeStatus('virtualmachines', v, { ...status, phase: 'Terminating' });
+      } else if (now - m.since >= m.delay) {
+        const rest = finalizers.filter((f) => f !== SIM_FINALIZER);
+        await patch(
+          'virtualmachines',
+          v,
+          [{ op: 'replace', path: '/metadata/finalizers', value: rest }],
+          false,
+        );
+        memory.delete(uid);
+      }
+      return;
+    }
+    if (!finalizers.includes(SIM_FINALIZER)) {
+      const op =
+        v.metadata.finalizers === undefined
+          ? { op: 'add', path: '/metadata/finalizers', value: [SIM_FINALIZER] }
+          : { op: 'add', path: '/metadata/finalizers/-', value: SIM_FINALIZER };
+      // The write bumps resourceVersion; the status is handled on the next pass.
+      await patch('virtualmachines', v, [op], false);
+      return;
+    }
+    const next = nextVmStatus(v, m, now, (phase) => {
+      m.since = now;
+      m.delay = delayOf(phase);
+    });
+    await writeStatus('virtualmachines', v, next);
+  };
+
+  const waiters: (() => void)[] = [];
+  const loop = (async () => {
+    while (running) {
+      const now = Date.now();
+      try {
+        await disks(now);
+        for (const v of await list('virtualmachines')) await vm(v, now);
+      } catch (err) {
+        opts.onError?.(err);
+      }
+      passes++;
+      for (const w of waiters.splice(0)) w();
+      await sleep(opts.intervalMs ?? 50);
+    }
+  })();
+
+  return {
+    restart(namespace, name) {
+      const uid = uids.get(`${namespace}/${name}`);
+      if (uid !== undefined) restarts.add(uid);
+    },
+    async settled() {
+      const target = passes + 2;
+      while (passes < target && running) await new Promise<void>((r) => waiters.push(r));
+    },
+    async stop() {
+      running = false;
+      await loop;
+      for (const w of waiters.splice(0)) w();
+    },
+  };
+}
