@@ -12,9 +12,14 @@ export default tseslint.config(
     },
     rules: {
       '@typescript-eslint/switch-exhaustiveness-check': 'error',
+      // Annotation and label keys are constants with slashes; deleting them by key is intended.
+      '@typescript-eslint/no-dynamic-delete': 'off',
       '@typescript-eslint/consistent-type-imports': 'error',
       '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true }],
-      '@typescript-eslint/no-unnecessary-condition': ['error', { allowConstantLoopConditions: true }],
+      '@typescript-eslint/no-unnecessary-condition': [
+        'error',
+        { allowConstantLoopConditions: true },
+      ],
     },
   },
   {

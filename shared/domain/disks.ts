@@ -1,0 +1,191 @@
+/**
+ * Per-replica disks: which template a reference belongs to, placeholder resolution, the choice of a
+ * free Retain disk, and the disk objects vmpool creates.
+ * @module
+ */
+import type {
+  BlockDeviceRef,
+  Binding,
+  DiskTemplate,
+  VirtualDisk,
+  VirtualMachine,
+  VirtualMachinePool,
+} from '../api/index.js';
+import { API_VERSION, keys } from '../api/index.js';
+import { isTerminating, nameOf, ownedBy } from './membership.js';
+import { deleteDiskName, isRetainDiskName } from './names.js';
+import { quantityValue } from './quantity.js';
+
+/** The reclaim policy of a template (Delete when unset). */
+export function policyOf(t: DiskTemplate): 'Delete' | 'Retain' {
+  return t.reclaim?.onScaleDown ?? 'Delete';
+}
+
+/** Names of the VirtualDisk references of a VM. */
+export function diskRefs(vm: VirtualMachine): string[] {
+  return (vm.spec.blockDeviceRefs ?? []).filter((r) => r.kind === 'VirtualDisk').map((r) => r.name);
+}
+
+/** Where a VM's reference for one template is, and whether it still names the template itself. */
+export interface RefSlot {
+  readonly index: number;
+  readonly disk: string;
+  readonly placeholder: boolean;
+}
+
+/**
+ * Finds, for each template, the reference a member uses for it: a disk labelled with the template, a
+ * name of the template's shape (a disk that vanished), a recorded binding, or the template's own
+ * name (an unresolved placeholder, as the reference implementation leaves on new VMs).
+ */
+export function slotsOf(
+  pool: VirtualMachinePool,
+  vm: VirtualMachine,
+  diskByName: ReadonlyMap<string, VirtualDisk>,
+  bindings: readonly Binding[],
+): Map<string, RefSlot> {
+  const slots = new Map<string, RefSlot>();
+  const poolName = nameOf(pool);
+  const vmN = nameOf(vm);
+  const templates = pool.spec.virtualDiskTemplates.map((t) => t.name);
+  (vm.spec.blockDeviceRefs ?? []).forEach((ref, index) => {
+    if (ref.kind !== 'VirtualDisk') return;
+    const disk = diskByName.get(ref.name);
+    let template: string | undefined;
+    let placeholder = false;
+    if (disk !== undefined && disk.metadata.labels?.[keys.poolUid] === pool.metadata.uid) {
+      template = disk.metadata.labels?.[keys.diskTemplate];
+    } else if (disk === undefined && templates.includes(ref.name)) {
+      template = ref.name;
+      placeholder = true;
+    } else if (disk === undefined) {
+      template =
+        templates.find(
+          (t) => ref.name === deleteDiskName(vmN, t) || isRetainDiskName(ref.name, poolName, t),
+        ) ?? bindings.find((b) => b.vm === vmN && b.disk === ref.name)?.template;
+    }
+    if (template !== undefined && !slots.has(template))
+      slots.set(template, { index, disk: ref.name, placeholder });
+  });
+  return slots;
+}
+
+/** Replaces the VirtualDisk placeholders of template refs with bound disk names, in place. */
+export function resolveRefs(
+  refs: readonly BlockDeviceRef[],
+  bound: ReadonlyMap<string, string>,
+): BlockDeviceRef[] {
+  return refs.map((r) => {
+    if (r.kind !== 'VirtualDisk') return { ...r };
+    const disk = bound.get(r.name);
+    return disk === undefined ? { ...r } : { ...r, name: disk };
+  });
+}
+
+/** Puts a reference for `template` where the template lists it (or renames the slot's reference). */
+export function placeRef(
+  refs: readonly BlockDeviceRef[],
+  templateRefs: readonly BlockDeviceRef[],
+  template: string,
+  disk: string,
+  slot: RefSlot | undefined,
+): BlockDeviceRef[] {
+  const out = refs.map((r) => ({ ...r }));
+  const at = slot?.index ?? -1;
+  const current = out[at];
+  if (current !== undefined) {
+    out[at] = { ...current, name: disk };
+    return out;
+  }
+  const pos = templateRefs.findIndex((r) => r.kind === 'VirtualDisk' && r.name === template);
+  out.splice(Math.min(Math.max(pos, 0), out.length), 0, { kind: 'VirtualDisk', name: disk });
+  return out;
+}
+
+/** The byte size a disk has or asks for. */
+export function diskSize(disk: VirtualDisk): number | undefined {
+  return quantityValue(disk.spec.persistentVolumeClaim?.size);
+}
+
+/** A disk is reusable when it is not being deleted and has not Failed. */
+export function reusable(disk: VirtualDisk): boolean {
+  return !isTerminating(disk) && disk.status?.phase !== 'Failed';
+}
+
+/** The moment a free disk was freed, in ms since the epoch; undefined when unstamped or unparsable. */
+export function freedAt(disk: VirtualDisk): number | undefined {
+  const stamp = disk.metadata.annotations?.[keys.freeSince];
+  if (stamp === undefined) return undefined;
+  const t = Date.parse(stamp);
+  return Number.isNaN(t) ? undefined : t;
+}
+
+/**
+ * The free disk to reuse: Ready before others, not held by a leaving member before held, most recently
+ * freed first (an unstamped disk was freed just now), then by name so concurrent planners agree.
+ */
+export function chooseFree(
+  candidates: readonly VirtualDisk[],
+  heldByLeaving: ReadonlySet<string>,
+): VirtualDisk | undefined {
+  const key = (d: VirtualDisk): [number, number, number, string] => [
+    d.status?.phase === 'Ready' ? 0 : 1,
+    heldByLeaving.has(nameOf(d)) ? 1 : 0,
+    -(freedAt(d) ?? Number.MAX_SAFE_INTEGER),
+    nameOf(d),
+  ];
+  return [...candidates].sort((a, b) => {
+    const ka = key(a);
+    const kb = key(b);
+    for (let i = 0; i < 3; i++) if (ka[i] !== kb[i]) return (ka[i] as number) - (kb[i] as number);
+    return ka[3] < kb[3] ? -1 : ka[3] > kb[3] ? 1 : 0;
+  })[0];
+}
+
+/** Who owns a new disk: the pool (Retain) or the VM (Delete). */
+export interface DiskOwner {
+  readonly kind: 'VirtualMachinePool' | 'VirtualMachine';
+  readonly name: string;
+  /** Unknown for a VM created in the same pass: the executor fills it in from the create. */
+  readonly uid?: string;
+}
+
+/** A new disk for a template, labelled for the pool, owned by `owner`. */
+export function newDisk(
+  pool: VirtualMachinePool,
+  template: DiskTemplate,
+  name: string,
+  owner: DiskOwner,
+): VirtualDisk {
+  return {
+    apiVersion: API_VERSION,
+    kind: 'VirtualDisk',
+    metadata: {
+      name,
+      namespace: pool.metadata.namespace,
+      labels: {
+        [keys.poolUid]: pool.metadata.uid ?? '',
+        [keys.pool]: nameOf(pool),
+        [keys.diskTemplate]: template.name,
+      },
+      ownerReferences: [
+        {
+          apiVersion: API_VERSION,
+          kind: owner.kind,
+          name: owner.name,
+          uid: owner.uid ?? '',
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
+    },
+    spec: structuredClone(template.spec),
+  };
+}
+
+/** True when a pool-owned disk belongs to the pool by label and controller. */
+export function poolOwned(pool: VirtualMachinePool, disk: VirtualDisk): boolean {
+  return (
+    disk.metadata.labels?.[keys.poolUid] === pool.metadata.uid && ownedBy(disk, pool.metadata.uid)
+  );
+}

@@ -1,0 +1,20 @@
+/**
+ * The pure core of vmpool: no I/O, no clock, no randomness of its own.
+ * @module
+ */
+export * from './actions.js';
+export * from './admission.js';
+export * from './disks.js';
+export * from './duration.js';
+export * from './gc.js';
+export * from './hash.js';
+export * from './membership.js';
+export * from './names.js';
+export * from './plan.js';
+export * from './quantity.js';
+export * from './rollout.js';
+export * from './scale.js';
+export * from './scaledownwith.js';
+export * from './status.js';
+export * from './targets.js';
+export * from './validation.js';

@@ -1,0 +1,58 @@
+/**
+ * Who belongs to a pool and in what state: the pool-uid label plus the controller ownerReference.
+ * @module
+ */
+import type { Condition, VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
+import { controllerOf, keys } from '../api/index.js';
+
+/** The label selector of a pool's members and disks (also `status.selector`). */
+export function selectorOf(pool: VirtualMachinePool): string {
+  return `${keys.poolUid}=${pool.metadata.uid ?? ''}`;
+}
+
+/** True when the object's controller ownerReference is the pool. */
+export function ownedBy(obj: VirtualMachine | VirtualDisk, poolUid: string | undefined): boolean {
+  return poolUid !== undefined && controllerOf(obj.metadata)?.uid === poolUid;
+}
+
+/** True when a VM is a member: it carries the pool-uid label and the pool is its controller. */
+export function isMember(pool: VirtualMachinePool, vm: VirtualMachine): boolean {
+  const uid = pool.metadata.uid;
+  return vm.metadata.labels?.[keys.poolUid] === uid && ownedBy(vm, uid);
+}
+
+/** The pool's members among `vms` (Terminating and Stopped ones included). */
+export function membersOf(
+  pool: VirtualMachinePool,
+  vms: readonly VirtualMachine[],
+): VirtualMachine[] {
+  return vms.filter((vm) => isMember(pool, vm));
+}
+
+/** True when an object is being deleted. */
+export function isTerminating(obj: VirtualMachine | VirtualDisk): boolean {
+  return obj.metadata.deletionTimestamp !== undefined;
+}
+
+/** Ready means exactly phase Running, as in the reference. */
+export function isReady(vm: VirtualMachine): boolean {
+  return !isTerminating(vm) && vm.status?.phase === 'Running';
+}
+
+/** A condition of a VM by type. */
+export function conditionOf(vm: VirtualMachine, type: string): Condition | undefined {
+  return vm.status?.conditions?.find((c) => c.type === type);
+}
+
+/** The name of an object (always set on objects read from the API server). */
+export function nameOf(obj: { metadata: { name?: string | undefined } }): string {
+  return obj.metadata.name ?? '';
+}
+
+/** Orders by creationTimestamp (RFC 3339 sorts as text), ties broken by name. */
+export function byAgeThenName(a: VirtualMachine, b: VirtualMachine): number {
+  const ta = a.metadata.creationTimestamp ?? '';
+  const tb = b.metadata.creationTimestamp ?? '';
+  if (ta !== tb) return ta < tb ? -1 : 1;
+  return nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0;
+}

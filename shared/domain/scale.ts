@@ -1,0 +1,72 @@
+/**
+ * How many replicas to create and which members leave, counting recorded intent so that concurrent
+ * and repeated reconciles agree.
+ * @module
+ */
+import type { ScaleDownPolicy, VirtualMachine } from '../api/index.js';
+import { byAgeThenName, isTerminating, nameOf } from './membership.js';
+import type { Rand } from './names.js';
+import { vmName } from './names.js';
+
+/** What the scale step sees. */
+export interface ScaleInput {
+  readonly pool: string;
+  readonly desired: number;
+  readonly policy: ScaleDownPolicy;
+  readonly members: readonly VirtualMachine[];
+  /** Recorded creates not yet observed as members. */
+  readonly pendingCreates: readonly string[];
+  /** Names already leaving on purpose: recorded victims and scaledownwith targets still alive. */
+  readonly leaving: ReadonlySet<string>;
+  /** Names that may not be used for a new VM (every VM name seen, pending ones included). */
+  readonly taken: ReadonlySet<string>;
+}
+
+/** The scale decision. */
+export interface ScaleDecision {
+  readonly creates: string[];
+  readonly victims: VirtualMachine[];
+}
+
+/**
+ * Members plus pending creates count toward replicas, Terminating members included (they still hold
+ * resources); the surplus is reduced by members already leaving; `Explicit` never picks victims.
+ */
+export function decideScale(input: ScaleInput, rand: Rand): ScaleDecision {
+  const count = input.members.length + input.pendingCreates.length;
+  if (count < input.desired) {
+    return { creates: freshNames(input, input.desired - count, rand), victims: [] };
+  }
+  if (count === input.desired || input.policy === 'Explicit') return { creates: [], victims: [] };
+  const terminating = input.members.filter(isTerminating).length;
+  const leaving = input.members.filter((m) => !isTerminating(m) && input.leaving.has(nameOf(m)));
+  const toDelete = count - input.desired - terminating - leaving.length;
+  if (toDelete <= 0) return { creates: [], victims: [] };
+  const candidates = input.members.filter(
+    (m) => !isTerminating(m) && !input.leaving.has(nameOf(m)),
+  );
+  return { creates: [], victims: rankVictims(candidates, input.policy).slice(0, toDelete) };
+}
+
+/** Candidates in removal order: by creationTimestamp for the policy, ties broken by name. */
+export function rankVictims(
+  candidates: readonly VirtualMachine[],
+  policy: ScaleDownPolicy,
+): VirtualMachine[] {
+  if (policy === 'Explicit') return [];
+  const sorted = [...candidates].sort(byAgeThenName);
+  return policy === 'NewestFirst' ? sorted.reverse() : sorted;
+}
+
+function freshNames(input: ScaleInput, n: number, rand: Rand): string[] {
+  const taken = new Set(input.taken);
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) {
+    let name = vmName(input.pool, rand);
+    // 27^5 names: a collision is rare, but a repeat would collapse two creates into one.
+    for (let tries = 0; taken.has(name) && tries < 32; tries++) name = vmName(input.pool, rand);
+    taken.add(name);
+    out.push(name);
+  }
+  return out;
+}

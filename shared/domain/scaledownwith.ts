@@ -1,0 +1,108 @@
+/**
+ * scaledownwith: validate every named target, dedupe, and lower `spec.replicas` by the number of
+ * distinct targets together with recording them — one write, all or nothing.
+ * @module
+ */
+import type {
+  RecordedTarget,
+  ScaleDownWithBody,
+  VirtualMachine,
+  VirtualMachinePool,
+} from '../api/index.js';
+import { isMember, isTerminating, nameOf } from './membership.js';
+import { recordedTargets, withTargets } from './targets.js';
+
+/** What happens to one named target. */
+export type TargetOutcome =
+  /** A live member: recorded, and the pool shrinks by one for it. */
+  | 'removed'
+  /** Already recorded by an earlier scaledownwith: neither recorded nor counted again. */
+  | 'alreadyRequested'
+  /** Already being deleted: not counted, so the pool neither shrinks for it nor deletes another. */
+  | 'alreadyTerminating'
+  /** Named again in the same request: counted once. */
+  | 'duplicate';
+
+/** A refused request: HTTP code and the reference's message. */
+export interface Refusal {
+  readonly ok: false;
+  readonly code: 400 | 404;
+  readonly message: string;
+}
+
+/** An accepted request. */
+export interface Accepted {
+  readonly ok: true;
+  readonly dryRun: boolean;
+  readonly outcomes: ReadonlyArray<{ readonly target: string; readonly outcome: TargetOutcome }>;
+  /** The pool to write (replicas lowered, targets recorded); undefined when nothing changes. */
+  readonly write: VirtualMachinePool | undefined;
+  readonly replicas: { readonly from: number; readonly to: number };
+}
+
+/** The reference's message for an empty target list. */
+export const EMPTY_TARGETS = 'scaleDownWith requires a non-empty targets list';
+
+/**
+ * Plans a scaledownwith. `vms` maps each distinct target name to the VM read for it (absent: not
+ * found). Nothing is written for a refused request.
+ */
+export function planScaleDownWith(
+  pool: VirtualMachinePool,
+  body: ScaleDownWithBody,
+  vms: ReadonlyMap<string, VirtualMachine>,
+): Refusal | Accepted {
+  if (body.targets.length === 0) return { ok: false, code: 400, message: EMPTY_TARGETS };
+  const dry = body.dryRun ?? [];
+  const unknownDry = dry.find((d) => d !== 'All');
+  if (unknownDry !== undefined)
+    return {
+      ok: false,
+      code: 400,
+      message: `unsupported dryRun value "${unknownDry}": only "All" is allowed`,
+    };
+  const ns = pool.metadata.namespace ?? '';
+  for (const t of body.targets) {
+    const vm = vms.get(t);
+    if (vm === undefined)
+      return {
+        ok: false,
+        code: 400,
+        message: `target VirtualMachine "${t}" not found in namespace "${ns}"`,
+      };
+    if (!isMember(pool, vm))
+      return {
+        ok: false,
+        code: 400,
+        message: `target VirtualMachine "${t}" does not belong to VirtualMachinePool "${nameOf(pool)}"`,
+      };
+  }
+  const already = new Set(recordedTargets(pool).map((t) => t.uid));
+  const seen = new Set<string>();
+  const added: RecordedTarget[] = [];
+  const outcomes = body.targets.map((target) => {
+    const vm = vms.get(target);
+    const uid = vm?.metadata.uid ?? '';
+    let outcome: TargetOutcome;
+    if (seen.has(target)) outcome = 'duplicate';
+    else if (vm === undefined || isTerminating(vm)) outcome = 'alreadyTerminating';
+    else if (already.has(uid)) outcome = 'alreadyRequested';
+    else {
+      outcome = 'removed';
+      added.push({ name: target, uid });
+    }
+    seen.add(target);
+    return { target, outcome };
+  });
+  const from = pool.spec.replicas ?? 0;
+  const to = Math.max(0, from - added.length);
+  const dryRun = dry.includes('All');
+  const write =
+    added.length === 0
+      ? undefined
+      : withTargets({ ...pool, spec: { ...pool.spec, replicas: to } }, [
+          ...recordedTargets(pool),
+          ...added,
+        ]);
+  return { ok: true, dryRun, outcomes, write, replicas: { from, to } };
+}

@@ -1,0 +1,116 @@
+/**
+ * Validation of a pool at admission, with the reference's messages where it has them.
+ * @module
+ */
+import type { DiskTemplate, VirtualMachinePool } from '../api/index.js';
+import { celMessages } from '../api/index.js';
+import { parseDuration } from './duration.js';
+import { MAX_POOL_NAME } from './names.js';
+import { quantityValue } from './quantity.js';
+
+/** One reason a pool is refused. */
+export interface Violation {
+  readonly field: string;
+  readonly message: string;
+}
+
+/** Message for a pool name that would make VM names longer than 63 characters. */
+export function nameTooLong(name: string): string {
+  return `VirtualMachinePool name "${name}" is too long: it must be at most ${MAX_POOL_NAME} characters so that generated VirtualMachine names stay within the 63-character limit`;
+}
+
+/** Every violation of a pool spec, in the reference's order (the first is what admission reports). */
+export function validatePool(pool: VirtualMachinePool): Violation[] {
+  const out: Violation[] = [];
+  const name = pool.metadata.name ?? '';
+  if (name.length > MAX_POOL_NAME) out.push({ field: 'metadata.name', message: nameTooLong(name) });
+  out.push(...validateRefs(pool));
+  out.push(...validateTemplates(pool.spec.virtualDiskTemplates));
+  return out;
+}
+
+function validateRefs(pool: VirtualMachinePool): Violation[] {
+  const out: Violation[] = [];
+  const spec = pool.spec.virtualMachineTemplate.spec;
+  const field = 'spec.virtualMachineTemplate.spec.blockDeviceRefs';
+  const refs = spec?.blockDeviceRefs;
+  const templates = pool.spec.virtualDiskTemplates;
+  if (refs === undefined) {
+    out.push({ field, message: celMessages.everyTemplateReferenced });
+    return out;
+  }
+  const diskRefs = refs.filter((r) => r.kind === 'VirtualDisk');
+  if (!templates.every((t) => diskRefs.some((r) => r.name === t.name)))
+    out.push({ field, message: celMessages.everyTemplateReferenced });
+  if (!diskRefs.every((r) => templates.some((t) => t.name === r.name)))
+    out.push({ field, message: celMessages.everyRefNamesTemplate });
+  if (diskRefs.length !== templates.length)
+    out.push({ field, message: celMessages.referencedOnce });
+  if (spec?.osType === 'Legacy')
+    out.push({ field: 'spec.virtualMachineTemplate.spec.osType', message: celMessages.noLegacy });
+  const seen = new Set<string>();
+  const orders = new Set<number>();
+  for (const r of refs) {
+    const key = `${r.kind}/${r.name}`;
+    if (seen.has(key))
+      out.push({
+        field,
+        message: `cannot specify the same block device reference more than once: ${r.kind} with name "${r.name}" has a duplicate reference`,
+      });
+    seen.add(key);
+    if (r.bootOrder !== undefined) {
+      if (orders.has(r.bootOrder))
+        out.push({
+          field,
+          message: `bootOrder ${r.bootOrder} is used by more than one block device reference`,
+        });
+      orders.add(r.bootOrder);
+    }
+  }
+  return out;
+}
+
+function validateTemplates(templates: readonly DiskTemplate[]): Violation[] {
+  const out: Violation[] = [];
+  if (templates.length < 1 || templates.length > 16)
+    out.push({
+      field: 'spec.virtualDiskTemplates',
+      message: `a pool needs between 1 and 16 virtualDiskTemplates, got ${templates.length}`,
+    });
+  const names = new Set<string>();
+  templates.forEach((t, i) => {
+    const field = `spec.virtualDiskTemplates[${i}]`;
+    if (names.has(t.name))
+      out.push({
+        field: `${field}.name`,
+        message: `duplicate virtualDiskTemplates name "${t.name}"`,
+      });
+    names.add(t.name);
+    const r = t.reclaim;
+    if (r !== undefined) {
+      const retain = r.onScaleDown === 'Retain';
+      if (!retain && (r.keep !== 0 || r.ttl !== undefined))
+        out.push({ field: `${field}.reclaim`, message: celMessages.keepTtlOnlyRetain });
+      if (r.keep !== 0 && r.ttl === undefined)
+        out.push({ field: `${field}.reclaim`, message: celMessages.keepRequiresTtl });
+      if (r.ttl !== undefined && parseDuration(r.ttl) === undefined)
+        out.push({
+          field: `${field}.reclaim.ttl`,
+          message: `reclaim.ttl "${r.ttl}" of virtualDiskTemplates "${t.name}" is not a valid duration: use a Go duration such as 30m, 1h or 1h30m`,
+        });
+    }
+    const size = t.spec.persistentVolumeClaim?.size;
+    if (size !== undefined && !((quantityValue(size) ?? 0) > 0))
+      out.push({
+        field: `${field}.spec.persistentVolumeClaim.size`,
+        message: `the size of virtualDiskTemplates "${t.name}" must be a positive quantity, got "${size}"`,
+      });
+    if (size === undefined && t.spec.dataSource === undefined)
+      out.push({
+        field: `${field}.spec`,
+        message:
+          "if the data source is not specified, it's necessary to set spec.PersistentVolumeClaim.size to create blank virtual disk",
+      });
+  });
+  return out;
+}
