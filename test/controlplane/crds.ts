@@ -41,11 +41,25 @@ export function platformCrdDir(env: NodeJS.ProcessEnv = process.env): string {
   return dir !== undefined && dir !== '' ? dir : FIXTURE_CRD_DIR;
 }
 
+/**
+ * Removes Deckhouse's documentation-only schema keys (`x-doc-examples`, `x-doc-default`, ...): the
+ * platform strips them when it installs its CRDs, and the API server rejects them as unknown fields.
+ */
+export function stripDocKeys<T>(node: T): T {
+  if (Array.isArray(node)) return node.map((n: unknown) => stripDocKeys(n)) as T;
+  if (typeof node !== 'object' || node === null) return node;
+  return Object.fromEntries(
+    Object.entries(node)
+      .filter(([k]) => !k.startsWith('x-doc-'))
+      .map(([k, v]) => [k, stripDocKeys(v)]),
+  ) as T;
+}
+
 /** All CRDs to install, pool CRD first. */
 export function testCrds(env: NodeJS.ProcessEnv = process.env): KubeObject[] {
   const dir = platformCrdDir(env);
   const platform = PLATFORM_CRD_FILES.flatMap((f) =>
-    parseManifests(readFileSync(join(dir, f), 'utf8')),
+    parseManifests(readFileSync(join(dir, f), 'utf8')).map(stripDocKeys),
   );
   return [poolCrd() as KubeObject, ...platform];
 }

@@ -1,0 +1,127 @@
+/**
+ * Pool manifests from the user guide (seed 001), as the documentation prints them, plus helpers to
+ * derive invalid variants. The CRD must accept every documented example.
+ * @module
+ */
+
+/** The `runners` pool of the user guide, verbatim except namespace (tests choose their own). */
+export function runnersPool(namespace: string, name = 'runners') {
+  return {
+    kind: 'VirtualMachinePool',
+    metadata: { name, namespace },
+    spec: {
+      replicas: 3,
+      scaleDownPolicy: 'NewestFirst',
+      virtualMachineTemplate: {
+        spec: {
+          runPolicy: 'AlwaysOn',
+          virtualMachineClassName: 'generic',
+          cpu: { cores: 2 },
+          memory: { size: '4Gi' },
+          provisioning: {
+            type: 'UserData',
+            userData:
+              '#cloud-config\nusers:\n  - name: cloud\n    sudo: ALL=(ALL) NOPASSWD:ALL\n    ssh_authorized_keys:\n      - <SSH_PUBLIC_KEY>\n',
+          },
+          blockDeviceRefs: [
+            { kind: 'VirtualDisk', name: 'root' },
+            { kind: 'VirtualDisk', name: 'cache' },
+            { kind: 'ClusterVirtualImage', name: 'tools-iso' },
+          ],
+        },
+      },
+      virtualDiskTemplates: [
+        {
+          name: 'root',
+          reclaim: { onScaleDown: 'Delete' },
+          spec: {
+            persistentVolumeClaim: { size: '30Gi' },
+            dataSource: { type: 'ObjectRef', objectRef: { kind: 'VirtualImage', name: 'ubuntu' } },
+          },
+        },
+        {
+          name: 'cache',
+          reclaim: { onScaleDown: 'Retain', keep: 5, ttl: '30m' },
+          spec: { persistentVolumeClaim: { size: '50Gi' } },
+        },
+      ],
+    },
+  };
+}
+
+/** The "shared CD-ROM" example: one per-replica disk and a ClusterVirtualImage for everyone. */
+export function cdromPool(namespace: string, name = 'cdrom') {
+  return {
+    kind: 'VirtualMachinePool',
+    metadata: { name, namespace },
+    spec: {
+      replicas: 1,
+      scaleDownPolicy: 'OldestFirst',
+      virtualMachineTemplate: {
+        spec: {
+          blockDeviceRefs: [
+            { kind: 'VirtualDisk', name: 'root' },
+            { kind: 'ClusterVirtualImage', name: 'tools-iso' },
+          ],
+        },
+      },
+      virtualDiskTemplates: [
+        {
+          name: 'root',
+          spec: {
+            persistentVolumeClaim: { size: '30Gi' },
+            dataSource: {
+              type: 'ObjectRef',
+              objectRef: { kind: 'ClusterVirtualImage', name: 'ubuntu' },
+            },
+          },
+        },
+      ],
+    },
+  };
+}
+
+/** The three reclaim examples (ephemeral root, warm cache, unlimited data) in one pool. */
+export function reclaimPool(namespace: string, name = 'reclaim') {
+  return {
+    kind: 'VirtualMachinePool',
+    metadata: { name, namespace },
+    spec: {
+      replicas: 0,
+      scaleDownPolicy: 'Explicit',
+      virtualMachineTemplate: {
+        spec: {
+          blockDeviceRefs: ['root', 'cache', 'data'].map((n) => ({ kind: 'VirtualDisk', name: n })),
+        },
+      },
+      virtualDiskTemplates: [
+        {
+          name: 'root',
+          spec: {
+            persistentVolumeClaim: { size: '30Gi' },
+            dataSource: { type: 'ObjectRef', objectRef: { kind: 'VirtualImage', name: 'ubuntu' } },
+          },
+        },
+        {
+          name: 'cache',
+          reclaim: { onScaleDown: 'Retain', keep: 3, ttl: '1h' },
+          spec: { persistentVolumeClaim: { size: '100Gi' } },
+        },
+        {
+          name: 'data',
+          reclaim: { onScaleDown: 'Retain' },
+          spec: { persistentVolumeClaim: { size: '20Gi' } },
+        },
+      ],
+    },
+  };
+}
+
+/** A VirtualMachine as a pool would stamp it from the runners template (disk names resolved). */
+export function runnersVm(namespace: string, name: string) {
+  const spec = structuredClone(runnersPool(namespace).spec.virtualMachineTemplate.spec);
+  spec.blockDeviceRefs = spec.blockDeviceRefs.map((r) =>
+    r.kind === 'VirtualDisk' ? { ...r, name: `${name}-${r.name}` } : r,
+  );
+  return { kind: 'VirtualMachine', metadata: { name, namespace }, spec };
+}
