@@ -31,14 +31,14 @@ export function cluster() {
 /** Creates a uniquely named namespace; tests isolate from each other by namespace. */
 export async function newNamespace(prefix: string): Promise<string> {
   const name = `${prefix}-${randomBytes(3).toString('hex')}`;
-  await cluster().core.createNamespace({ body: { metadata: { name } } });
+  await cluster().kubectl(['create', 'namespace', name]);
   return name;
 }
 
 /** Deletes a namespace without waiting (the namespace controller finishes it). */
 export async function dropNamespace(name: string): Promise<void> {
   await cluster()
-    .core.deleteNamespace({ name })
+    .kubectl(['delete', 'namespace', name, '--wait=false'])
     .catch(() => undefined);
 }
 
@@ -96,7 +96,7 @@ export async function eventually<T>(
     }
     if (Date.now() > deadline) {
       throw new Error(
-        `timed out after ${timeoutMs} ms: ${what}${last ? ` (last error: ${String(last)})` : ''}`,
+        `timed out after ${timeoutMs} ms: ${what}${last instanceof Error ? ` (last error: ${last.message})` : ''}`,
       );
     }
     await sleep(100);
