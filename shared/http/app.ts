@@ -1,0 +1,107 @@
+/**
+ * The common shell of every vmpool function: body cap, request metrics and logs, health, /metrics,
+ * and an error boundary, so a function file only adds its route.
+ * @module
+ */
+import { Hono } from 'hono';
+import type { Context, Handler } from 'hono';
+import type { HttpBindings } from '@hono/node-server';
+import { DEFAULT_MAX_BODY_BYTES, limitBody } from './body-limit.js';
+import { parseCloudEvent } from './cloudevent.js';
+import type { ParsedEvent } from './cloudevent.js';
+import { createHealth, healthRoutes } from './health.js';
+import type { Health } from './health.js';
+import { eventLogger } from './log.js';
+import type { Logger } from './log.js';
+import { METRICS_CONTENT_TYPE, createFunctionMetrics } from './metrics.js';
+import type { FunctionMetrics } from './metrics.js';
+import { errorResponse } from './responses.js';
+
+/** Hono env of apps served by @hono/node-server: the raw Node request is `c.env.incoming`. */
+export interface NodeEnv {
+  Bindings: HttpBindings;
+}
+
+/** Options of {@link buildFunctionApp}. */
+export interface FunctionAppOptions {
+  /** The function's name, as the `function` label and the log name. */
+  readonly name: string;
+  readonly log: Logger;
+  readonly metrics?: FunctionMetrics;
+  readonly health?: Health;
+  /** Request body cap (default 1 MiB). */
+  readonly maxBodyBytes?: number;
+}
+
+const PROBES = new Set(['/health/readiness', '/health/liveness', '/metrics']);
+
+/**
+ * A Hono app with the shared middleware and routes; add the function's own route(s) to it.
+ *
+ * Unhandled exceptions are bugs: they are logged and answered with 500 JSON `{error}`, never with the
+ * exception text (it may carry object contents).
+ */
+export function buildFunctionApp(opts: FunctionAppOptions): Hono<NodeEnv> {
+  const metrics = opts.metrics ?? createFunctionMetrics();
+  const health = opts.health ?? createHealth();
+  const app = new Hono<NodeEnv>();
+
+  app.use('*', async function observeRequest(c, next) {
+    if (PROBES.has(c.req.path)) {
+      await next();
+      return;
+    }
+    const start = performance.now();
+    await next();
+    const seconds = (performance.now() - start) / 1000;
+    metrics.requestDuration.observe(
+      { function: opts.name, method: c.req.method, code: String(c.res.status) },
+      seconds,
+    );
+    const line = {
+      method: c.req.method,
+      path: c.req.path,
+      status: c.res.status,
+      ms: Math.round(seconds * 1000),
+    };
+    if (c.res.status >= 500) opts.log.warn(line, 'request failed');
+    else opts.log.debug(line, 'request');
+  });
+  app.use('*', limitBody(opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES));
+  app.route('/', healthRoutes(health));
+  app.get('/metrics', (c) =>
+    c.body(metrics.registry.render(), 200, { 'Content-Type': METRICS_CONTENT_TYPE }),
+  );
+  app.notFound(() => errorResponse(404, 'not found'));
+  app.onError((err, c) => {
+    opts.log.error({ err, method: c.req.method, path: c.req.path }, 'unhandled error');
+    return errorResponse(500, 'internal error');
+  });
+  return app;
+}
+
+/** What a CloudEvent handler receives besides the event. */
+export interface EventContext {
+  /** Carries the event id and type; add the pool key with `log.child({ pool })`. */
+  readonly log: Logger;
+  readonly c: Context<NodeEnv>;
+}
+
+/**
+ * A route handler that parses one CloudEvent and passes it on; malformed events are answered (400,
+ * 413, 415) and logged here, so `handle` only sees valid ones.
+ */
+export function cloudEventHandler(
+  log: Logger,
+  handle: (event: ParsedEvent, ctx: EventContext) => Promise<Response>,
+  maxBytes?: number,
+): Handler<NodeEnv> {
+  return async function onCloudEvent(c) {
+    const parsed = parseCloudEvent(c.req.raw.headers, await c.req.text(), maxBytes);
+    if (!parsed.ok) {
+      log.warn({ status: parsed.status, reason: parsed.message }, 'rejected event');
+      return errorResponse(parsed.status, parsed.message);
+    }
+    return handle(parsed.event, { log: eventLogger(log, parsed.event), c });
+  };
+}

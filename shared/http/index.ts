@@ -1,0 +1,34 @@
+/**
+ * The HTTP edge of vmpool's functions: CloudEvents parsing, the response contract, health, metrics,
+ * logging and serving.
+ * @module
+ */
+export { buildFunctionApp, cloudEventHandler } from './app.js';
+export type { EventContext, FunctionAppOptions, NodeEnv } from './app.js';
+export { DEFAULT_MAX_BODY_BYTES, limitBody } from './body-limit.js';
+export { DEFAULT_MAX_EVENT_BYTES, parseCloudEvent } from './cloudevent.js';
+export type { EventParse, EventRejection, ParsedEvent } from './cloudevent.js';
+export { createHealth, healthRoutes } from './health.js';
+export type { Health } from './health.js';
+export { REDACTED_PATHS, createLogger, eventLogger, prettyLine } from './log.js';
+export type { EventIdentity, Logger, LoggerOptions } from './log.js';
+export {
+  DEFAULT_BUCKETS,
+  METRICS_CONTENT_TYPE,
+  createFunctionMetrics,
+  createRegistry,
+  escapeLabelValue,
+} from './metrics.js';
+export type { Counter, FunctionMetrics, Histogram, Registry } from './metrics.js';
+export {
+  accepted,
+  badRequest,
+  conflict,
+  errorResponse,
+  noContent,
+  retryLater,
+} from './responses.js';
+export { serveApp } from './serve.js';
+export type { ServeOptions, ServedApp } from './serve.js';
+export { clientCertificate, readTls, signedBy } from './tls.js';
+export type { ClientCertificate, TlsFiles, TlsMaterial } from './tls.js';

@@ -1,0 +1,234 @@
+/**
+ * A minimal Prometheus registry (counters and histograms with labels) rendered in the text
+ * exposition format 0.0.4, so no metrics dependency is bundled into every function.
+ * @module
+ */
+
+/** `Content-Type` of the text exposition format. */
+export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+type Labels<L extends string> = Readonly<Record<L, string>>;
+
+/** A monotonically increasing count per label set. */
+export interface Counter<L extends string> {
+  inc(labels: Labels<L>, by?: number): void;
+  get(labels: Labels<L>): number;
+}
+
+/** A distribution of observed values (seconds, usually) per label set. */
+export interface Histogram<L extends string> {
+  observe(labels: Labels<L>, value: number): void;
+  /** Starts a timer; calling the result observes the elapsed seconds and returns them. */
+  startTimer(labels: Labels<L>): () => number;
+}
+
+/** Metrics of one process. */
+export interface Registry {
+  counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L>;
+  histogram<L extends string>(
+    name: string,
+    help: string,
+    labelNames: readonly L[],
+    buckets?: readonly number[],
+  ): Histogram<L>;
+  /** Every metric in the text exposition format. */
+  render(): string;
+}
+
+/** Default buckets in seconds: 5 ms to 10 s. */
+export const DEFAULT_BUCKETS: readonly number[] = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+];
+
+const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
+const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+
+/** Escapes a label value: backslash, double quote and newline. */
+export function escapeLabelValue(v: string): string {
+  return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
+
+function escapeHelp(v: string): string {
+  return v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
+}
+
+function formatNumber(n: number): string {
+  if (n === Infinity) return '+Inf';
+  if (n === -Infinity) return '-Inf';
+  return Number.isNaN(n) ? 'NaN' : String(n);
+}
+
+function labelText(
+  names: readonly string[],
+  values: readonly string[],
+  extra?: [string, string],
+): string {
+  const pairs = names.map((n, i) => `${n}="${escapeLabelValue(values[i] ?? '')}"`);
+  if (extra !== undefined) pairs.push(`${extra[0]}="${escapeLabelValue(extra[1])}"`);
+  return pairs.length === 0 ? '' : `{${pairs.join(',')}}`;
+}
+
+interface Family {
+  readonly name: string;
+  render(): string[];
+}
+
+/** A new, empty registry. */
+export function createRegistry(): Registry {
+  const families = new Map<string, Family>();
+
+  function register(name: string, labelNames: readonly string[], family: Family): void {
+    if (!NAME.test(name)) throw new Error(`invalid metric name ${name}`);
+    for (const l of labelNames) {
+      if (!LABEL.test(l) || l.startsWith('__') || l === 'le') throw new Error(`invalid label ${l}`);
+    }
+    if (families.has(name)) throw new Error(`metric ${name} registered twice`);
+    families.set(name, family);
+  }
+
+  /** Label values in declared order; the key of a series. */
+  function valuesOf(labelNames: readonly string[], labels: Readonly<Record<string, string>>) {
+    return labelNames.map((n) => labels[n] ?? '');
+  }
+
+  return {
+    counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {
+      const series = new Map<string, { values: string[]; count: number }>();
+      register(name, labelNames, {
+        name,
+        render: () => [
+          `# HELP ${name} ${escapeHelp(help)}`,
+          `# TYPE ${name} counter`,
+          ...[...series.values()].map(
+            (s) => `${name}${labelText(labelNames, s.values)} ${formatNumber(s.count)}`,
+          ),
+        ],
+      });
+      return {
+        inc(labels, by = 1) {
+          if (by < 0) throw new Error('a counter cannot decrease');
+          const values = valuesOf(labelNames, labels);
+          const key = JSON.stringify(values);
+          const s = series.get(key) ?? { values, count: 0 };
+          s.count += by;
+          series.set(key, s);
+        },
+        get(labels) {
+          return series.get(JSON.stringify(valuesOf(labelNames, labels)))?.count ?? 0;
+        },
+      };
+    },
+
+    histogram<L extends string>(
+      name: string,
+      help: string,
+      labelNames: readonly L[],
+      buckets: readonly number[] = DEFAULT_BUCKETS,
+    ): Histogram<L> {
+      const bounds = [...buckets].sort((a, b) => a - b);
+      const series = new Map<
+        string,
+        { values: string[]; counts: number[]; sum: number; count: number }
+      >();
+      register(name, labelNames, {
+        name,
+        render: () => {
+          const lines = [`# HELP ${name} ${escapeHelp(help)}`, `# TYPE ${name} histogram`];
+          for (const s of series.values()) {
+            let cumulative = 0;
+            bounds.forEach((b, i) => {
+              cumulative += s.counts[i] ?? 0;
+              lines.push(
+                `${name}_bucket${labelText(labelNames, s.values, ['le', formatNumber(b)])} ${cumulative}`,
+              );
+            });
+            lines.push(
+              `${name}_bucket${labelText(labelNames, s.values, ['le', '+Inf'])} ${s.count}`,
+            );
+            lines.push(`${name}_sum${labelText(labelNames, s.values)} ${formatNumber(s.sum)}`);
+            lines.push(`${name}_count${labelText(labelNames, s.values)} ${s.count}`);
+          }
+          return lines;
+        },
+      });
+      const observe = (labels: Labels<L>, value: number) => {
+        const values = valuesOf(labelNames, labels);
+        const key = JSON.stringify(values);
+        const s = series.get(key) ?? { values, counts: bounds.map(() => 0), sum: 0, count: 0 };
+        const i = bounds.findIndex((b) => value <= b);
+        if (i >= 0) s.counts[i] = (s.counts[i] ?? 0) + 1;
+        s.sum += value;
+        s.count += 1;
+        series.set(key, s);
+      };
+      return {
+        observe,
+        startTimer(labels) {
+          const start = performance.now();
+          return () => {
+            const seconds = (performance.now() - start) / 1000;
+            observe(labels, seconds);
+            return seconds;
+          };
+        },
+      };
+    },
+
+    render() {
+      return `${[...families.values()].flatMap((f) => f.render()).join('\n')}\n`;
+    },
+  };
+}
+
+/** The metrics every vmpool function exports. */
+export interface FunctionMetrics {
+  readonly registry: Registry;
+  /** One per handled reconcile request, by function and outcome (ok, gone, conflict, transient…). */
+  readonly reconciles: Counter<'function' | 'outcome'>;
+  /** Side effects executed, by kind (createVm, deleteDisk…) and outcome. */
+  readonly actions: Counter<'kind' | 'outcome'>;
+  /** API server requests, by verb and outcome; fed by {@link FunctionMetrics.onApiRequest}. */
+  readonly apiRequests: Counter<'verb' | 'outcome'>;
+  /** Latency of API server requests. */
+  readonly apiRequestDuration: Histogram<'verb'>;
+  /** Latency of the function's own HTTP requests. */
+  readonly requestDuration: Histogram<'function' | 'method' | 'code'>;
+  /** Pass as `onRequest` to createKube so API calls land in these metrics. */
+  onApiRequest(verb: string, outcome: string, seconds: number): void;
+}
+
+/** Registers vmpool's standard metrics in a new (or the given) registry. */
+export function createFunctionMetrics(registry: Registry = createRegistry()): FunctionMetrics {
+  const apiRequests = registry.counter(
+    'vmpool_api_requests_total',
+    'Requests to the Kubernetes API server, retries included.',
+    ['verb', 'outcome'],
+  );
+  const apiRequestDuration = registry.histogram(
+    'vmpool_api_request_duration_seconds',
+    'Latency of requests to the Kubernetes API server.',
+    ['verb'],
+  );
+  return {
+    registry,
+    reconciles: registry.counter('vmpool_reconciles_total', 'Reconcile requests handled.', [
+      'function',
+      'outcome',
+    ]),
+    actions: registry.counter('vmpool_actions_total', 'Side effects executed.', [
+      'kind',
+      'outcome',
+    ]),
+    apiRequests,
+    apiRequestDuration,
+    requestDuration: registry.histogram(
+      'vmpool_request_duration_seconds',
+      'Latency of the HTTP requests this function served.',
+      ['function', 'method', 'code'],
+    ),
+    onApiRequest(verb, outcome, seconds) {
+      apiRequests.inc({ verb, outcome });
+      apiRequestDuration.observe({ verb }, seconds);
+    },
+  };
+}
