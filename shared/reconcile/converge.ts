@@ -1,0 +1,87 @@
+/**
+ * One pool's reconcile under the fencing protocol: read, plan, record intent with a write
+ * conditioned on the pool's resourceVersion, then execute; re-plan on a lost race.
+ * @module
+ */
+import type { Logger } from 'pino';
+import type { Rand } from '../domain/index.js';
+import { plan, selectorOf } from '../domain/index.js';
+import type { Failure, Kube } from '../kube/index.js';
+import { execute } from './execute.js';
+
+/** Everything a reconcile needs from outside: the API server, the clock and randomness. */
+export interface ReconcileDeps {
+  readonly kube: Kube;
+  readonly now: () => Date;
+  readonly rand: Rand;
+  readonly log: Logger;
+  /** Passes before giving up (the event is then redelivered); default 6. */
+  readonly maxPasses?: number;
+  /** Sleep between passes after a lost race (jittered); injectable for tests. */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+/** The result of reconciling one pool. */
+export type ReconcileOutcome =
+  /** Nothing left to do (possibly after acting). */
+  | { readonly kind: 'converged'; readonly passes: number; readonly actions: number }
+  /** The pool does not exist (any more). */
+  | { readonly kind: 'gone' }
+  /** Races or transient errors outlasted the passes: deliver the event again. */
+  | { readonly kind: 'retry'; readonly reason: string }
+  /** The API server refuses what the pool asks for (for example an invalid template). */
+  | { readonly kind: 'failed'; readonly failures: Failure[] };
+
+const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Converges one pool; safe to run concurrently with itself anywhere. */
+export async function reconcilePool(
+  deps: ReconcileDeps,
+  namespace: string,
+  name: string,
+): Promise<ReconcileOutcome> {
+  const { kube, log } = deps;
+  const sleep = deps.sleep ?? defaultSleep;
+  const maxPasses = deps.maxPasses ?? 6;
+  let actions = 0;
+  let reason = '';
+  for (let pass = 1; pass <= maxPasses; pass++) {
+    if (pass > 1 && reason !== '')
+      await sleep(Math.floor(deps.rand() * 50 * 2 ** Math.min(pass, 5)));
+    const got = await kube.getPool(namespace, name);
+    if (!got.ok) {
+      if (got.reason === 'notFound') return { kind: 'gone' };
+      reason = got.message;
+      continue;
+    }
+    let pool = got.value;
+    const selector = selectorOf(pool);
+    const [vms, disks] = await Promise.all([
+      kube.listVms(namespace, selector),
+      kube.listDisks(namespace, selector),
+    ]);
+    if (!vms.ok || !disks.ok) {
+      reason = (!vms.ok ? vms : (disks as Failure)).message;
+      continue;
+    }
+    const p = plan({ pool, vms: vms.value, disks: disks.value }, deps.now(), deps.rand);
+    for (const w of p.warnings) log.warn({ pool: `${namespace}/${name}` }, w);
+    if (p.writeStatus || p.fenced) {
+      const wrote = await kube.updatePoolStatus({ ...pool, status: p.status });
+      if (!wrote.ok) {
+        if (wrote.reason === 'notFound') return { kind: 'gone' };
+        if (wrote.reason === 'invalid' || wrote.reason === 'forbidden')
+          return { kind: 'failed', failures: [wrote] };
+        reason = `status write: ${wrote.message}`;
+        continue;
+      }
+      pool = wrote.value;
+    }
+    if (p.actions.length === 0) return { kind: 'converged', passes: pass, actions };
+    const ex = await execute(kube, pool, p.actions, log);
+    actions += ex.done;
+    if (ex.failed.length > 0 && !ex.retry) return { kind: 'failed', failures: ex.failed };
+    reason = ex.retry ? 'an action lost a race or failed transiently' : '';
+  }
+  return { kind: 'retry', reason: reason || 'still acting after the last pass' };
+}

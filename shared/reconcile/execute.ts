@@ -1,0 +1,141 @@
+/**
+ * Executes a plan's actions through the Kube funnel: name-addressed creates, preconditioned deletes,
+ * conditioned updates. Expected failures are values; a pass that lost a race says so.
+ * @module
+ */
+import type { Logger } from 'pino';
+import type { VirtualMachinePool } from '../api/index.js';
+import type { Action } from '../domain/index.js';
+import { eventFor, recordedTargets, withTargets } from '../domain/index.js';
+import type { Failure, Kube, Outcome } from '../kube/index.js';
+import { runBounded } from './batch.js';
+
+/** What executing a pass's actions came to. */
+export interface Execution {
+  /** Actions that took effect or were already done. */
+  readonly done: number;
+  /** Some action lost a race or failed transiently: re-plan. */
+  readonly retry: boolean;
+  /** Permanent failures (invalid, forbidden), already reported as Events. */
+  readonly failed: Failure[];
+}
+
+/** Concurrency for creates, updates and deletes. */
+export const PARALLEL = 16;
+
+type Step = 'done' | 'retry' | Failure;
+
+function settle<T>(o: Outcome<T>, accept: readonly string[] = []): Step {
+  if (o.ok || accept.includes(o.reason)) return 'done';
+  if (o.reason === 'conflict' || o.reason === 'transient' || o.reason === 'notFound')
+    return 'retry';
+  return o;
+}
+
+/** Runs the actions in order; creates of VMs start slowly and stop on the first refusal. */
+export async function execute(
+  kube: Kube,
+  pool: VirtualMachinePool,
+  actions: readonly Action[],
+  log: Logger,
+): Promise<Execution> {
+  const ns = pool.metadata.namespace ?? '';
+  const created = new Map<string, string>();
+  const events: Promise<unknown>[] = [];
+  const steps: Step[] = [];
+  const report = (a: Action, ok: boolean, error?: string): void => {
+    const ev = eventFor(a, ok, error);
+    if (ev !== undefined) events.push(kube.recordEvent(pool, ev));
+  };
+
+  const run = async (a: Action): Promise<Step> => {
+    switch (a.kind) {
+      case 'claimDisk':
+        return settle(await kube.updateDisk(a.disk));
+      case 'createDisk': {
+        let disk = a.disk;
+        if (a.ownerVm !== undefined) {
+          const uid = created.get(a.ownerVm);
+          // The VM was created by another reconcile: the next pass creates its disk with its uid.
+          if (uid === undefined) return 'done';
+          disk = {
+            ...disk,
+            metadata: {
+              ...disk.metadata,
+              ownerReferences: (disk.metadata.ownerReferences ?? []).map((r) => ({ ...r, uid })),
+            },
+          };
+        }
+        return settle(await kube.createDisk(ns, disk), ['alreadyExists']);
+      }
+      case 'createVm': {
+        const o = await kube.createVm(ns, a.vm);
+        if (o.ok) created.set(a.vm.metadata.name ?? '', o.value.metadata.uid ?? '');
+        if (o.ok || o.reason !== 'alreadyExists') report(a, o.ok, o.ok ? '' : o.message);
+        return settle(o, ['alreadyExists']);
+      }
+      case 'updateVm':
+        return settle(await kube.updateVm(a.vm));
+      case 'updateDisk':
+        return settle(await kube.updateDisk(a.disk));
+      case 'deleteVm': {
+        const o = await kube.deleteVm(ns, a.name, { uid: a.uid });
+        if (o.ok || (o.reason !== 'notFound' && o.reason !== 'conflict'))
+          report(a, o.ok, o.ok ? '' : o.message);
+        return settle(o, ['notFound', 'conflict']);
+      }
+      case 'deleteDisk': {
+        const pre = { uid: a.uid, resourceVersion: a.resourceVersion };
+        const o = await kube.deleteDisk(ns, a.name, pre);
+        if (o.ok) report(a, true);
+        return settle(o, ['notFound', 'conflict']);
+      }
+      case 'dropTargets':
+        return dropTargets(kube, pool, a.names);
+    }
+  };
+
+  const groups = partition(actions);
+  for (const [kind, group] of groups) {
+    const out =
+      kind === 'createVm'
+        ? await runBounded(group, PARALLEL, run, (s) => s === 'done')
+        : await runBounded(group, PARALLEL, run);
+    steps.push(...out);
+    // A claim lost to GC or another reconcile: creating the VM now would attach a disk it does not hold.
+    if (kind === 'claimDisk' && out.some((s) => s !== 'done')) break;
+  }
+  await Promise.all(events);
+  const failed = steps.filter((s): s is Failure => typeof s === 'object');
+  for (const f of failed)
+    log.warn({ reason: f.reason, code: f.code, err: f.message }, 'action failed');
+  const skipped = actions.length - steps.length;
+  return {
+    done: steps.filter((s) => s === 'done').length,
+    retry: skipped > 0 || steps.some((s) => s === 'retry'),
+    failed,
+  };
+}
+
+/** Consecutive runs of the same action kind, in plan order (each run may go in parallel). */
+function partition(actions: readonly Action[]): Array<[Action['kind'], Action[]]> {
+  const out: Array<[Action['kind'], Action[]]> = [];
+  for (const a of actions) {
+    const last = out[out.length - 1];
+    if (last?.[0] === a.kind) last[1].push(a);
+    else out.push([a.kind, [a]]);
+  }
+  return out;
+}
+
+async function dropTargets(
+  kube: Kube,
+  pool: VirtualMachinePool,
+  names: readonly string[],
+): Promise<Step> {
+  const fresh = await kube.getPool(pool.metadata.namespace ?? '', pool.metadata.name ?? '');
+  if (!fresh.ok) return settle(fresh, ['notFound']);
+  if (fresh.value.metadata.uid !== pool.metadata.uid) return 'done';
+  const keep = recordedTargets(fresh.value).filter((t) => !names.includes(t.name));
+  return settle(await kube.updatePool(withTargets(fresh.value, keep)));
+}

@@ -1,0 +1,9 @@
+/**
+ * Executing the domain's plans against the API server: shared by reconcile-pool, `npm start` and tests.
+ * @module
+ */
+export * from './batch.js';
+export * from './converge.js';
+export * from './execute.js';
+export * from './resync.js';
+export * from './scope.js';

@@ -1,0 +1,57 @@
+/**
+ * Which pools an event may concern. Level-triggered: the event only points; live state decides.
+ * @module
+ */
+import type { SourceEvent, WatchedObject } from '../api/index.js';
+import { APISERVER_REF, controllerOf, keys } from '../api/index.js';
+import type { Kube } from '../kube/index.js';
+
+/** A pool, every pool of a namespace, or every pool. */
+export type Scope =
+  | { readonly kind: 'pool'; readonly namespace: string; readonly name: string }
+  | { readonly kind: 'namespace'; readonly namespace: string }
+  | { readonly kind: 'all' };
+
+const POOL_KIND = 'VirtualMachinePool';
+
+/** The pool a watched object belongs to, from the object alone (Resource mode). */
+export function scopeOfObject(obj: WatchedObject): Scope {
+  const namespace = obj.metadata.namespace ?? '';
+  if (obj.kind === POOL_KIND) return { kind: 'pool', namespace, name: obj.metadata.name };
+  const owner = controllerOf(obj.metadata);
+  if (owner?.kind === POOL_KIND) return { kind: 'pool', namespace, name: owner.name };
+  const label = obj.metadata.labels?.[keys.pool];
+  if (label !== undefined && label !== '') return { kind: 'pool', namespace, name: label };
+  return namespace === '' ? { kind: 'all' } : { kind: 'namespace', namespace };
+}
+
+/**
+ * The scope of any accepted event. Reference mode carries no labels or owners, so the child is read
+ * back; when it is gone the whole namespace is reconciled.
+ */
+export async function scopeOf(event: SourceEvent, kube: Kube): Promise<Scope> {
+  if (event.type === 'dev.knative.sources.ping') return pingScope(event.data);
+  if (!event.type.startsWith(APISERVER_REF)) return scopeOfObject(event.data as WatchedObject);
+  const ref = event.data as { kind: string; name: string; namespace?: string | undefined };
+  const namespace = ref.namespace ?? '';
+  if (ref.kind === POOL_KIND) return { kind: 'pool', namespace, name: ref.name };
+  if (ref.kind === 'VirtualMachine' && namespace !== '') {
+    const vm = await kube.getVm(namespace, ref.name);
+    if (vm.ok)
+      return scopeOfObject({
+        ...vm.value,
+        apiVersion: '',
+        kind: ref.kind,
+        metadata: { ...vm.value.metadata, name: ref.name },
+      });
+  }
+  return namespace === '' ? { kind: 'all' } : { kind: 'namespace', namespace };
+}
+
+function pingScope(data: unknown): Scope {
+  if (typeof data === 'object' && data !== null && 'namespace' in data) {
+    const ns = (data).namespace;
+    if (typeof ns === 'string' && ns !== '') return { kind: 'namespace', namespace: ns };
+  }
+  return { kind: 'all' };
+}
