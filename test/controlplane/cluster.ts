@@ -203,10 +203,10 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         `--kubeconfig=${kubeconfigPath}`,
         '--controllers=garbage-collector-controller,namespace-controller',
         '--leader-elect=false',
+        // No serving port: the default binds 0.0.0.0:10257, so two planes on one host would collide.
+        // No SA key or root CA flags: only the token controllers need them, and they are not started.
         '--secure-port=0',
         '--use-service-account-credentials=false',
-        `--root-ca-file=${certs.servingCa.certPath}`,
-        `--service-account-private-key-file=${certs.serviceAccount.keyPath}`,
       ],
     });
     procs.push(kcm);
