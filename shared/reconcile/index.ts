@@ -7,3 +7,4 @@ export * from './converge.js';
 export * from './execute.js';
 export * from './resync.js';
 export * from './scope.js';
+export * from './gc.js';

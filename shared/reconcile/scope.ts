@@ -50,7 +50,7 @@ export async function scopeOf(event: SourceEvent, kube: Kube): Promise<Scope> {
 
 function pingScope(data: unknown): Scope {
   if (typeof data === 'object' && data !== null && 'namespace' in data) {
-    const ns = (data).namespace;
+    const ns = data.namespace;
     if (typeof ns === 'string' && ns !== '') return { kind: 'namespace', namespace: ns };
   }
   return { kind: 'all' };

@@ -1,0 +1,5 @@
+/** Entry point of the disk-gc-tick function. */
+import { runFunction } from '../../shared/runtime/index.js';
+import { buildGcApp } from './app.js';
+
+runFunction('disk-gc-tick', buildGcApp);

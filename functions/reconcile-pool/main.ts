@@ -1,0 +1,5 @@
+/** Entry point of the reconcile-pool function. */
+import { runFunction } from '../../shared/runtime/index.js';
+import { buildReconcileApp } from './app.js';
+
+runFunction('reconcile-pool', buildReconcileApp);
