@@ -6,12 +6,7 @@ import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/ind
 
 /** Why a call failed, as a value the caller can branch on. */
 export type FailureReason =
-  | 'notFound'
-  | 'conflict'
-  | 'alreadyExists'
-  | 'invalid'
-  | 'forbidden'
-  | 'transient';
+  'notFound' | 'conflict' | 'alreadyExists' | 'invalid' | 'forbidden' | 'transient';
 
 /** A failed call: HTTP code, reason and the API server's message. */
 export interface Failure {
