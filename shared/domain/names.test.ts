@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { seededRand } from '../../test/unit/builders.js';
+import {
+  ALPHABET,
+  DISK_SUFFIX,
+  MAX_POOL_NAME,
+  VM_SUFFIX,
+  deleteDiskName,
+  isRetainDiskName,
+  retainDiskName,
+  suffix,
+  vmName,
+} from './names.js';
+
+const onlyAlphabet = /^[bcdfghjklmnpqrstvwxz2456789]*$/;
+
+describe('names', () => {
+  it('uses the Kubernetes util/rand alphabet: 27 characters, no vowels, no 0/1/3', () => {
+    expect(ALPHABET).toBe('bcdfghjklmnpqrstvwxz2456789');
+    expect(ALPHABET).toHaveLength(27);
+    expect(ALPHABET).not.toMatch(/[aeiou013]/);
+    expect([VM_SUFFIX, DISK_SUFFIX, MAX_POOL_NAME]).toEqual([5, 6, 57]);
+  });
+
+  it.each([
+    [0, 'b'],
+    [0.999999, '9'],
+    [1, '9'],
+    [-0.5, 'b'],
+    [1.5, '9'],
+  ])('suffix clamps rand %s to a valid character %s', (r, ch) => {
+    expect(suffix(() => r, 3)).toBe(ch.repeat(3));
+  });
+
+  it('suffix has exactly n characters from the alphabet', () => {
+    const rand = seededRand(7);
+    for (const n of [0, 1, 5, 6, 20]) {
+      const s = suffix(rand, n);
+      expect(s).toHaveLength(n);
+      expect(s).toMatch(onlyAlphabet);
+    }
+  });
+
+  it('vmName is <pool>-<5 chars>, deterministic for a seed', () => {
+    const a = vmName('runners', seededRand(1));
+    expect(a).toMatch(/^runners-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
+    expect(vmName('runners', seededRand(1))).toBe(a);
+  });
+
+  it('a 57-character pool name yields a 63-character VM name', () => {
+    expect(vmName('p'.repeat(MAX_POOL_NAME), seededRand(2))).toHaveLength(63);
+  });
+
+  it.each([
+    ['runners-abcde', 'root', 'runners-abcde-root'],
+    ['a', 'b', 'a-b'],
+  ])('deleteDiskName(%s, %s) = %s', (vm, t, want) => {
+    expect(deleteDiskName(vm, t)).toBe(want);
+  });
+
+  it('retainDiskName is <pool>-<template>-<6 chars> and is recognised', () => {
+    const n = retainDiskName('runners', 'cache', seededRand(3));
+    expect(n).toMatch(/^runners-cache-[bcdfghjklmnpqrstvwxz2456789]{6}$/);
+    expect(isRetainDiskName(n, 'runners', 'cache')).toBe(true);
+  });
+
+  it.each([
+    ['runners-cache-bcdfgh', true],
+    ['runners-cache-bcdfg', false], // 5 chars
+    ['runners-cache-bcdfghj', false], // 7 chars
+    ['runners-cache-abcdef', false], // vowel
+    ['runners-cache-bcd0fg', false], // digit 0
+    ['runners-root-bcdfgh', false], // other template
+    ['other-cache-bcdfgh', false], // other pool
+    ['runners-x2-cache-bcdfgh', false],
+  ])('isRetainDiskName(%s, runners, cache) = %s', (name, want) => {
+    expect(isRetainDiskName(name, 'runners', 'cache')).toBe(want);
+  });
+});

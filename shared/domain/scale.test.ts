@@ -1,0 +1,217 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import type { ScaleDownPolicy, VirtualMachine } from '../api/index.js';
+import { at, MINUTE, pool, seededRand, vm } from '../../test/unit/builders.js';
+import type { ScaleInput } from './scale.js';
+import { decideScale, rankVictims } from './scale.js';
+import { nameOf } from './membership.js';
+
+const p = pool();
+
+function input(o: Partial<ScaleInput>): ScaleInput {
+  return {
+    pool: 'runners',
+    desired: 3,
+    policy: 'NewestFirst',
+    members: [],
+    pendingCreates: [],
+    leaving: new Set(),
+    taken: new Set(),
+    ...o,
+  };
+}
+
+const old = vm(p, 'runners-old11', { created: at(-30 * MINUTE) });
+const mid = vm(p, 'runners-mid11', { created: at(-20 * MINUTE) });
+const young = vm(p, 'runners-yng11', { created: at(-10 * MINUTE) });
+const three = [mid, young, old];
+
+describe('decideScale', () => {
+  it('creates the missing replicas with fresh names <pool>-<5 chars>', () => {
+    const d = decideScale(input({ desired: 5, members: [old] }), seededRand(1));
+    expect(d.victims).toEqual([]);
+    expect(d.creates).toHaveLength(4);
+    expect(new Set(d.creates).size).toBe(4);
+    for (const n of d.creates) {
+      expect(n).toMatch(/^runners-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
+      expect(n).toHaveLength('runners'.length + 6);
+    }
+  });
+
+  it('is deterministic for a seed', () => {
+    const a = decideScale(input({ desired: 3 }), seededRand(9)).creates;
+    expect(decideScale(input({ desired: 3 }), seededRand(9)).creates).toEqual(a);
+  });
+
+  it('avoids taken names', () => {
+    const first = decideScale(input({ desired: 1 }), seededRand(4)).creates[0]!;
+    const d = decideScale(input({ desired: 1, taken: new Set([first]) }), seededRand(4));
+    expect(d.creates).toHaveLength(1);
+    expect(d.creates[0]).not.toBe(first);
+  });
+
+  it('counts pending creates: no second batch while creates are unobserved', () => {
+    expect(
+      decideScale(
+        input({ desired: 3, members: [old], pendingCreates: ['runners-p1111', 'runners-p2222'] }),
+        seededRand(1),
+      ),
+    ).toEqual({ creates: [], victims: [] });
+    expect(
+      decideScale(
+        input({ desired: 4, members: [old], pendingCreates: ['runners-p1111'] }),
+        seededRand(1),
+      ).creates,
+    ).toHaveLength(2);
+  });
+
+  it('does nothing when the count equals desired', () => {
+    expect(decideScale(input({ members: three }), seededRand(1))).toEqual({
+      creates: [],
+      victims: [],
+    });
+  });
+
+  it('counts Terminating members: no replacement until they are gone', () => {
+    const dying = vm(p, 'runners-dddd1', { terminating: true });
+    expect(decideScale(input({ members: [old, mid, dying] }), seededRand(1))).toEqual({
+      creates: [],
+      victims: [],
+    });
+  });
+
+  it.each<[ScaleDownPolicy, number, string[]]>([
+    ['NewestFirst', 2, ['runners-yng11']],
+    ['NewestFirst', 1, ['runners-yng11', 'runners-mid11']],
+    ['OldestFirst', 2, ['runners-old11']],
+    ['OldestFirst', 1, ['runners-old11', 'runners-mid11']],
+    ['OldestFirst', 0, ['runners-old11', 'runners-mid11', 'runners-yng11']],
+    ['Explicit', 1, []],
+    ['Explicit', 0, []],
+  ])('%s to %d picks %j', (policy, desired, want) => {
+    const d = decideScale(input({ policy, desired, members: three }), seededRand(1));
+    expect(d.victims.map(nameOf)).toEqual(want);
+    expect(d.creates).toEqual([]);
+  });
+
+  it('breaks creationTimestamp ties by name (deterministic, unlike the reference)', () => {
+    const t = at(-MINUTE);
+    const tied = ['runners-ccccc', 'runners-bbbbb', 'runners-ddddd'].map((n) =>
+      vm(p, n, { created: t }),
+    );
+    expect(
+      decideScale(
+        input({ desired: 2, members: tied, policy: 'OldestFirst' }),
+        seededRand(1),
+      ).victims.map(nameOf),
+    ).toEqual(['runners-bbbbb']);
+    expect(
+      decideScale(
+        input({ desired: 2, members: tied, policy: 'NewestFirst' }),
+        seededRand(1),
+      ).victims.map(nameOf),
+    ).toEqual(['runners-ddddd']);
+  });
+
+  it('reference case: desired 1, members {terminating, old, new} → only new deleted', () => {
+    const dying = vm(p, 'runners-dddd1', { terminating: true, created: at(-5 * MINUTE) });
+    const d = decideScale(input({ desired: 1, members: [dying, old, young] }), seededRand(1));
+    expect(d.victims.map(nameOf)).toEqual(['runners-yng11']);
+  });
+
+  it('members already leaving reduce the victims and are not picked again', () => {
+    const leaving = new Set(['runners-old11']);
+    const d = decideScale(
+      input({ desired: 2, members: three, leaving, policy: 'OldestFirst' }),
+      seededRand(1),
+    );
+    expect(d.victims).toEqual([]);
+    const d2 = decideScale(
+      input({ desired: 1, members: three, leaving, policy: 'OldestFirst' }),
+      seededRand(1),
+    );
+    expect(d2.victims.map(nameOf)).toEqual(['runners-mid11']);
+  });
+
+  it('a leaving name that is also Terminating is counted once', () => {
+    const dying = vm(p, 'runners-dddd1', { terminating: true });
+    const d = decideScale(
+      input({ desired: 2, members: [old, mid, dying], leaving: new Set(['runners-dddd1']) }),
+      seededRand(1),
+    );
+    expect(d.victims).toEqual([]);
+  });
+
+  it('rankVictims returns nothing for Explicit', () => {
+    expect(rankVictims(three, 'Explicit')).toEqual([]);
+    expect(rankVictims(three, 'OldestFirst').map(nameOf)).toEqual([
+      'runners-old11',
+      'runners-mid11',
+      'runners-yng11',
+    ]);
+  });
+});
+
+describe('decideScale laws (L1, L2)', () => {
+  const arb = fc.record({
+    desired: fc.integer({ min: 0, max: 8 }),
+    policy: fc.constantFrom<ScaleDownPolicy>('NewestFirst', 'OldestFirst', 'Explicit'),
+    members: fc.array(
+      fc.record({
+        ageMin: fc.integer({ min: 0, max: 5 }),
+        terminating: fc.boolean(),
+        leaving: fc.boolean(),
+      }),
+      { maxLength: 10 },
+    ),
+    pending: fc.integer({ min: 0, max: 3 }),
+    seed: fc.integer(),
+  });
+
+  it('never creates more than desired − count, never picks outside the candidates, never more victims than the surplus', () => {
+    fc.assert(
+      fc.property(arb, (s) => {
+        const members: VirtualMachine[] = s.members.map((m, i) =>
+          vm(p, `runners-m${String(i).padStart(4, '0')}`, {
+            created: at(-m.ageMin * MINUTE),
+            terminating: m.terminating,
+          }),
+        );
+        const leaving = new Set(members.filter((_, i) => s.members[i]!.leaving).map(nameOf));
+        const pendingCreates = Array.from({ length: s.pending }, (_, i) => `runners-p${i}xxx`);
+        const count = members.length + pendingCreates.length;
+        const d = decideScale(
+          input({
+            desired: s.desired,
+            policy: s.policy,
+            members,
+            pendingCreates,
+            leaving,
+            taken: new Set([...members.map(nameOf), ...pendingCreates]),
+          }),
+          seededRand(s.seed),
+        );
+        expect(d.creates.length).toBeLessThanOrEqual(Math.max(0, s.desired - count));
+        expect(count + d.creates.length).toBeLessThanOrEqual(Math.max(s.desired, count));
+        expect(d.creates.length > 0 && d.victims.length > 0).toBe(false);
+        const candidates = new Set(
+          members
+            .filter((m) => m.metadata.deletionTimestamp === undefined && !leaving.has(nameOf(m)))
+            .map(nameOf),
+        );
+        for (const v of d.victims) expect(candidates.has(nameOf(v))).toBe(true);
+        expect(new Set(d.victims.map(nameOf)).size).toBe(d.victims.length);
+        expect(d.victims.length).toBeLessThanOrEqual(Math.max(0, count - s.desired));
+        const alreadyGoing = members.filter(
+          (m) => m.metadata.deletionTimestamp !== undefined || leaving.has(nameOf(m)),
+        ).length;
+        expect(d.victims.length).toBeLessThanOrEqual(Math.max(0, count - s.desired - alreadyGoing));
+        if (s.policy === 'Explicit') expect(d.victims).toEqual([]);
+        for (const n of d.creates) expect(n).toMatch(/^runners-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
+        expect(new Set([...d.creates, ...members.map(nameOf), ...pendingCreates]).size).toBe(
+          d.creates.length + count,
+        );
+      }),
+    );
+  });
+});

@@ -1,0 +1,281 @@
+import { describe, expect, it } from 'vitest';
+import type { Condition, VirtualMachine, VirtualMachinePool } from '../api/index.js';
+import { AWAITING_RESTART, keys } from '../api/index.js';
+import { at, HOUR, NOW, pool, vm } from '../../test/unit/builders.js';
+import {
+  awaitingRestart,
+  computeStatus,
+  countMembers,
+  normalizeIntent,
+  rfc3339,
+  sameStatus,
+} from './status.js';
+
+const H = 'abcd1234';
+const restart: Condition[] = [{ type: AWAITING_RESTART, status: 'True' }];
+
+function on(p: VirtualMachinePool, name: string, o: Parameters<typeof vm>[2] = {}): VirtualMachine {
+  return vm(p, name, {
+    ...o,
+    labels: { [keys.templateHash]: H, ...o.labels },
+    annotations: { [keys.patchedTemplateHash]: H, ...o.annotations },
+  });
+}
+
+function cond(conds: readonly Condition[] | undefined, type: string): Condition | undefined {
+  return conds?.find((c) => c.type === type);
+}
+
+describe('countMembers', () => {
+  it('counts Terminating members only in replicas', () => {
+    const p = pool();
+    const members = [
+      on(p, 'a'),
+      on(p, 'b', { terminating: true }),
+      on(p, 'c', { phase: 'Stopped' }),
+      vm(p, 'd', { labels: { [keys.templateHash]: 'old' } }),
+      on(p, 'e', { conditions: restart }),
+      vm(p, 'f', { annotations: { [keys.patchedTemplateHash]: H }, conditions: restart }),
+    ];
+    expect(countMembers(members, H)).toEqual({
+      replicas: 6,
+      ready: 4,
+      updated: 3,
+      restartPending: 2,
+      live: 5,
+    });
+  });
+
+  it('awaitingRestart only for a True condition', () => {
+    const p = pool();
+    expect(awaitingRestart(vm(p, 'a', { conditions: restart }))).toBe(true);
+    expect(
+      awaitingRestart(vm(p, 'a', { conditions: [{ type: AWAITING_RESTART, status: 'False' }] })),
+    ).toBe(false);
+    expect(awaitingRestart(vm(p, 'a'))).toBe(false);
+  });
+});
+
+describe('computeStatus', () => {
+  it('steady state: counts, selector, hash, Available True, Progressing absent, Synced True', () => {
+    const p = pool({ replicas: 2, generation: 7 });
+    const s = computeStatus(p, [on(p, 'a'), on(p, 'b')], H, {}, NOW);
+    expect(s).toMatchObject({
+      observedGeneration: 7,
+      replicas: 2,
+      readyReplicas: 2,
+      updatedReplicas: 2,
+      restartPendingReplicas: 0,
+      desiredTemplateHash: H,
+      selector: 'vmpool.virtualization.deckhouse.io/pool-uid=pool-uid-1',
+    });
+    expect(s.conditions).toEqual([
+      {
+        type: 'Available',
+        status: 'True',
+        reason: 'AllReplicasReady',
+        message: '',
+        observedGeneration: 7,
+        lastTransitionTime: rfc3339(NOW),
+      },
+      {
+        type: 'Synced',
+        status: 'True',
+        reason: 'PoolSynced',
+        message: '',
+        observedGeneration: 7,
+        lastTransitionTime: rfc3339(NOW),
+      },
+    ]);
+    expect(s.intent).toBeUndefined();
+  });
+
+  it.each<
+    [
+      string,
+      number,
+      (p: VirtualMachinePool) => VirtualMachine[],
+      Partial<Record<'Available' | 'Progressing' | 'Synced', [string, string, string] | null>>,
+    ]
+  >([
+    [
+      'a Stopped member',
+      1,
+      (p) => [on(p, 'a', { phase: 'Stopped' })],
+      {
+        Available: ['False', 'InsufficientReadyReplicas', 'Only 0 of 1 replicas are ready.'],
+        Progressing: null,
+      },
+    ],
+    [
+      'scaling up',
+      3,
+      (p) => [on(p, 'a')],
+      {
+        Available: ['False', 'InsufficientReadyReplicas', 'Only 1 of 3 replicas are ready.'],
+        Progressing: ['True', 'ReplicasProgressing', 'Converging to 3 replicas (currently 1).'],
+      },
+    ],
+    [
+      'scaling down with a Terminating member',
+      1,
+      (p) => [on(p, 'a'), on(p, 'b', { terminating: true })],
+      {
+        Available: ['True', 'AllReplicasReady', ''],
+        Progressing: ['True', 'ReplicasProgressing', 'Converging to 1 replicas (currently 2).'],
+      },
+    ],
+    [
+      '0 replicas and no members',
+      0,
+      () => [],
+      {
+        Available: ['True', 'AllReplicasReady', ''],
+        Synced: ['True', 'PoolSynced', ''],
+      },
+    ],
+    [
+      'a rollout in progress',
+      2,
+      (p) => [on(p, 'a'), vm(p, 'b', { labels: { [keys.templateHash]: 'old' } })],
+      {
+        Synced: [
+          'False',
+          'RolloutInProgress',
+          '1 of 2 replicas are on the current virtualMachineTemplate.',
+        ],
+      },
+    ],
+    [
+      'a restart pending approval',
+      2,
+      (p) => [
+        on(p, 'a'),
+        vm(p, 'b', {
+          labels: { [keys.templateHash]: 'old' },
+          annotations: { [keys.patchedTemplateHash]: H },
+          conditions: restart,
+        }),
+      ],
+      {
+        Synced: [
+          'False',
+          'RestartPendingApproval',
+          '1 of 2 replicas await a restart to apply configuration.',
+        ],
+      },
+    ],
+    [
+      'a Migrating member',
+      1,
+      (p) => [on(p, 'a', { phase: 'Migrating' })],
+      {
+        Available: ['False', 'InsufficientReadyReplicas', 'Only 0 of 1 replicas are ready.'],
+      },
+    ],
+  ])('%s', (_, replicas, members, want) => {
+    const p = pool({ replicas });
+    const s = computeStatus(p, members(p), H, {}, NOW);
+    for (const [type, expected] of Object.entries(want)) {
+      const c = cond(s.conditions, type);
+      if (expected === null) expect(c).toBeUndefined();
+      else expect([c?.status, c?.reason, c?.message]).toEqual(expected);
+    }
+  });
+
+  it('treats unset spec.replicas as 0', () => {
+    const p = pool();
+    delete p.spec.replicas;
+    const s = computeStatus(p, [], H, {}, NOW);
+    expect(cond(s.conditions, 'Available')?.status).toBe('True');
+    expect(cond(s.conditions, 'Progressing')).toBeUndefined();
+  });
+
+  it('keeps lastTransitionTime while a status is unchanged, even when the reason or message changes', () => {
+    const p = pool({ replicas: 3 });
+    const first = computeStatus(p, [on(p, 'a')], H, {}, new Date(NOW.getTime() - HOUR));
+    const later = computeStatus({ ...p, status: first }, [on(p, 'a'), on(p, 'b')], H, {}, NOW);
+    expect(cond(later.conditions, 'Available')?.message).toBe('Only 2 of 3 replicas are ready.');
+    expect(cond(later.conditions, 'Available')?.lastTransitionTime).toBe(at(-HOUR));
+    expect(cond(later.conditions, 'Progressing')?.lastTransitionTime).toBe(at(-HOUR));
+  });
+
+  it('sets a new lastTransitionTime when a status flips', () => {
+    const p = pool({ replicas: 1 });
+    const first = computeStatus(
+      p,
+      [on(p, 'a', { phase: 'Starting' })],
+      H,
+      {},
+      new Date(NOW.getTime() - HOUR),
+    );
+    const later = computeStatus({ ...p, status: first }, [on(p, 'a')], H, {}, NOW);
+    expect(cond(later.conditions, 'Available')).toMatchObject({
+      status: 'True',
+      lastTransitionTime: rfc3339(NOW),
+    });
+    expect(cond(later.conditions, 'Synced')?.lastTransitionTime).toBe(at(-HOUR));
+  });
+
+  it('records a normalized intent and drops an empty one, keeping unknown status fields', () => {
+    const p = pool({ replicas: 1, status: { intent: { creates: ['x'] }, extra: 'kept' } });
+    const withIntent = computeStatus(
+      p,
+      [],
+      H,
+      { creates: ['runners-bbbbb'], deletes: [], bindings: [] },
+      NOW,
+    );
+    expect(withIntent.intent).toEqual({ creates: ['runners-bbbbb'] });
+    expect((withIntent as Record<string, unknown>).extra).toBe('kept');
+    expect(computeStatus(p, [], H, { creates: [] }, NOW).intent).toBeUndefined();
+  });
+
+  it('omits observedGeneration when the pool has no generation', () => {
+    const p = pool();
+    delete p.metadata.generation;
+    const s = computeStatus(p, [], H, {}, NOW);
+    expect('observedGeneration' in s).toBe(false);
+    expect(s.conditions?.every((c) => c.observedGeneration === undefined)).toBe(true);
+  });
+
+  it('is stable: recomputing from its own output with the same members is the same status', () => {
+    const p = pool({ replicas: 2 });
+    const members = [on(p, 'a'), on(p, 'b', { phase: 'Pending' })];
+    const s1 = computeStatus(p, members, H, {}, new Date(NOW.getTime() - HOUR));
+    const s2 = computeStatus({ ...p, status: s1 }, members, H, {}, NOW);
+    expect(sameStatus(s1, s2)).toBe(true);
+  });
+});
+
+describe('helpers', () => {
+  it('rfc3339 has second precision in UTC', () => {
+    expect(rfc3339(new Date('2025-01-01T12:00:00.123Z'))).toBe('2025-01-01T12:00:00Z');
+  });
+
+  it.each([
+    [{}, undefined],
+    [{ creates: [], deletes: [], bindings: [] }, undefined],
+    [{ deletes: [{ name: 'a', uid: 'u' }] }, { deletes: [{ name: 'a', uid: 'u' }] }],
+    [
+      { bindings: [{ vm: 'v', template: 't', disk: 'd' }], creates: [] },
+      { bindings: [{ vm: 'v', template: 't', disk: 'd' }] },
+    ],
+  ])('normalizeIntent(%j) = %j', (intent, want) => {
+    expect(normalizeIntent(intent)).toEqual(want);
+  });
+
+  it.each<[unknown, unknown, boolean]>([
+    [undefined, {}, true],
+    [{ replicas: 1, selector: 's' }, { selector: 's', replicas: 1 }, true],
+    [{ intent: {} }, {}, true],
+    [{ replicas: 1 }, { replicas: 2 }, false],
+    [
+      { conditions: [{ type: 'A', status: 'True' }] },
+      { conditions: [{ type: 'A', status: 'False' }] },
+      false,
+    ],
+  ])('sameStatus(%j, %j) = %s', (a, b, want) => {
+    expect(sameStatus(a as never, b as never)).toBe(want);
+  });
+});
