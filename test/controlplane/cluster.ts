@@ -3,7 +3,7 @@
  * collector and namespace controller only) as separate processes on free ports, PKI in a temp dir.
  * @module
  */
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -49,8 +49,22 @@ export interface ControlPlane {
   applyManifest(objects: readonly object[] | string): Promise<string>;
   /** A serving cert for `<service>.<namespace>.svc`, 127.0.0.1 and localhost (CA: certs.webhookCa). */
   mintServingCert(service: string, namespace: string): KeyPair;
+  /** Resident memory (MiB) per component, now and peak, from /proc (Linux only). */
+  memory(): Record<string, { rssMiB: number; peakMiB: number }>;
   /** Stops every component (reverse order) and removes the working directory. Idempotent. */
   stop(): Promise<void>;
+}
+
+/** VmRSS and VmHWM of a PID in MiB; zeros when /proc is unavailable or the process is gone. */
+function procMemory(pid: number): { rssMiB: number; peakMiB: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kib = (key: string) =>
+      Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
+    return { rssMiB: Math.round(kib('VmRSS') / 1024), peakMiB: Math.round(kib('VmHWM') / 1024) };
+  } catch {
+    return { rssMiB: 0, peakMiB: 0 };
+  }
 }
 
 function get(url: string, certs?: ControlPlaneCerts): Promise<{ status: number; body: string }> {
@@ -233,6 +247,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       applyManifest: (objects) =>
         kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], toYaml(objects)),
       mintServingCert: (service, namespace) => mintServingCert(certs, service, namespace),
+      memory: () => Object.fromEntries(procs.map((p) => [p.name, procMemory(p.pid)])),
       stop: () => stop(),
     };
   } catch (err) {

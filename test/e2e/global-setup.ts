@@ -49,6 +49,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
     platformCrdDir: platformCrdDir(),
   });
   return async () => {
+    // Reported so the cost of the harness stays visible in CI logs.
+    const mem = cp.memory();
+    const total = Object.values(mem).reduce((a, m) => a + m.peakMiB, 0);
+    log(`peak RSS MiB ${JSON.stringify(mem)} (sum of peaks ${total})`);
     await cp.stop();
   };
 }
