@@ -5,11 +5,13 @@
  */
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inject } from 'vitest';
 import { API_VERSION, GROUP, VERSION } from '../../shared/api/meta.js';
-import { runKubectl } from '../controlplane/kubectl.js';
+import { mintServingCert, type KeyPair } from '../controlplane/certs.js';
+import { runKubectl, toYaml } from '../controlplane/kubectl.js';
 
 /** A JSON object from the API server. */
 export type Obj = Record<string, unknown> & { metadata: Record<string, unknown> };
@@ -21,6 +23,13 @@ export function cluster() {
   kc.loadFromFile(info.kubeconfigPath);
   return {
     info,
+    applyManifest: (objects: readonly object[]) =>
+      runKubectl(
+        join(info.binDir, 'kubectl'),
+        info.kubeconfigPath,
+        ['apply', '--server-side', '-f', '-'],
+        toYaml(objects),
+      ),
     custom: kc.makeApiClient(CustomObjectsApi),
     core: kc.makeApiClient(CoreV1Api),
     kubectl: (args: string[], input?: string) =>
@@ -101,4 +110,17 @@ export async function eventually<T>(
     }
     await sleep(100);
   }
+}
+
+/** A serving cert for `<service>.<namespace>.svc` from the plane's webhook CA, plus that CA's PEM. */
+export function servingCert(service: string, namespace: string): { cert: KeyPair; caPem: string } {
+  const { info } = cluster();
+  const webhookCa: KeyPair = {
+    certPath: info.webhookCaCert,
+    keyPath: info.webhookCaKey,
+    certPem: readFileSync(info.webhookCaCert, 'utf8'),
+    keyPem: readFileSync(info.webhookCaKey, 'utf8'),
+  };
+  const cert = mintServingCert({ dir: info.pkiDir, webhookCa }, service, namespace);
+  return { cert, caPem: webhookCa.certPem };
 }
