@@ -180,7 +180,7 @@ describe('resolveRefs', () => {
 describe('placeRef', () => {
   it('renames the slot reference in place (position and bootOrder kept)', () => {
     const refs = [VD('runners-a-root', 1), VD('cache', 2), ISO];
-    const out = placeRef(refs, templateRefs, 'cache', 'runners-cache-abcdef', {
+    const out = placeRef(refs, 'runners-cache-abcdef', {
       index: 1,
       disk: 'cache',
       placeholder: true,
@@ -189,34 +189,18 @@ describe('placeRef', () => {
     expect(refs[1]!.name).toBe('cache');
   });
 
-  it('inserts a missing reference where the template lists it', () => {
-    const out = placeRef(
-      [VD('runners-a-root'), ISO],
-      templateRefs,
-      'cache',
-      'runners-cache-abcdef',
-      undefined,
-    );
-    expect(out).toEqual([VD('runners-a-root'), VD('runners-cache-abcdef'), ISO]);
+  it('appends a missing reference so a live member keeps its boot disk first', () => {
+    const out = placeRef([VD('runners-a-root'), ISO], 'runners-cache-abcdef', undefined);
+    expect(out).toEqual([VD('runners-a-root'), ISO, VD('runners-cache-abcdef')]);
   });
 
-  it('appends when the template position is past the end', () => {
-    const out = placeRef(
-      [VD('runners-a-root')],
-      [ISO, VD('root'), VD('x'), VD('cache')],
-      'cache',
-      'd',
-      undefined,
-    );
-    expect(out).toEqual([VD('runners-a-root'), VD('d')]);
+  it('never puts a new disk before the boot disk', () => {
+    const out = placeRef([VD('runners-a-root')], 'data', undefined);
+    expect(out[0]).toEqual(VD('runners-a-root'));
   });
 
-  it('a slot index outside the refs falls back to the template position', () => {
-    const out = placeRef([VD('runners-a-root')], templateRefs, 'cache', 'd', {
-      index: 7,
-      disk: 'x',
-      placeholder: false,
-    });
+  it('a slot index outside the refs appends', () => {
+    const out = placeRef([VD('runners-a-root')], 'd', { index: 7, disk: 'x', placeholder: false });
     expect(out).toEqual([VD('runners-a-root'), VD('d')]);
   });
 });

@@ -82,23 +82,20 @@ export function resolveRefs(
   });
 }
 
-/** Puts a reference for `template` where the template lists it (or renames the slot's reference). */
+/**
+ * Renames the slot's reference (a placeholder, or a disk lost to a collision) in place, keeping its
+ * position and bootOrder; with no slot the disk is appended, so a live member's boot disk never moves.
+ */
 export function placeRef(
   refs: readonly BlockDeviceRef[],
-  templateRefs: readonly BlockDeviceRef[],
-  template: string,
   disk: string,
   slot: RefSlot | undefined,
 ): BlockDeviceRef[] {
   const out = refs.map((r) => ({ ...r }));
   const at = slot?.index ?? -1;
   const current = out[at];
-  if (current !== undefined) {
-    out[at] = { ...current, name: disk };
-    return out;
-  }
-  const pos = templateRefs.findIndex((r) => r.kind === 'VirtualDisk' && r.name === template);
-  out.splice(Math.min(Math.max(pos, 0), out.length), 0, { kind: 'VirtualDisk', name: disk });
+  if (current !== undefined) out[at] = { ...current, name: disk };
+  else out.push({ kind: 'VirtualDisk', name: disk });
   return out;
 }
 

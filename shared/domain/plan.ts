@@ -365,7 +365,7 @@ class Planner {
       } else {
         disk = this.bindRetain(name, t);
       }
-      refs = placeRef(refs, this.templateRefs, t.name, disk, slot);
+      refs = placeRef(refs, disk, slot);
     }
     if (canonicalJson(refs) !== canonicalJson(m.spec.blockDeviceRefs ?? []))
       this.refEdits.set(name, refs);

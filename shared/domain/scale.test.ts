@@ -215,3 +215,22 @@ describe('decideScale laws (L1, L2)', () => {
     );
   });
 });
+
+describe('decideScale with randomness that repeats', () => {
+  it('still returns distinct names when every draw collides', () => {
+    const d = decideScale(
+      {
+        pool: 'p',
+        desired: 3,
+        policy: 'NewestFirst',
+        members: [],
+        pendingCreates: [],
+        leaving: new Set(),
+        taken: new Set(['p-bbbbb']),
+      },
+      () => 0,
+    );
+    expect(new Set(d.creates).size).toBe(3);
+    expect(d.creates).not.toContain('p-bbbbb');
+  });
+});

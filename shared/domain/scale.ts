@@ -6,7 +6,7 @@
 import type { ScaleDownPolicy, VirtualMachine } from '../api/index.js';
 import { byAgeThenName, isTerminating, nameOf } from './membership.js';
 import type { Rand } from './names.js';
-import { vmName } from './names.js';
+import { ALPHABET, VM_SUFFIX, vmName } from './names.js';
 
 /** What the scale step sees. */
 export interface ScaleInput {
@@ -58,6 +58,18 @@ export function rankVictims(
   return policy === 'NewestFirst' ? sorted.reverse() : sorted;
 }
 
+/** Steps a name's suffix through the alphabet until it is free: randomness that repeats still ends. */
+function nextFree(name: string, taken: ReadonlySet<string>): string {
+  const chars = [...name];
+  for (let pos = chars.length - 1; pos > chars.length - 1 - VM_SUFFIX; pos--) {
+    for (const c of ALPHABET) {
+      const candidate = [...chars.slice(0, pos), c, ...chars.slice(pos + 1)].join('');
+      if (!taken.has(candidate)) return candidate;
+    }
+  }
+  return name;
+}
+
 function freshNames(input: ScaleInput, n: number, rand: Rand): string[] {
   const taken = new Set(input.taken);
   const out: string[] = [];
@@ -65,6 +77,7 @@ function freshNames(input: ScaleInput, n: number, rand: Rand): string[] {
     let name = vmName(input.pool, rand);
     // 27^5 names: a collision is rare, but a repeat would collapse two creates into one.
     for (let tries = 0; taken.has(name) && tries < 32; tries++) name = vmName(input.pool, rand);
+    if (taken.has(name)) name = nextFree(name, taken);
     taken.add(name);
     out.push(name);
   }

@@ -123,14 +123,20 @@ describe('validatePool', () => {
     for (const v of validatePool(p)) expect(v.field).toBe(REFS);
   });
 
-  it('a template spec without blockDeviceRefs fails the first bijection rule', () => {
+  it('a template spec without blockDeviceRefs fails all three bijection rules, as CEL does', () => {
     const p = pool({ virtualMachineTemplate: { spec: { runPolicy: 'AlwaysOn' } } });
-    expect(validatePool(p)).toEqual([
-      { field: REFS, message: celMessages.everyTemplateReferenced },
-    ]);
-    expect(messages(pool({ virtualMachineTemplate: {} }))).toEqual([
+    const bijection = [
       celMessages.everyTemplateReferenced,
-    ]);
+      celMessages.everyRefNamesTemplate,
+      celMessages.referencedOnce,
+    ];
+    expect(validatePool(p)).toEqual(bijection.map((message) => ({ field: REFS, message })));
+    expect(messages(pool({ virtualMachineTemplate: {} }))).toEqual(bijection);
+  });
+
+  it('reports Legacy even when the template has no blockDeviceRefs', () => {
+    const p = pool({ virtualMachineTemplate: { spec: { osType: 'Legacy' } } });
+    expect(messages(p)).toContain(celMessages.noLegacy);
   });
 
   it('refuses the Legacy osType with the reference message', () => {

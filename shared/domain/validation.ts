@@ -37,6 +37,10 @@ function validateRefs(pool: VirtualMachinePool): Violation[] {
   const templates = pool.spec.virtualDiskTemplates;
   if (refs === undefined) {
     out.push({ field, message: celMessages.everyTemplateReferenced });
+    out.push({ field, message: celMessages.everyRefNamesTemplate });
+    out.push({ field, message: celMessages.referencedOnce });
+    if (spec?.osType === 'Legacy')
+      out.push({ field: 'spec.virtualMachineTemplate.spec.osType', message: celMessages.noLegacy });
     return out;
   }
   const diskRefs = refs.filter((r) => r.kind === 'VirtualDisk');

@@ -8,3 +8,4 @@ export * from './execute.js';
 export * from './resync.js';
 export * from './scope.js';
 export * from './gc.js';
+export * from './scaledownwith.js';

@@ -22,6 +22,8 @@ export interface RuntimeEnv {
   /** Serve HTTPS with these PEM files (reloaded when they change). */
   readonly TLS_CERT_FILE?: string;
   readonly TLS_KEY_FILE?: string;
+  /** Ask HTTPS clients for a certificate (the aggregated API verifies the front proxy's). */
+  readonly requestClientCert?: boolean;
 }
 
 /**
@@ -43,7 +45,11 @@ export function runFunction(
   const app = build({ kube, log, metrics });
   const tls =
     env.TLS_CERT_FILE !== undefined && env.TLS_KEY_FILE !== undefined
-      ? { certFile: env.TLS_CERT_FILE, keyFile: env.TLS_KEY_FILE }
+      ? {
+          certFile: env.TLS_CERT_FILE,
+          keyFile: env.TLS_KEY_FILE,
+          requestCert: env.requestClientCert === true,
+        }
       : undefined;
   const served = serveApp(app, { port: Number(env.PORT ?? 8080), log, ...(tls ? { tls } : {}) });
   void served.listening.then((a) => {

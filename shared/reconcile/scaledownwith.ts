@@ -1,0 +1,106 @@
+/**
+ * Carrying out a scaledownwith: read the pool and every distinct target, plan, then one write
+ * conditioned on the pool's resourceVersion; a lost race re-reads and re-plans.
+ * @module
+ */
+import type { ScaleDownWithBody, VirtualMachine } from '../api/index.js';
+import { GROUP } from '../api/index.js';
+import { planScaleDownWith } from '../domain/index.js';
+import type { Kube } from '../kube/index.js';
+
+/** A metav1.Status, the answer of the aggregated API. */
+export interface Status {
+  readonly apiVersion: 'v1';
+  readonly kind: 'Status';
+  readonly metadata: Record<string, never>;
+  readonly status: 'Success' | 'Failure';
+  readonly code: number;
+  readonly reason?: string;
+  readonly message: string;
+  readonly details?: {
+    readonly name: string;
+    readonly group: string;
+    readonly kind: string;
+    readonly causes?: ReadonlyArray<{
+      readonly reason: string;
+      readonly field: string;
+      readonly message: string;
+    }>;
+  };
+}
+
+const REASONS: Readonly<Record<number, string>> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  409: 'Conflict',
+  422: 'Invalid',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+};
+
+/** A failure Status with the conventional reason for its code. */
+export function failure(code: number, message: string, name = ''): Status {
+  return {
+    apiVersion: 'v1',
+    kind: 'Status',
+    metadata: {},
+    status: 'Failure',
+    code,
+    reason: REASONS[code] ?? 'InternalError',
+    message,
+    ...(name === '' ? {} : { details: { name, group: GROUP, kind: 'virtualmachinepools' } }),
+  };
+}
+
+/** Removes the named replicas of a pool atomically; answers with a Status (201 on success). */
+export async function scaleDownWith(
+  kube: Kube,
+  namespace: string,
+  name: string,
+  body: ScaleDownWithBody,
+  attempts = 5,
+): Promise<Status> {
+  for (let i = 0; i < attempts; i++) {
+    const got = await kube.getPool(namespace, name);
+    if (!got.ok)
+      return got.reason === 'notFound'
+        ? failure(404, `virtualmachinepools.${GROUP} "${name}" not found`, name)
+        : failure(500, got.message, name);
+    const pool = got.value;
+    const vms = new Map<string, VirtualMachine>();
+    for (const t of new Set(body.targets)) {
+      const vm = await kube.getVm(namespace, t);
+      if (vm.ok) vms.set(t, vm.value);
+      else if (vm.reason !== 'notFound') return failure(500, vm.message, name);
+    }
+    const p = planScaleDownWith(pool, body, vms);
+    if (!p.ok) return failure(p.code, p.message, name);
+    const causes = p.outcomes.map((o) => ({
+      reason: o.outcome,
+      field: o.target,
+      message: `${o.target}: ${o.outcome}`,
+    }));
+    const done = (message: string): Status => ({
+      apiVersion: 'v1',
+      kind: 'Status',
+      metadata: {},
+      status: 'Success',
+      code: 201,
+      message,
+      details: { name, group: GROUP, kind: 'virtualmachinepools', causes },
+    });
+    const summary = `replicas ${p.replicas.from} -> ${p.replicas.to}`;
+    if (p.dryRun) return done(`dry run: nothing changed (would set ${summary})`);
+    if (p.write === undefined) return done('nothing to remove');
+    const wrote = await kube.updatePool(p.write);
+    if (wrote.ok) return done(summary);
+    if (wrote.reason === 'conflict') continue;
+    if (wrote.reason === 'notFound')
+      return failure(404, `virtualmachinepools.${GROUP} "${name}" not found`, name);
+    // The pool's own admission may refuse the write; its words are the caller's answer.
+    return failure(wrote.code === 0 ? 500 : wrote.code, wrote.message, name);
+  }
+  return failure(409, `the pool kept changing; try again`, name);
+}
