@@ -33,7 +33,6 @@ const VD = (name: string, bootOrder?: number): BlockDeviceRef =>
     ? { kind: 'VirtualDisk', name }
     : { kind: 'VirtualDisk', name, bootOrder };
 const ISO: BlockDeviceRef = { kind: 'ClusterVirtualImage', name: 'tools-iso' };
-const templateRefs = p.spec.virtualMachineTemplate.spec!.blockDeviceRefs!;
 
 describe('policyOf / diskRefs / reusable / freedAt / diskSize', () => {
   it.each<[DiskTemplate['reclaim'], string]>([

@@ -60,10 +60,9 @@ export function rankVictims(
 
 /** Steps a name's suffix through the alphabet until it is free: randomness that repeats still ends. */
 function nextFree(name: string, taken: ReadonlySet<string>): string {
-  const chars = [...name];
-  for (let pos = chars.length - 1; pos > chars.length - 1 - VM_SUFFIX; pos--) {
-    for (const c of ALPHABET) {
-      const candidate = [...chars.slice(0, pos), c, ...chars.slice(pos + 1)].join('');
+  for (let pos = name.length - 1; pos > name.length - 1 - VM_SUFFIX; pos--) {
+    for (let i = 0; i < ALPHABET.length; i++) {
+      const candidate = name.slice(0, pos) + ALPHABET.charAt(i) + name.slice(pos + 1);
       if (!taken.has(candidate)) return candidate;
     }
   }
