@@ -1,0 +1,416 @@
+/**
+ * reconcile-pool and disk-gc-tick end to end: the real ApiServerSource adapter delivers events over
+ * HTTP, the platform simulator plays the VM and disk controllers, kubectl is typed as a user would.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keys } from '../../shared/api/index.js';
+import {
+  cluster,
+  create,
+  dropNamespace,
+  eventually,
+  newNamespace,
+  read,
+  type Obj,
+} from './harness.js';
+import { runnersPool } from './pools.js';
+import { startStack, type Stack } from './stack.js';
+
+let ns = '';
+let stack: Stack;
+
+beforeAll(async () => {
+  ns = await newNamespace('rec');
+  stack = await startStack(ns);
+});
+afterAll(async () => {
+  await stack.stop();
+  await dropNamespace(ns);
+});
+
+interface Member {
+  name: string;
+  uid: string;
+  created: string;
+  phase?: string;
+  terminating: boolean;
+  refs: string[];
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  conditions: Array<{ type: string; status: string }>;
+}
+
+async function list(plural: string, selector: string): Promise<Obj[]> {
+  const r = (await cluster().custom.listNamespacedCustomObject({
+    group: 'virtualization.deckhouse.io',
+    version: 'v1alpha2',
+    namespace: ns,
+    plural,
+    labelSelector: selector,
+  })) as { items: Obj[] };
+  return r.items;
+}
+
+async function members(pool: string): Promise<Member[]> {
+  return (await list('virtualmachines', `${keys.pool}=${pool}`)).map((o) => {
+    const m = o.metadata as Record<string, unknown>;
+    const spec = o.spec as { blockDeviceRefs?: Array<{ name: string }> };
+    const status = (o.status ?? {}) as { phase?: string; conditions?: Member['conditions'] };
+    return {
+      name: m.name as string,
+      uid: m.uid as string,
+      created: m.creationTimestamp as string,
+      terminating: m.deletionTimestamp !== undefined,
+      refs: (spec.blockDeviceRefs ?? []).map((r) => r.name),
+      labels: (m.labels ?? {}) as Record<string, string>,
+      annotations: (m.annotations ?? {}) as Record<string, string>,
+      conditions: status.conditions ?? [],
+      ...(status.phase ? { phase: status.phase } : {}),
+    };
+  });
+}
+
+async function disks(pool: string) {
+  return (await list('virtualdisks', `${keys.pool}=${pool}`)).map((o) => {
+    const m = o.metadata as Record<string, unknown>;
+    return {
+      name: m.name as string,
+      uid: m.uid as string,
+      template: ((m.labels ?? {}) as Record<string, string>)[keys.diskTemplate],
+      owner: ((m.ownerReferences ?? []) as Array<{ kind: string; name: string }>)[0],
+      freeSince: ((m.annotations ?? {}) as Record<string, string>)[keys.freeSince],
+      size: ((o.spec as { persistentVolumeClaim?: { size?: string } }).persistentVolumeClaim ?? {})
+        .size,
+      terminating: m.deletionTimestamp !== undefined,
+    };
+  });
+}
+
+async function status(pool: string) {
+  const p = await read('virtualmachinepools', ns, pool);
+  return (p?.status ?? {}) as {
+    replicas?: number;
+    readyReplicas?: number;
+    updatedReplicas?: number;
+    restartPendingReplicas?: number;
+    selector?: string;
+    intent?: unknown;
+    conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
+  };
+}
+
+/** Waits until the pool has exactly `n` live members, all Running, and a converged status. */
+async function converged(pool: string, n: number, phase = 'Running', timeoutMs = 60_000) {
+  return eventually(
+    `${pool} to converge to ${n} ${phase} members`,
+    async () => {
+      const ms = await members(pool);
+      const st = await status(pool);
+      const ok =
+        ms.length === n &&
+        ms.every((m) => !m.terminating && m.phase === phase) &&
+        st.replicas === n &&
+        st.intent === undefined;
+      return ok ? ms : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+function pool(name: string, patch: (p: ReturnType<typeof runnersPool>) => void = () => undefined) {
+  const p = runnersPool(ns, name);
+  p.spec.virtualDiskTemplates[0]!.spec.persistentVolumeClaim.size = '1Gi';
+  p.spec.virtualDiskTemplates[1]!.spec.persistentVolumeClaim.size = '1Gi';
+  patch(p);
+  return p;
+}
+
+const kubectl = (args: string[], input?: string) => cluster().kubectl([...args, '-n', ns], input);
+
+describe('reconcile-pool end to end', () => {
+  it('converges a new pool to N replicas, each with its own disks, and reports status', async () => {
+    await create('virtualmachinepools', ns, pool('conv'));
+    const ms = await converged('conv', 3);
+    const ds = await disks('conv');
+    for (const m of ms) {
+      expect(m.name).toMatch(/^conv-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
+      expect(m.refs[0]).toBe(`${m.name}-root`);
+      expect(m.refs[1]).toMatch(/^conv-cache-[bcdfghjklmnpqrstvwxz2456789]{6}$/);
+      expect(m.refs[2]).toBe('tools-iso');
+      expect(ds.find((d) => d.name === `${m.name}-root`)?.owner).toMatchObject({
+        kind: 'VirtualMachine',
+        name: m.name,
+      });
+      expect(ds.find((d) => d.name === m.refs[1])?.owner).toMatchObject({
+        kind: 'VirtualMachinePool',
+        name: 'conv',
+      });
+    }
+    const st = await eventually('ready status', async () => {
+      const s = await status('conv');
+      return s.readyReplicas === 3 ? s : undefined;
+    });
+    expect(st.selector).toMatch(new RegExp(`^${keys.poolUid}=`));
+    expect(st.conditions?.find((c) => c.type === 'Available')).toMatchObject({
+      status: 'True',
+      reason: 'AllReplicasReady',
+    });
+    expect(st.conditions?.find((c) => c.type === 'Progressing')).toBeUndefined();
+    expect(st.conditions?.find((c) => c.type === 'Synced')).toMatchObject({
+      status: 'True',
+      reason: 'PoolSynced',
+    });
+    expect(st.updatedReplicas).toBe(3);
+  });
+
+  it('scales with kubectl: up, then down NewestFirst removing the newest', async () => {
+    await create(
+      'virtualmachinepools',
+      ns,
+      pool('newest', (p) => (p.spec.replicas = 2)),
+    );
+    const first = await converged('newest', 2);
+    await kubectl(['scale', 'virtualmachinepool/newest', '--replicas=4']);
+    const four = await converged('newest', 4);
+    const survivors = [...four]
+      .sort((a, b) =>
+        a.created < b.created ? -1 : a.created > b.created ? 1 : a.name < b.name ? -1 : 1,
+      )
+      .slice(0, 2)
+      .map((m) => m.name);
+    expect(survivors.sort()).toEqual(first.map((m) => m.name).sort());
+    await kubectl(['scale', 'virtualmachinepool/newest', '--replicas=2']);
+    const two = await converged('newest', 2);
+    expect(two.map((m) => m.name).sort()).toEqual(survivors.sort());
+  });
+
+  it('scales down OldestFirst removing the oldest', async () => {
+    await create(
+      'virtualmachinepools',
+      ns,
+      pool('oldest', (p) => {
+        p.spec.replicas = 1;
+        p.spec.scaleDownPolicy = 'OldestFirst';
+      }),
+    );
+    const [old] = await converged('oldest', 1);
+    await kubectl(['scale', 'virtualmachinepool/oldest', '--replicas=3']);
+    await converged('oldest', 3);
+    await kubectl(['scale', 'virtualmachinepool/oldest', '--replicas=2']);
+    const two = await converged('oldest', 2);
+    expect(two.map((m) => m.name)).not.toContain(old?.name);
+  });
+
+  it('replaces a VM deleted with kubectl under a fresh name', async () => {
+    await create(
+      'virtualmachinepools',
+      ns,
+      pool('lost', (p) => (p.spec.replicas = 2)),
+    );
+    const before = await converged('lost', 2);
+    const victim = before[0]!.name;
+    await kubectl(['delete', 'vm', victim, '--wait=false']);
+    const after = await eventually('a replacement', async () => {
+      const ms = await members('lost');
+      const live = ms.filter((m) => !m.terminating && m.phase === 'Running');
+      return live.length === 2 && !ms.some((m) => m.name === victim) ? live : undefined;
+    });
+    expect(after.map((m) => m.name)).not.toContain(victim);
+    expect(after.map((m) => m.name)).toContain(before[1]!.name);
+  });
+
+  it('keeps Stopped members instead of replacing them', async () => {
+    await create(
+      'virtualmachinepools',
+      ns,
+      pool('stopped', (p) => {
+        p.spec.replicas = 2;
+        p.spec.virtualMachineTemplate.spec.runPolicy = 'AlwaysOff';
+      }),
+    );
+    const ms = await converged('stopped', 2, 'Stopped');
+    await new Promise((r) => setTimeout(r, 2500));
+    const again = await members('stopped');
+    expect(again.map((m) => m.name).sort()).toEqual(ms.map((m) => m.name).sort());
+    const st = await status('stopped');
+    expect(st.readyReplicas).toBe(0);
+    expect(st.conditions?.find((c) => c.type === 'Available')).toMatchObject({
+      status: 'False',
+      message: 'Only 0 of 2 replicas are ready.',
+    });
+  });
+
+  it('rolls a template edit out in place: restart pending with Manual, applied with Automatic', async () => {
+    await create(
+      'virtualmachinepools',
+      ns,
+      pool('roll', (p) => (p.spec.replicas = 2)),
+    );
+    const before = await converged('roll', 2);
+    await kubectl([
+      'patch',
+      'virtualmachinepool/roll',
+      '--type=merge',
+      '-p',
+      '{"spec":{"virtualMachineTemplate":{"spec":{"cpu":{"cores":4}}}}}',
+    ]);
+    const pending = await eventually('restart pending on both', async () => {
+      const s = await status('roll');
+      return s.restartPendingReplicas === 2 ? s : undefined;
+    });
+    expect(pending.conditions?.find((c) => c.type === 'Synced')).toMatchObject({
+      status: 'False',
+      reason: 'RestartPendingApproval',
+    });
+    const patched = await members('roll');
+    expect(patched.map((m) => m.name).sort()).toEqual(before.map((m) => m.name).sort());
+    for (const m of patched) expect(m.refs).toEqual(before.find((b) => b.name === m.name)?.refs);
+    await kubectl([
+      'patch',
+      'virtualmachinepool/roll',
+      '--type=merge',
+      '-p',
+      '{"spec":{"virtualMachineTemplate":{"spec":{"disruptions":{"restartApprovalMode":"Automatic"}}}}}',
+    ]);
+    const done = await eventually(
+      'rollout applied',
+      async () => {
+        const s = await status('roll');
+        return s.updatedReplicas === 2 && s.restartPendingReplicas === 0 ? s : undefined;
+      },
+      60_000,
+    );
+    expect(done.conditions?.find((c) => c.type === 'Synced')).toMatchObject({ status: 'True' });
+  });
+
+  it('reuses a freed Retain disk (same uid) on the next scale-up', async () => {
+    await create(
+      'virtualmachinepools',
+      ns,
+      pool('reuse', (p) => (p.spec.replicas = 2)),
+    );
+    await converged('reuse', 2);
+    await kubectl(['scale', 'virtualmachinepool/reuse', '--replicas=1']);
+    const [kept] = await converged('reuse', 1);
+    const freed = await eventually('a free-since stamp on the freed cache disk', async () => {
+      const ds = await disks('reuse');
+      return ds.find(
+        (d) => d.template === 'cache' && d.freeSince !== undefined && !kept!.refs.includes(d.name),
+      );
+    });
+    await kubectl(['scale', 'virtualmachinepool/reuse', '--replicas=2']);
+    const two = await converged('reuse', 2);
+    const newcomer = two.find((m) => m.name !== kept!.name)!;
+    expect(newcomer.refs[1]).toBe(freed.name);
+    const after = (await disks('reuse')).find((d) => d.name === freed.name);
+    expect(after?.uid).toBe(freed.uid);
+    expect(after?.freeSince).toBeUndefined();
+    expect((await disks('reuse')).filter((d) => d.template === 'cache')).toHaveLength(2);
+  });
+
+  it('collects free Retain disks beyond keep once ttl passed (disk-gc-tick)', async () => {
+    await create(
+      'virtualmachinepools',
+      ns,
+      pool('gc', (p) => {
+        p.spec.replicas = 3;
+        p.spec.virtualDiskTemplates[1]!.reclaim = { onScaleDown: 'Retain', keep: 1, ttl: '2s' };
+      }),
+    );
+    await converged('gc', 3);
+    await kubectl(['scale', 'virtualmachinepool/gc', '--replicas=1']);
+    const [kept] = await converged('gc', 1);
+    await eventually('two stamped free disks', async () => {
+      const free = (await disks('gc')).filter(
+        (d) => d.template === 'cache' && d.freeSince !== undefined,
+      );
+      return free.length === 2 ? free : undefined;
+    });
+    await new Promise((r) => setTimeout(r, 3500));
+    expect(await stack.ping(stack.gcUrl, {})).toBe(202);
+    const left = await eventually('one free disk collected', async () => {
+      const cache = (await disks('gc')).filter((d) => d.template === 'cache' && !d.terminating);
+      return cache.length === 2 ? cache : undefined;
+    });
+    expect(left.map((d) => d.name)).toContain(kept!.refs[1]);
+  });
+
+  it('grows disks when the template size grows, never shrinks them', async () => {
+    await create(
+      'virtualmachinepools',
+      ns,
+      pool('grow', (p) => (p.spec.replicas = 1)),
+    );
+    await converged('grow', 1);
+    await kubectl([
+      'patch',
+      'virtualmachinepool/grow',
+      '--type=json',
+      '-p',
+      '[{"op":"replace","path":"/spec/virtualDiskTemplates/1/spec/persistentVolumeClaim/size","value":"2Gi"}]',
+    ]);
+    await eventually('the cache disk at 2Gi', async () => {
+      const d = (await disks('grow')).find((x) => x.template === 'cache');
+      return d?.size === '2Gi' ? d : undefined;
+    });
+    await kubectl([
+      'patch',
+      'virtualmachinepool/grow',
+      '--type=json',
+      '-p',
+      '[{"op":"replace","path":"/spec/virtualDiskTemplates/1/spec/persistentVolumeClaim/size","value":"1Gi"}]',
+    ]);
+    await new Promise((r) => setTimeout(r, 2500));
+    expect((await disks('grow')).find((x) => x.template === 'cache')?.size).toBe('2Gi');
+  });
+
+  it('removing a disk template detaches and deletes its disks', async () => {
+    await create(
+      'virtualmachinepools',
+      ns,
+      pool('prune', (p) => (p.spec.replicas = 1)),
+    );
+    const [m] = await converged('prune', 1);
+    const cache = m!.refs[1]!;
+    await kubectl([
+      'patch',
+      'virtualmachinepool/prune',
+      '--type=json',
+      '-p',
+      JSON.stringify([
+        { op: 'remove', path: '/spec/virtualDiskTemplates/1' },
+        { op: 'remove', path: '/spec/virtualMachineTemplate/spec/blockDeviceRefs/1' },
+      ]),
+    ]);
+    await eventually('the cache disk detached and deleted', async () => {
+      const ms = await members('prune');
+      const ds = await disks('prune');
+      const detached = ms.length === 1 && !ms[0]!.refs.includes(cache);
+      const gone = !ds.some((d) => d.name === cache && !d.terminating);
+      return detached && gone ? true : undefined;
+    });
+  });
+
+  it('deleting the pool cascades its VMs and pool disks through the garbage collector', async () => {
+    await create(
+      'virtualmachinepools',
+      ns,
+      pool('cascade', (p) => (p.spec.replicas = 2)),
+    );
+    await converged('cascade', 2);
+    await kubectl(['delete', 'virtualmachinepool/cascade', '--wait=false']);
+    await eventually(
+      'VMs and disks gone',
+      async () => {
+        const ms = await members('cascade');
+        const ds = await disks('cascade');
+        return ms.length === 0 && ds.length === 0 ? true : undefined;
+      },
+      90_000,
+    );
+  });
+
+  it('left no reconcile request failing', () => {
+    expect(stack.errors.filter((e) => !e.includes('503'))).toEqual([]);
+  });
+});

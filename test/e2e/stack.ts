@@ -1,0 +1,130 @@
+/**
+ * vmpool's event-driven functions wired to the test control plane as in a cluster: reconcile-pool and
+ * disk-gc-tick served over HTTP, two real ApiServerSource adapters (pools; VMs and disks owned by a
+ * pool) in Resource mode, the platform simulator, and PingSource-like resync and GC ticks.
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { buildGcApp } from '../../functions/disk-gc-tick/app.js';
+import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
+import { API_VERSION, GROUP, PING, VERSION } from '../../shared/api/index.js';
+import { createLogger, serveApp } from '../../shared/http/index.js';
+import type { Logger, ServedApp } from '../../shared/http/index.js';
+import { createKube, loadKubeConfig } from '../../shared/kube/index.js';
+import type { Kube } from '../../shared/kube/index.js';
+import { startAdapter } from '../controlplane/adapter.js';
+import type { Adapter } from '../controlplane/adapter.js';
+import { startSimulator } from '../simulator/simulator.js';
+import type { Simulator } from '../simulator/simulator.js';
+import { cluster } from './harness.js';
+
+/** A running stack. */
+export interface Stack {
+  readonly kube: Kube;
+  readonly sim: Simulator;
+  readonly reconcileUrl: string;
+  readonly gcUrl: string;
+  /** POSTs one PingSource tick to a function and returns the HTTP status. */
+  ping(url: string, data?: unknown): Promise<number>;
+  /** Number of reconcile requests answered 5xx (a healthy run has none that stay unresolved). */
+  readonly errors: string[];
+  stop(): Promise<void>;
+}
+
+function silent(name: string): Logger {
+  const sink = new Writable({ write: (_c, _e, cb) => cb() });
+  return createLogger(name, { destination: sink, level: process.env.VMPOOL_E2E_LOG ?? 'silent' });
+}
+
+/** Starts the stack for one namespace. `resyncMs` 0 disables the periodic resync tick. */
+export async function startStack(
+  namespace: string,
+  opts: { resyncMs?: number } = {},
+): Promise<Stack> {
+  const { info } = cluster();
+  process.env.KUBECONFIG = info.kubeconfigPath;
+  const kube = createKube(loadKubeConfig());
+  const errors: string[] = [];
+  const reconcile = serveApp(buildReconcileApp({ kube, log: silent('reconcile-pool') }), {
+    port: 0,
+    hostname: '127.0.0.1',
+    handleSignals: false,
+  });
+  const gc = serveApp(buildGcApp({ kube, log: silent('disk-gc-tick') }), {
+    port: 0,
+    hostname: '127.0.0.1',
+    handleSignals: false,
+  });
+  const served: ServedApp[] = [reconcile, gc];
+  const reconcileUrl = `http://127.0.0.1:${(await reconcile.listening).port}/`;
+  const gcUrl = `http://127.0.0.1:${(await gc.listening).port}/`;
+  const sim = startSimulator({
+    kubeconfigPath: info.kubeconfigPath,
+    namespace,
+    seed: 7,
+    delays: {
+      diskReady: 200,
+      vmPending: 100,
+      vmStarting: 200,
+      vmStopping: 100,
+      vmTerminating: 300,
+    },
+  });
+  const gvr = (Resource: string) => ({ gvr: { Group: GROUP, Version: VERSION, Resource } });
+  const adapters: Adapter[] = [
+    await startAdapter({
+      kubeconfigPath: info.kubeconfigPath,
+      binDir: info.knativeBinDir,
+      sink: reconcileUrl,
+      namespaces: [namespace],
+      resources: [gvr('virtualmachinepools')],
+      mode: 'Resource',
+      name: `pools-${namespace}`,
+    }),
+    await startAdapter({
+      kubeconfigPath: info.kubeconfigPath,
+      binDir: info.knativeBinDir,
+      sink: reconcileUrl,
+      namespaces: [namespace],
+      resources: [gvr('virtualmachines'), gvr('virtualdisks')],
+      owner: { apiVersion: API_VERSION, kind: 'VirtualMachinePool' },
+      mode: 'Resource',
+      name: `children-${namespace}`,
+    }),
+  ];
+  const ping = async (url: string, data: unknown = { namespace }): Promise<number> => {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'ce-specversion': '1.0',
+        'ce-id': randomUUID(),
+        'ce-type': PING,
+        'ce-source': `/apis/v1/namespaces/${namespace}/pingsources/resync`,
+      },
+      body: JSON.stringify(data),
+    });
+    if (res.status >= 500) errors.push(`${url} ${res.status} ${await res.text()}`);
+    return res.status;
+  };
+  const resyncMs = opts.resyncMs ?? 2000;
+  const timer =
+    resyncMs > 0
+      ? setInterval(() => void ping(reconcileUrl).catch(() => undefined), resyncMs)
+      : undefined;
+  return {
+    kube,
+    sim,
+    reconcileUrl,
+    gcUrl,
+    ping,
+    errors,
+    stop: async () => {
+      if (timer) clearInterval(timer);
+      await Promise.all(adapters.map((a) => a.stop()));
+      await sim.stop();
+      await Promise.all(served.map((s) => s.close()));
+    },
+  };
+}
