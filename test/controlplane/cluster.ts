@@ -137,6 +137,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const etcdUrl = `http://127.0.0.1:${etcdPort}`;
     const peerUrl = `http://127.0.0.1:${peerPort}`;
     const etcd = startProcess({
+      watchdog: opts.detached !== true,
       name: 'etcd',
       bin: join(binDir, 'etcd'),
       logPath: join(dir, 'etcd.log'),
@@ -161,6 +162,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
 
     const server = `https://127.0.0.1:${apiPort}`;
     const apiserver = startProcess({
+      watchdog: opts.detached !== true,
       name: 'kube-apiserver',
       bin: join(binDir, 'kube-apiserver'),
       logPath: join(dir, 'kube-apiserver.log'),
@@ -210,6 +212,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     log(`CRDs established (${Date.now() - t0} ms)`);
 
     const kcm = startProcess({
+      watchdog: opts.detached !== true,
       name: 'kube-controller-manager',
       bin: join(binDir, 'kube-controller-manager'),
       logPath: join(dir, 'kube-controller-manager.log'),

@@ -41,6 +41,29 @@ export interface StartOptions {
   logPath: string;
   env?: NodeJS.ProcessEnv;
   cwd?: string;
+  /**
+   * Kill the process group when this Node process dies, however it dies (default true). Off for
+   * `cluster up`, whose processes must outlive it.
+   */
+  watchdog?: boolean;
+}
+
+/**
+ * A shell that polls the parent and the child; when the parent is gone (even after SIGKILL, when no
+ * exit hook runs, or an orphaned vitest worker) it terminates the child's group, then kills it.
+ */
+function startWatchdog(child: number): void {
+  const script = [
+    'p=$1; c=$2',
+    'while kill -0 "$p" 2>/dev/null && kill -0 "$c" 2>/dev/null; do sleep 0.5; done',
+    'kill -0 "$c" 2>/dev/null || exit 0',
+    'kill -TERM -"$c" 2>/dev/null; sleep 3; kill -KILL -"$c" 2>/dev/null; exit 0',
+  ].join('\n');
+  const dog = spawn('sh', ['-c', script, 'watchdog', String(process.pid), String(child)], {
+    detached: true,
+    stdio: 'ignore',
+  });
+  dog.unref();
 }
 
 /**
@@ -67,6 +90,7 @@ export function startProcess(o: StartOptions): Proc {
     });
     // The parent must not wait for the child: `cluster up` exits while the plane keeps running.
     child.unref();
+    if (o.watchdog !== false) startWatchdog(child.pid);
     return { name: o.name, pid: child.pid, logPath: o.logPath, exited };
   } finally {
     closeSync(fd);
