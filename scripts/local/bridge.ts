@@ -1,0 +1,81 @@
+/**
+ * A watch bridge for machines without the Knative adapter binary: it watches pools, VMs and disks and
+ * POSTs the same Resource-mode CloudEvents the ApiServerSource adapter would (binary mode).
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import { Watch } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { GROUP, VERSION } from '../../shared/api/index.js';
+
+const VERBS: Readonly<Record<string, string>> = {
+  ADDED: 'add',
+  MODIFIED: 'update',
+  DELETED: 'delete',
+};
+
+/** Starts the bridge; stop() ends every watch. */
+export function startBridge(
+  kc: KubeConfig,
+  sink: string,
+  log: (line: string) => void,
+): { stop(): void } {
+  const server = kc.getCurrentCluster()?.server ?? '';
+  let stopped = false;
+  const controllers: AbortController[] = [];
+  const send = async (type: string, obj: Record<string, unknown>): Promise<void> => {
+    const meta = (obj.metadata ?? {}) as { name?: string; namespace?: string };
+    const kind = String(obj.kind ?? '');
+    const plural = `${kind.toLowerCase()}s`;
+    await fetch(sink, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'ce-specversion': '1.0',
+        'ce-id': randomUUID(),
+        'ce-type': `dev.knative.apiserver.resource.${type}`,
+        'ce-source': server,
+        'ce-subject': `/apis/${GROUP}/${VERSION}/namespaces/${meta.namespace ?? ''}/${plural}/${meta.name ?? ''}`,
+        'ce-kind': kind,
+        'ce-apiversion': String(obj.apiVersion ?? ''),
+        'ce-name': meta.name ?? '',
+        'ce-namespace': meta.namespace ?? '',
+      },
+      body: JSON.stringify(obj),
+    }).catch((err: unknown) => {
+      log(`bridge: delivery failed: ${String(err)}`);
+    });
+  };
+  const watchOne = (plural: string): void => {
+    if (stopped) return;
+    const path = `/apis/${GROUP}/${VERSION}/${plural}`;
+    void new Watch(kc)
+      .watch(
+        path,
+        {},
+        (phase: string, obj: Record<string, unknown>) => {
+          const verb = VERBS[phase];
+          if (verb !== undefined) void send(verb, obj);
+        },
+        () => {
+          // The watch ended (timeout or error): start again; the resync tick covers the gap.
+          setTimeout(() => {
+            watchOne(plural);
+          }, 1000);
+        },
+      )
+      .then((c) => controllers.push(c))
+      .catch(() =>
+        setTimeout(() => {
+          watchOne(plural);
+        }, 1000),
+      );
+  };
+  for (const p of ['virtualmachinepools', 'virtualmachines', 'virtualdisks']) watchOne(p);
+  return {
+    stop: () => {
+      stopped = true;
+      for (const c of controllers) c.abort();
+    },
+  };
+}

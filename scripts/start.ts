@@ -1,0 +1,303 @@
+/**
+ * `npm start`: vmpool working in one command. Starts the project's local control plane (or attaches
+ * to a cluster with --kubeconfig), runs the four functions in this process, feeds reconcile-pool from
+ * the real ApiServerSource adapter (or a watch bridge), ticks resync and disk GC, simulates the
+ * platform, creates the user guide's sample pool and prints what to try.
+ *
+ *   npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample]
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { randomUUID } from 'node:crypto';
+import { KubeConfig } from '@kubernetes/client-node';
+import { buildGcApp } from '../functions/disk-gc-tick/app.js';
+import { buildReconcileApp } from '../functions/reconcile-pool/app.js';
+import { buildScaleDownApp } from '../functions/scale-down-with/app.js';
+import { buildValidateApp } from '../functions/scale-validate/app.js';
+import { API_VERSION, GROUP, PING, VERSION, poolCrd } from '../shared/api/index.js';
+import { createFunctionMetrics, createLogger, serveApp } from '../shared/http/index.js';
+import type { ServedApp } from '../shared/http/index.js';
+import { createKube } from '../shared/kube/index.js';
+import { startAdapter } from '../test/controlplane/adapter.js';
+import type { Adapter } from '../test/controlplane/adapter.js';
+import { cacheRoot, ensureBinaries } from '../test/controlplane/binaries.js';
+import { mintCa, mintLeaf } from '../test/controlplane/certs.js';
+import { startControlPlane } from '../test/controlplane/cluster.js';
+import type { ControlPlane } from '../test/controlplane/cluster.js';
+import { testCrds } from '../test/controlplane/crds.js';
+import { startSimulator } from '../test/simulator/simulator.js';
+import type { Simulator } from '../test/simulator/simulator.js';
+import { applyAll, deleteAll } from './local/apply.js';
+import { startBridge } from './local/bridge.js';
+import { SAMPLE_NAMESPACE, sample } from './local/sample.js';
+import { SCALE_DOWN_SERVICE, wiring } from './local/wiring.js';
+
+const { values: flags } = parseArgs({
+  options: {
+    kubeconfig: { type: 'string' },
+    'simulate-platform': { type: 'boolean', default: false },
+    'no-sample': { type: 'boolean', default: false },
+    'resync-seconds': { type: 'string', default: '30' },
+    'gc-seconds': { type: 'string', default: '60' },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+
+if (flags.help) {
+  console.log('usage: npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample]');
+  process.exit(0);
+}
+
+const log = createLogger('vmpool');
+const say = (line: string): void => {
+  log.info(line);
+};
+const stoppers: Array<() => Promise<void> | void> = [];
+
+async function main(): Promise<void> {
+  const t0 = Date.now();
+  const attach = flags.kubeconfig !== undefined;
+  let kubeconfigPath: string;
+  let cp: ControlPlane | undefined;
+  if (attach) {
+    kubeconfigPath = flags.kubeconfig ?? '';
+    if (!existsSync(kubeconfigPath))
+      throw new Error(`--kubeconfig ${kubeconfigPath}: no such file`);
+  } else {
+    say('starting the local control plane (the first run builds it from Go modules: minutes)');
+    const binDir = await ensureBinaries('k8s');
+    cp = await startControlPlane({ binDir, log: (l) => say(`control plane: ${l}`) });
+    stoppers.push(() => cp?.stop());
+    kubeconfigPath = cp.kubeconfigPath;
+  }
+  process.env.KUBECONFIG = kubeconfigPath;
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfigPath);
+  const server = kc.getCurrentCluster()?.server ?? '';
+  if (attach) {
+    say(`installing CRDs into ${server}`);
+    await applyAll(kc, [poolCrd(), ...(flags['simulate-platform'] ? testCrds() : [])]);
+  }
+
+  const metrics = createFunctionMetrics();
+  const kube = createKube(kc, {
+    onRequest: (verb, outcome, seconds) => {
+      metrics.onApiRequest(verb, outcome, seconds);
+    },
+  });
+  const fnLog = (name: string) => log.child({ function: name });
+
+  // HTTPS for the two endpoints the kube-apiserver calls: a CA of our own for this run.
+  const pki = mkdtempSync(join(tmpdir(), 'vmpool-start-'));
+  stoppers.push(() => {
+    rmSync(pki, { recursive: true, force: true });
+  });
+  const ca = mintCa(pki, 'local-ca', 'vmpool-local-ca');
+  const host = `${SCALE_DOWN_SERVICE}.vmpool-local.svc`;
+  const leaf = mintLeaf(pki, 'serving', ca, {
+    cn: host,
+    sans: ['127.0.0.1', 'localhost', host],
+    usage: 'server',
+  });
+  const tls = { certFile: leaf.certPath, keyFile: leaf.keyPath };
+
+  const served: Array<[string, ServedApp]> = [
+    [
+      'reconcile-pool',
+      serveApp(buildReconcileApp({ kube, log: fnLog('reconcile-pool'), metrics }), {
+        port: 0,
+        hostname: '127.0.0.1',
+        handleSignals: false,
+      }),
+    ],
+    [
+      'disk-gc-tick',
+      serveApp(buildGcApp({ kube, log: fnLog('disk-gc-tick'), metrics }), {
+        port: 0,
+        hostname: '127.0.0.1',
+        handleSignals: false,
+      }),
+    ],
+    [
+      'scale-validate',
+      serveApp(buildValidateApp({ kube, log: fnLog('scale-validate'), metrics }), {
+        port: 0,
+        hostname: '127.0.0.1',
+        handleSignals: false,
+        tls,
+      }),
+    ],
+    [
+      'scale-down-with',
+      serveApp(buildScaleDownApp({ kube, log: fnLog('scale-down-with'), metrics }), {
+        port: 0,
+        hostname: '127.0.0.1',
+        handleSignals: false,
+        tls: { ...tls, requestCert: true },
+      }),
+    ],
+  ];
+  stoppers.push(() => Promise.all(served.map(([, s]) => s.close())).then(() => undefined));
+  const ports = Object.fromEntries(
+    await Promise.all(served.map(async ([n, s]) => [n, (await s.listening).port] as const)),
+  );
+  for (const [n, p] of Object.entries(ports)) say(`${n} listening on 127.0.0.1:${p}`);
+  const reconcileUrl = `http://127.0.0.1:${ports['reconcile-pool'] ?? 0}/`;
+  const gcUrl = `http://127.0.0.1:${ports['disk-gc-tick'] ?? 0}/`;
+
+  // The API server can call us when it runs on this machine (the local plane, `npm run cluster`).
+  const local = /^https:\/\/(127\.0\.0\.1|localhost)(:|\/|$)/.test(server);
+  if (local) {
+    const objects = wiring({
+      validatePort: ports['scale-validate'] ?? 0,
+      scaleDownPort: ports['scale-down-with'] ?? 0,
+      caPem: readFileSync(ca.certPath, 'utf8'),
+      namespace: 'vmpool-local',
+    });
+    await applyAll(kc, objects);
+    stoppers.push(() =>
+      deleteAll(
+        kc,
+        objects.filter((o) => (o as { kind: string }).kind !== 'Namespace'),
+      ),
+    );
+    say('registered the admission webhook and the scaledownwith APIService');
+  } else {
+    say(`${server} cannot reach this process: webhook and APIService not registered`);
+  }
+
+  const simulate = !attach || flags['simulate-platform'];
+  let sim: Simulator | undefined;
+  if (simulate) {
+    sim = startSimulator({ kubeconfigPath, seed: 1 });
+    stoppers.push(() => sim?.stop());
+    say('platform simulator running (VMs become Running, disks Ready)');
+  }
+
+  const knative = join(cacheRoot());
+  let adapters: Adapter[] = [];
+  try {
+    const binDir = await ensureBinariesQuiet();
+    const gvr = (Resource: string) => ({ gvr: { Group: GROUP, Version: VERSION, Resource } });
+    adapters = [
+      await startAdapter({
+        kubeconfigPath,
+        binDir,
+        sink: reconcileUrl,
+        allNamespaces: true,
+        resources: [gvr('virtualmachinepools')],
+        name: 'vmpool-pools',
+      }),
+      await startAdapter({
+        kubeconfigPath,
+        binDir,
+        sink: reconcileUrl,
+        allNamespaces: true,
+        resources: [gvr('virtualmachines'), gvr('virtualdisks')],
+        owner: { apiVersion: API_VERSION, kind: 'VirtualMachinePool' },
+        name: 'vmpool-children',
+      }),
+    ];
+    stoppers.push(() => Promise.all(adapters.map((a) => a.stop())).then(() => undefined));
+    say('Knative ApiServerSource adapters feeding reconcile-pool');
+  } catch (err) {
+    const bridge = startBridge(kc, reconcileUrl, say);
+    stoppers.push(() => {
+      bridge.stop();
+    });
+    say(
+      `adapter unavailable (${String(err).slice(0, 120)}; cache ${knative}): built-in watch bridge instead`,
+    );
+  }
+
+  const tick = (url: string) => () =>
+    void fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'ce-specversion': '1.0',
+        'ce-id': randomUUID(),
+        'ce-type': PING,
+        'ce-source': '/apis/v1/namespaces/vmpool-local/pingsources/local',
+      },
+      body: '{}',
+    }).catch(() => undefined);
+  const timers = [
+    setInterval(tick(reconcileUrl), Number(flags['resync-seconds']) * 1000),
+    setInterval(tick(gcUrl), Number(flags['gc-seconds']) * 1000),
+  ];
+  stoppers.push(() => {
+    for (const t of timers) clearInterval(t);
+  });
+
+  if (!flags['no-sample']) {
+    await applyAll(kc, sample());
+    say(`created the sample pool ${SAMPLE_NAMESPACE}/runners (3 replicas)`);
+    const ready = await waitReady(kube, Date.now() + 120_000);
+    say(
+      ready
+        ? `sample pool ready: 3/3 replicas Running after ${Date.now() - t0} ms`
+        : 'sample pool not ready after 2 minutes; see the logs',
+    );
+  }
+  printTryThis(kubeconfigPath, cp?.binDir, local);
+}
+
+async function ensureBinariesQuiet(): Promise<string> {
+  const dir = join(cacheRoot());
+  if (!existsSync(dir)) throw new Error('no binary cache');
+  return ensureBinaries('knative');
+}
+
+async function waitReady(kube: ReturnType<typeof createKube>, deadline: number): Promise<boolean> {
+  while (Date.now() < deadline) {
+    const p = await kube.getPool(SAMPLE_NAMESPACE, 'runners');
+    if (p.ok && p.value.status?.readyReplicas === 3 && p.value.status.replicas === 3) return true;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return false;
+}
+
+function printTryThis(kubeconfig: string, binDir: string | undefined, local: boolean): void {
+  const k = binDir === undefined ? 'kubectl' : join(binDir, 'kubectl');
+  const lines = [
+    '',
+    'vmpool is running. In another shell:',
+    `  export KUBECONFIG=${kubeconfig}`,
+    `  ${k} get vmpool,vm,vd -n ${SAMPLE_NAMESPACE}`,
+    `  ${k} scale virtualmachinepool/runners -n ${SAMPLE_NAMESPACE} --replicas=5`,
+    `  ${k} delete vm -n ${SAMPLE_NAMESPACE} <one of the VMs>      # replaced under a fresh name`,
+    ...(local
+      ? [
+          `  echo '{"targets": ["<a VM name>"]}' | ${k} create --raw /apis/subresources.virtualization.deckhouse.io/v1alpha2/namespaces/${SAMPLE_NAMESPACE}/virtualmachinepools/runners/scaledownwith -f -`,
+        ]
+      : []),
+    'Ctrl-C stops everything.',
+    '',
+  ];
+  console.log(lines.join('\n'));
+}
+
+let stopping = false;
+async function stop(code: number): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  say('stopping');
+  for (const s of stoppers.reverse()) {
+    try {
+      await s();
+    } catch (err) {
+      log.warn({ err: String(err) }, 'stop step failed');
+    }
+  }
+  process.exit(code);
+}
+process.on('SIGINT', () => void stop(0));
+process.on('SIGTERM', () => void stop(0));
+
+main().catch((err: unknown) => {
+  log.error({ err: err instanceof Error ? err.message : String(err) }, 'npm start failed');
+  void stop(1);
+});
