@@ -14,6 +14,7 @@ import {
   clientCertificate,
   cloudEventHandler,
   createFunctionMetrics,
+  noContent,
   retryLater,
 } from '../../shared/http/index.js';
 import type { Status } from '../../shared/reconcile/index.js';
@@ -172,8 +173,10 @@ export function buildScaleDownApp(deps: ScaleDownAppDeps): Hono<NodeEnv> {
         'scaledownwith event',
       );
       if (result.code === 201) return accepted();
+      // DESIGN §3: a pool that is already gone is answered 204, not sent to the dead-letter sink.
+      if (result.code === 404) return noContent();
       if (result.code === 409 || result.code >= 500) return retryLater(result.message);
-      // A refused request (bad target, pool gone) will not get better by redelivery.
+      // A refused request (bad target, empty list) will not get better by redelivery.
       return badRequest(result.message);
     }),
   );

@@ -5,7 +5,7 @@
  */
 import type { ScaleDownWithBody, VirtualMachine } from '../api/index.js';
 import { GROUP } from '../api/index.js';
-import { planScaleDownWith } from '../domain/index.js';
+import { EMPTY_TARGETS, planScaleDownWith } from '../domain/index.js';
 import type { Kube } from '../kube/index.js';
 
 /** A metav1.Status, the answer of the aggregated API. */
@@ -62,6 +62,9 @@ export async function scaleDownWith(
   body: ScaleDownWithBody,
   attempts = 5,
 ): Promise<Status> {
+  // The body is judged before anything is read, as the reference does: an empty list is a 400 even
+  // for a pool that does not exist, and costs no API call.
+  if (body.targets.length === 0) return failure(400, EMPTY_TARGETS, name);
   for (let i = 0; i < attempts; i++) {
     const got = await kube.getPool(namespace, name);
     if (!got.ok)

@@ -1,0 +1,249 @@
+import nock from 'nock';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { VirtualDisk, VirtualMachinePool } from '../../shared/api/index.js';
+import { keys } from '../../shared/api/index.js';
+import { createFunctionMetrics } from '../../shared/http/index.js';
+import {
+  API,
+  BASE,
+  binaryEvent,
+  list,
+  recordUnmatched,
+  ref,
+  silentLog,
+  statusBody,
+  structuredEvent,
+  testKube,
+} from '../../test/functions/fixtures.js';
+import type { Unmatched } from '../../test/functions/fixtures.js';
+import {
+  HOUR,
+  MINUTE,
+  NOW,
+  at,
+  disk,
+  pool,
+  runnersDiskTemplates,
+  vm,
+} from '../../test/unit/builders.js';
+import { buildGcApp } from './app.js';
+
+const PING = 'dev.knative.sources.ping';
+const SELECTOR = { labelSelector: keys.poolUid, limit: '500' };
+
+function build() {
+  const metrics = createFunctionMetrics();
+  return {
+    app: buildGcApp({ kube: testKube(), log: silentLog(), metrics, now: () => NOW }),
+    metrics,
+  };
+}
+
+/**
+ * Two pools. `runners` (ci) keeps 1 free cache disk warm, ttl 30m; `other` (ns2) keeps none, ttl 30m.
+ * Only `runners-cache-expired` is free beyond keep for longer than ttl.
+ */
+function cluster(): { pools: VirtualMachinePool[]; vms: unknown[]; disks: VirtualDisk[] } {
+  const templates = runnersDiskTemplates().map((t) =>
+    t.name === 'cache'
+      ? { ...t, reclaim: { onScaleDown: 'Retain' as const, keep: 1, ttl: '30m' } }
+      : t,
+  );
+  const runners = pool({
+    replicas: 1,
+    virtualDiskTemplates: templates,
+    status: {
+      intent: {
+        bindings: [{ vm: 'runners-new01', template: 'cache', disk: 'runners-cache-bound' }],
+      },
+    },
+  });
+  const other = pool({
+    name: 'other',
+    namespace: 'ns2',
+    uid: 'pool-uid-2',
+    virtualDiskTemplates: runnersDiskTemplates().map((t) =>
+      t.name === 'cache'
+        ? { ...t, reclaim: { onScaleDown: 'Retain' as const, keep: 0, ttl: '30m' } }
+        : t,
+    ),
+  });
+  const member = vm(runners, 'runners-aaaaa', {
+    refs: [
+      { kind: 'VirtualDisk', name: 'runners-aaaaa-root' },
+      { kind: 'VirtualDisk', name: 'runners-cache-used' },
+    ],
+  });
+  const disks = [
+    // Referenced by a live member; a stale free-since stamp does not make it free.
+    disk(runners, 'runners-cache-used', { freeSince: at(-5 * HOUR), rv: '11' }),
+    // Bound by the pool's recorded intent.
+    disk(runners, 'runners-cache-bound', { freeSince: at(-4 * HOUR), rv: '12' }),
+    // The most recently freed: the one warm disk keep=1 holds, though older than ttl.
+    disk(runners, 'runners-cache-warm', { freeSince: at(-2 * HOUR), rv: '13' }),
+    // Beyond keep and free for 3h > 30m: the only one to go.
+    disk(runners, 'runners-cache-expired', {
+      freeSince: at(-3 * HOUR),
+      rv: '14',
+      uid: 'uid-expired',
+    }),
+    // Not stamped free: never considered.
+    disk(runners, 'runners-cache-unstamped', { rv: '15' }),
+    // The member's Delete-policy disk.
+    disk(runners, 'runners-aaaaa-root', { template: 'root', owner: member, rv: '16' }),
+    // keep=0, but free for only 10 minutes.
+    disk(other, 'other-cache-fresh', { freeSince: at(-10 * MINUTE), rv: '17' }),
+  ];
+  return { pools: [runners, other], vms: [member], disks };
+}
+
+let unmatched: { seen: Unmatched[]; stop(): void };
+
+beforeAll(() => {
+  nock.disableNetConnect();
+});
+beforeEach(() => {
+  unmatched = recordUnmatched();
+});
+afterEach(() => {
+  unmatched.stop();
+  nock.cleanAll();
+});
+
+describe('disk-gc-tick', () => {
+  it('lists disks, pools and VMs cluster-wide, deletes only the expired disk beyond keep → 202', async () => {
+    const c = cluster();
+    const methods: string[] = [];
+    let deleteBody: unknown;
+    const scope = nock(API)
+      .get(`${BASE}/virtualdisks`)
+      .query(SELECTOR)
+      .reply(200, list(c.disks))
+      .get(`${BASE}/virtualmachinepools`)
+      .query({ limit: '500' })
+      .reply(200, list(c.pools))
+      .get(`${BASE}/virtualmachines`)
+      .query(SELECTOR)
+      .reply(200, list(c.vms))
+      .delete(`${BASE}/namespaces/ci/virtualdisks/runners-cache-expired`, (body: unknown) => {
+        deleteBody = body;
+        return true;
+      })
+      .query(true)
+      .reply(200, statusBody(200, ''));
+    scope.on('request', (req: { method: string }) => {
+      methods.push(req.method);
+    });
+    const { app, metrics } = build();
+    const res = await app.request('/', binaryEvent(PING));
+    expect(res.status).toBe(202);
+    expect(await res.text()).toBe('');
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+    // Exactly three lists, then one delete.
+    expect(methods).toEqual(['GET', 'GET', 'GET', 'DELETE']);
+    expect(deleteBody).toMatchObject({
+      kind: 'DeleteOptions',
+      propagationPolicy: 'Background',
+      preconditions: { uid: 'uid-expired', resourceVersion: '14' },
+    });
+    expect(metrics.registry.render()).toMatch(
+      /vmpool_actions_total\{[^}]*kind="deleteDisk"[^}]*\} 1/,
+    );
+  });
+
+  it('accepts a structured-mode tick as well', async () => {
+    const scope = nock(API)
+      .get(`${BASE}/virtualdisks`)
+      .query(SELECTOR)
+      .reply(200, list([]))
+      .get(`${BASE}/virtualmachinepools`)
+      .query({ limit: '500' })
+      .reply(200, list([]))
+      .get(`${BASE}/virtualmachines`)
+      .query(SELECTOR)
+      .reply(200, list([]));
+    const res = await build().app.request('/', structuredEvent(PING));
+    expect(res.status).toBe(202);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a delete answering 409 (the disk changed since the list) is not an error → 202', async () => {
+    const c = cluster();
+    const scope = nock(API)
+      .get(`${BASE}/virtualdisks`)
+      .query(SELECTOR)
+      .reply(200, list(c.disks))
+      .get(`${BASE}/virtualmachinepools`)
+      .query({ limit: '500' })
+      .reply(200, list(c.pools))
+      .get(`${BASE}/virtualmachines`)
+      .query(SELECTOR)
+      .reply(200, list(c.vms))
+      .delete(`${BASE}/namespaces/ci/virtualdisks/runners-cache-expired`)
+      .query(true)
+      .reply(
+        409,
+        statusBody(
+          409,
+          'Conflict',
+          'Precondition failed: ResourceVersion in precondition: 14, ResourceVersion in object meta: 15',
+        ),
+      );
+    const res = await build().app.request('/', binaryEvent(PING));
+    expect(res.status).toBe(202);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a list that keeps failing → 503 and nothing deleted', async () => {
+    const scope = nock(API)
+      .get(`${BASE}/virtualdisks`)
+      .query(SELECTOR)
+      .times(3)
+      .reply(500, statusBody(500, 'InternalError'));
+    const res = await build().app.request('/', binaryEvent(PING));
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).not.toBeNull();
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('the pool list failing after the disk list → 503', async () => {
+    const scope = nock(API)
+      .get(`${BASE}/virtualdisks`)
+      .query(SELECTOR)
+      .reply(200, list(cluster().disks))
+      .get(`${BASE}/virtualmachinepools`)
+      .query({ limit: '500' })
+      .times(3)
+      .reply(503, statusBody(503, 'ServiceUnavailable'));
+    const res = await build().app.request('/', binaryEvent(PING));
+    expect(res.status).toBe(503);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a non-ping event → 400 without an API call', async () => {
+    const res = await build().app.request(
+      '/',
+      binaryEvent(
+        'dev.knative.apiserver.ref.update',
+        ref('VirtualDisk', 'ci', 'runners-cache-expired', 'virtualization.deckhouse.io/v1alpha2'),
+      ),
+    );
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toContain(PING);
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a malformed event → 400', async () => {
+    const res = await build().app.request('/', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'ce-specversion': '1.0', 'ce-type': PING },
+      body: '',
+    });
+    expect(res.status).toBe(400);
+  });
+});

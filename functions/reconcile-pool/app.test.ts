@@ -1,0 +1,731 @@
+import nock from 'nock';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../../shared/api/index.js';
+import { keys } from '../../shared/api/index.js';
+import { createFunctionMetrics } from '../../shared/http/index.js';
+import type { PoolEventBody } from '../../shared/kube/event.js';
+import {
+  API,
+  BASE,
+  binaryEvent,
+  converged,
+  eventsPath,
+  list,
+  recordUnmatched,
+  ref,
+  silentLog,
+  statusBody,
+  structuredEvent,
+  testKube,
+} from '../../test/functions/fixtures.js';
+import type { Unmatched } from '../../test/functions/fixtures.js';
+import { NOW, disk, pool, seededRand, vm } from '../../test/unit/builders.js';
+import { buildReconcileApp } from './app.js';
+
+const RES = 'dev.knative.apiserver.resource.';
+const REF = 'dev.knative.apiserver.ref.';
+const PING = 'dev.knative.sources.ping';
+const VM_API = 'virtualization.deckhouse.io/v1alpha2';
+
+const poolPath = (ns: string, name: string): string =>
+  `${BASE}/namespaces/${ns}/virtualmachinepools/${name}`;
+
+function build(rand: () => number = () => 0) {
+  const metrics = createFunctionMetrics();
+  const app = buildReconcileApp({
+    kube: testKube(),
+    log: silentLog(),
+    metrics,
+    now: () => NOW,
+    rand,
+  });
+  return { app, metrics };
+}
+
+/** Parses a body nock hands to a reply function (decoded JSON or a string). */
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-parameters -- a typed cast of test input
+function json<T>(body: unknown): T {
+  return (typeof body === 'string' ? JSON.parse(body) : body) as T;
+}
+
+/** Interceptors: GET of a pool that does not exist. */
+function gone(ns: string, name: string): nock.Scope {
+  return nock(API)
+    .get(poolPath(ns, name))
+    .reply(404, statusBody(404, 'NotFound', `virtualmachinepools "${name}" not found`));
+}
+
+let unmatched: { seen: Unmatched[]; stop(): void };
+
+beforeAll(() => {
+  nock.disableNetConnect();
+});
+beforeEach(() => {
+  unmatched = recordUnmatched();
+});
+afterEach(() => {
+  unmatched.stop();
+  nock.cleanAll();
+});
+
+describe('reconcile-pool: which pool an event points at', () => {
+  it.each(['add', 'update', 'delete'])(
+    'Resource mode pool %s event: GET that pool (gone → 204)',
+    async (verb) => {
+      const scope = gone('ci', 'runners');
+      const res = await build().app.request('/', binaryEvent(`${RES}${verb}`, pool()));
+      expect(res.status).toBe(204);
+      expect(await res.text()).toBe('');
+      scope.done();
+      expect(unmatched.seen).toEqual([]);
+    },
+  );
+
+  it('Resource mode VM event: mapped through the controller ownerReference', async () => {
+    const member = vm(pool({ name: 'alpha' }), 'alpha-xxxxx', { labels: {} });
+    // Only the ownerReference names the pool.
+    delete member.metadata.labels;
+    const scope = gone('ci', 'alpha');
+    const res = await build().app.request('/', binaryEvent(`${RES}update`, member));
+    expect(res.status).toBe(204);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('Resource mode VM event: mapped through the pool label when there is no controller', async () => {
+    const member = vm(pool({ name: 'beta' }), 'beta-xxxxx');
+    delete member.metadata.ownerReferences;
+    expect(member.metadata.labels?.[keys.pool]).toBe('beta');
+    const scope = gone('ci', 'beta');
+    const res = await build().app.request('/', binaryEvent(`${RES}add`, member));
+    expect(res.status).toBe(204);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('Resource mode VirtualDisk owned by a VM: mapped through its pool label', async () => {
+    const p = pool({ name: 'gamma' });
+    const d = disk(p, 'gamma-xxxxx-root', { template: 'root', owner: vm(p, 'gamma-xxxxx') });
+    const scope = gone('ci', 'gamma');
+    const res = await build().app.request('/', binaryEvent(`${RES}delete`, d));
+    expect(res.status).toBe(204);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('Resource mode object with neither owner nor label: every pool of its namespace', async () => {
+    const orphan = {
+      apiVersion: VM_API,
+      kind: 'VirtualMachine',
+      metadata: { name: 'lonely', namespace: 'ci', uid: 'u-lonely', resourceVersion: '3' },
+      spec: {},
+    };
+    const c = converged(pool({ replicas: 1 }), ['runners-aaaaa']);
+    const scope = nock(API)
+      .get(`${BASE}/namespaces/ci/virtualmachinepools`)
+      .query({ limit: '500' })
+      .reply(200, list([c.pool, pool({ name: 'other', uid: 'u-other' })]))
+      .get(poolPath('ci', 'runners'))
+      .reply(200, c.pool)
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query(true)
+      .reply(200, list(c.vms))
+      .get(`${BASE}/namespaces/ci/virtualdisks`)
+      .query(true)
+      .reply(200, list(c.disks));
+    const other = gone('ci', 'other');
+    const res = await build().app.request('/', binaryEvent(`${RES}update`, orphan));
+    expect(res.status).toBe(202);
+    scope.done();
+    other.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('Reference mode pool event: GET that pool', async () => {
+    const scope = gone('ns1', 'p1');
+    const res = await build().app.request(
+      '/',
+      binaryEvent(`${REF}update`, ref('VirtualMachinePool', 'ns1', 'p1', VM_API)),
+    );
+    expect(res.status).toBe(204);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('Reference mode VM event: GET the VM, then its pool', async () => {
+    const member = vm(pool({ name: 'delta', namespace: 'ns1' }), 'delta-xxxxx');
+    const scope = nock(API)
+      .get(`${BASE}/namespaces/ns1/virtualmachines/delta-xxxxx`)
+      .reply(200, member);
+    const p = gone('ns1', 'delta');
+    const res = await build().app.request(
+      '/',
+      binaryEvent(`${REF}update`, ref('VirtualMachine', 'ns1', 'delta-xxxxx', VM_API)),
+    );
+    expect(res.status).toBe(204);
+    scope.done();
+    p.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('Reference mode VM that is gone (404): every pool of the namespace', async () => {
+    const scope = nock(API)
+      .get(`${BASE}/namespaces/ns1/virtualmachines/gone-xxxxx`)
+      .reply(404, statusBody(404, 'NotFound'))
+      .get(`${BASE}/namespaces/ns1/virtualmachinepools`)
+      .query({ limit: '500' })
+      .reply(200, list([pool({ name: 'p1', namespace: 'ns1', uid: 'u-p1' })]));
+    const p1 = gone('ns1', 'p1');
+    const res = await build().app.request(
+      '/',
+      binaryEvent(`${REF}delete`, ref('VirtualMachine', 'ns1', 'gone-xxxxx', VM_API)),
+    );
+    expect(res.status).toBe(204);
+    scope.done();
+    p1.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('Reference mode VirtualDisk: every pool of the namespace (the disk is not read)', async () => {
+    const scope = nock(API)
+      .get(`${BASE}/namespaces/ns2/virtualmachinepools`)
+      .query({ limit: '500' })
+      .reply(200, list([]));
+    const res = await build().app.request(
+      '/',
+      binaryEvent(`${REF}add`, ref('VirtualDisk', 'ns2', 'some-disk', VM_API)),
+    );
+    // No pool in the namespace: nothing to do, still a success.
+    expect(res.status).toBe(202);
+    expect(await res.text()).toBe('');
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('PingSource tick without data: every pool of the cluster', async () => {
+    const c = converged(pool({ replicas: 1 }), ['runners-aaaaa']);
+    const scope = nock(API)
+      .get(`${BASE}/virtualmachinepools`)
+      .query({ limit: '500' })
+      .reply(200, list([c.pool, pool({ name: 'p2', namespace: 'ns2', uid: 'u-p2' })]))
+      .get(poolPath('ci', 'runners'))
+      .reply(200, c.pool)
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query({ labelSelector: `${keys.poolUid}=pool-uid-1`, limit: '500' })
+      .reply(200, list(c.vms))
+      .get(`${BASE}/namespaces/ci/virtualdisks`)
+      .query({ labelSelector: `${keys.poolUid}=pool-uid-1`, limit: '500' })
+      .reply(200, list(c.disks));
+    const p2 = gone('ns2', 'p2');
+    const res = await build().app.request('/', binaryEvent(PING));
+    expect(res.status).toBe(202);
+    scope.done();
+    p2.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('PingSource tick with {"namespace":"x"}: only that namespace', async () => {
+    const scope = nock(API)
+      .get(`${BASE}/namespaces/x/virtualmachinepools`)
+      .query({ limit: '500' })
+      .reply(200, list([pool({ name: 'px', namespace: 'x', uid: 'u-px' })]));
+    const px = gone('x', 'px');
+    const res = await build().app.request('/', binaryEvent(PING, { namespace: 'x' }));
+    expect(res.status).toBe(204);
+    scope.done();
+    px.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('structured-mode event (application/cloudevents+json)', async () => {
+    const scope = gone('ci', 'runners');
+    const res = await build().app.request('/', structuredEvent(`${RES}update`, pool()));
+    expect(res.status).toBe(204);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('binary-mode event with the ApiServerSource extensions and subject', async () => {
+    const scope = gone('ci', 'runners');
+    const res = await build().app.request(
+      '/',
+      binaryEvent(`${REF}add`, ref('VirtualMachinePool', 'ci', 'runners', VM_API), {
+        'ce-subject':
+          '/apis/virtualization.deckhouse.io/v1alpha2/namespaces/ci/virtualmachinepools/runners',
+        'ce-kind': 'VirtualMachinePool',
+        'ce-name': 'runners',
+        'ce-namespace': 'ci',
+        'ce-apiversion': VM_API,
+      }),
+    );
+    expect(res.status).toBe(204);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+});
+
+describe('reconcile-pool: what it answers', () => {
+  it('a converged pool: 202, only GET pool and two lists, zero writes', async () => {
+    const c = converged(pool({ replicas: 2 }), ['runners-aaaaa', 'runners-bbbbb']);
+    const methods: string[] = [];
+    const scope = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .reply(200, c.pool)
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query(true)
+      .reply(200, list(c.vms))
+      .get(`${BASE}/namespaces/ci/virtualdisks`)
+      .query(true)
+      .reply(200, list(c.disks));
+    scope.on('request', (req: { method: string }) => {
+      methods.push(req.method);
+    });
+    const res = await build().app.request('/', binaryEvent(`${RES}update`, c.pool));
+    expect(res.status).toBe(202);
+    expect(await res.text()).toBe('');
+    scope.done();
+    expect(methods).toEqual(['GET', 'GET', 'GET']);
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a pool that is gone: 204 with an empty body', async () => {
+    const scope = gone('ci', 'runners');
+    const res = await build().app.request(
+      '/',
+      binaryEvent(`${REF}delete`, ref('VirtualMachinePool', 'ci', 'runners', VM_API)),
+    );
+    expect(res.status).toBe(204);
+    expect(await res.text()).toBe('');
+    scope.done();
+  });
+
+  it('a scale-up: intent recorded first, then disks and VM created, then intent cleared → 202', async () => {
+    const p = pool({ replicas: 1 });
+    const order: string[] = [];
+    let recorded: VirtualMachinePool | undefined;
+    let cleared: VirtualMachinePool | undefined;
+    const createdDisks: VirtualDisk[] = [];
+    let createdVm: VirtualMachine | undefined;
+    const events: PoolEventBody[] = [];
+    const scope = nock(API)
+      // Pass 1: nothing exists yet.
+      .get(poolPath('ci', 'runners'))
+      .reply(200, p)
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query(true)
+      .reply(200, list([]))
+      .get(`${BASE}/namespaces/ci/virtualdisks`)
+      .query(true)
+      .reply(200, list([]))
+      .put(`${poolPath('ci', 'runners')}/status`)
+      .query({ fieldManager: 'vmpool' })
+      .reply((_uri, body) => {
+        order.push('PUT status');
+        recorded = json<VirtualMachinePool>(body);
+        return [200, { ...recorded, metadata: { ...recorded.metadata, resourceVersion: '101' } }];
+      })
+      .post(`${BASE}/namespaces/ci/virtualdisks`)
+      .query({ fieldManager: 'vmpool' })
+      .times(2)
+      .reply((_uri, body) => {
+        const d = json<VirtualDisk>(body);
+        order.push(`POST disk ${d.metadata.name ?? ''}`);
+        createdDisks.push(d);
+        return [
+          201,
+          {
+            ...d,
+            metadata: { ...d.metadata, uid: `uid-${d.metadata.name ?? ''}`, resourceVersion: '1' },
+          },
+        ];
+      })
+      .post(`${BASE}/namespaces/ci/virtualmachines`)
+      .query({ fieldManager: 'vmpool' })
+      .reply((_uri, body) => {
+        const v = json<VirtualMachine>(body);
+        order.push(`POST vm ${v.metadata.name ?? ''}`);
+        createdVm = { ...v, metadata: { ...v.metadata, uid: 'uid-new-vm', resourceVersion: '1' } };
+        return [201, createdVm];
+      })
+      .post(eventsPath('ci'))
+      .reply((_uri, body) => {
+        events.push(json<PoolEventBody>(body));
+        return [201, json<object>(body)];
+      })
+      // Pass 2: everything the first pass created is there.
+      .get(poolPath('ci', 'runners'))
+      .reply(() => [
+        200,
+        { ...recorded, metadata: { ...recorded?.metadata, resourceVersion: '101' } },
+      ])
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query(true)
+      .reply(() => [200, list(createdVm === undefined ? [] : [createdVm])])
+      .get(`${BASE}/namespaces/ci/virtualdisks`)
+      .query(true)
+      .reply(() => [
+        200,
+        list(
+          createdDisks.map((d) => ({
+            ...d,
+            metadata: { ...d.metadata, uid: `uid-${d.metadata.name ?? ''}`, resourceVersion: '1' },
+          })),
+        ),
+      ])
+      .put(`${poolPath('ci', 'runners')}/status`)
+      .query({ fieldManager: 'vmpool' })
+      .reply((_uri, body) => {
+        order.push('PUT status');
+        cleared = json<VirtualMachinePool>(body);
+        return [200, { ...cleared, metadata: { ...cleared.metadata, resourceVersion: '102' } }];
+      });
+
+    const res = await build(seededRand(7)).app.request('/', binaryEvent(`${RES}update`, p));
+    expect(res.status).toBe(202);
+    expect(await res.text()).toBe('');
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+
+    // The intent write is conditioned on the resourceVersion read and names the VM to create.
+    expect(recorded?.metadata.resourceVersion).toBe('100');
+    const creates = recorded?.status?.intent?.creates ?? [];
+    expect(creates).toHaveLength(1);
+    const name = creates[0] ?? '';
+    expect(name).toMatch(/^runners-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
+    expect(createdVm?.metadata.name).toBe(name);
+    expect(order[0]).toBe('PUT status');
+    expect(order.at(-1)).toBe('PUT status');
+    // The Retain disk is created before the VM; the VM's Delete disk after it, owned by its uid.
+    const cache = createdDisks.find((d) => d.metadata.labels?.[keys.diskTemplate] === 'cache');
+    const root = createdDisks.find((d) => d.metadata.name === `${name}-root`);
+    expect(order.indexOf(`POST disk ${cache?.metadata.name ?? '?'}`)).toBeLessThan(
+      order.indexOf(`POST vm ${name}`),
+    );
+    expect(order.indexOf(`POST disk ${name}-root`)).toBeGreaterThan(
+      order.indexOf(`POST vm ${name}`),
+    );
+    expect(root?.metadata.ownerReferences?.[0]).toMatchObject({
+      kind: 'VirtualMachine',
+      name,
+      uid: 'uid-new-vm',
+      controller: true,
+    });
+    expect(createdVm?.spec.blockDeviceRefs?.map((r) => r.name)).toEqual([
+      `${name}-root`,
+      cache?.metadata.name,
+      'tools-iso',
+    ]);
+    expect(recorded?.status?.intent?.bindings).toEqual([
+      { vm: name, template: 'cache', disk: cache?.metadata.name },
+    ]);
+    // The second pass clears the intent under the resourceVersion the first write returned.
+    expect(cleared?.metadata.resourceVersion).toBe('101');
+    expect(cleared?.status?.intent).toBeUndefined();
+    expect(cleared?.status?.replicas).toBe(1);
+    expect(events.map((e) => [e.type, e.reason])).toEqual([['Normal', 'SuccessfulCreate']]);
+  });
+
+  it('a scale-down: victim recorded, deleted with a uid precondition, its Retain disk freed → 202', async () => {
+    const c = converged(pool({ replicas: 2 }), ['runners-aaaaa', 'runners-bbbbb']);
+    const p = { ...c.pool, spec: { ...c.pool.spec, replicas: 1 } };
+    let recorded: VirtualMachinePool | undefined;
+    let cleared: VirtualMachinePool | undefined;
+    let deleteBody: unknown;
+    let stamped: VirtualDisk | undefined;
+    const events: PoolEventBody[] = [];
+    const victimName = (): string => recorded?.status?.intent?.deletes?.[0]?.name ?? '?';
+    const survivor = (): VirtualMachine[] => c.vms.filter((v) => v.metadata.name !== victimName());
+    const survivorDisks = (): VirtualDisk[] =>
+      c.disks.filter((d) => d.metadata.name !== `${victimName()}-root`);
+    const scope = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .reply(200, p)
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query(true)
+      .reply(200, list(c.vms))
+      .get(`${BASE}/namespaces/ci/virtualdisks`)
+      .query(true)
+      .reply(200, list(c.disks))
+      .put(`${poolPath('ci', 'runners')}/status`)
+      .query({ fieldManager: 'vmpool' })
+      .reply((_uri, body) => {
+        recorded = json<VirtualMachinePool>(body);
+        return [200, { ...recorded, metadata: { ...recorded.metadata, resourceVersion: '101' } }];
+      })
+      .delete(/\/namespaces\/ci\/virtualmachines\/runners-/, (body: unknown) => {
+        deleteBody = body;
+        return true;
+      })
+      .query(true)
+      .reply(200, {})
+      .post(eventsPath('ci'))
+      .reply((_uri, body) => {
+        events.push(json<PoolEventBody>(body));
+        return [201, json<object>(body)];
+      })
+      // Pass 2: the victim and its Delete disk are gone; its Retain disk is free.
+      .get(poolPath('ci', 'runners'))
+      .reply(() => [
+        200,
+        { ...recorded, metadata: { ...recorded?.metadata, resourceVersion: '101' } },
+      ])
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query(true)
+      .reply(() => [200, list(survivor())])
+      .get(`${BASE}/namespaces/ci/virtualdisks`)
+      .query(true)
+      .reply(() => [200, list(survivorDisks())])
+      .put(`${poolPath('ci', 'runners')}/status`)
+      .query({ fieldManager: 'vmpool' })
+      .reply((_uri, body) => {
+        cleared = json<VirtualMachinePool>(body);
+        return [200, { ...cleared, metadata: { ...cleared.metadata, resourceVersion: '102' } }];
+      })
+      .put(/\/namespaces\/ci\/virtualdisks\/runners-cache-/)
+      .query({ fieldManager: 'vmpool' })
+      .reply((_uri, body) => {
+        stamped = json<VirtualDisk>(body);
+        return [200, { ...stamped, metadata: { ...stamped.metadata, resourceVersion: '8' } }];
+      })
+      // Pass 3: nothing left to do.
+      .get(poolPath('ci', 'runners'))
+      .reply(() => [
+        200,
+        { ...cleared, metadata: { ...cleared?.metadata, resourceVersion: '102' } },
+      ])
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query(true)
+      .reply(() => [200, list(survivor())])
+      .get(`${BASE}/namespaces/ci/virtualdisks`)
+      .query(true)
+      .reply(() => [
+        200,
+        list(
+          survivorDisks().map((d) => (d.metadata.name === stamped?.metadata.name ? stamped : d)),
+        ),
+      ]);
+
+    const res = await build().app.request('/', binaryEvent(`${RES}update`, p));
+    expect(res.status).toBe(202);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+    const victim = c.vms.find((v) => v.metadata.name === victimName());
+    expect(recorded?.metadata.resourceVersion).toBe('100');
+    expect(recorded?.status?.intent?.deletes).toEqual([
+      { name: victim?.metadata.name, uid: victim?.metadata.uid },
+    ]);
+    expect(deleteBody).toMatchObject({
+      kind: 'DeleteOptions',
+      propagationPolicy: 'Background',
+      preconditions: { uid: victim?.metadata.uid },
+    });
+    expect(events.map((e) => [e.type, e.reason])).toEqual([['Normal', 'SuccessfulDelete']]);
+    expect(cleared?.status?.intent).toBeUndefined();
+    // The victim's Retain disk is stamped free (under the resourceVersion read), not deleted.
+    const victimCache = victim?.spec.blockDeviceRefs?.[1]?.name;
+    expect(stamped?.metadata.name).toBe(victimCache);
+    expect(stamped?.metadata.resourceVersion).toBe('7');
+    expect(stamped?.metadata.annotations?.[keys.freeSince]).toBe('2025-01-01T12:00:00Z');
+  });
+
+  it('status PUT 409 on every pass: 503 with Retry-After', async () => {
+    const p = pool({ replicas: 1 });
+    const scope = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .times(6)
+      .reply(200, p)
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query(true)
+      .times(6)
+      .reply(200, list([]))
+      .get(`${BASE}/namespaces/ci/virtualdisks`)
+      .query(true)
+      .times(6)
+      .reply(200, list([]))
+      .put(`${poolPath('ci', 'runners')}/status`)
+      .query({ fieldManager: 'vmpool' })
+      .times(6)
+      .reply(409, statusBody(409, 'Conflict', 'the object has been modified'));
+    const res = await build().app.request('/', binaryEvent(`${RES}update`, p));
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(((await res.json()) as { error: string }).error).toContain('runners');
+    scope.done();
+    // Nothing was created: every write stayed behind the failed fence.
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a list answering 500 through every kube retry: 503', async () => {
+    const scope = nock(API)
+      .get(`${BASE}/virtualmachinepools`)
+      .query(true)
+      .times(3)
+      .reply(500, statusBody(500, 'InternalError', 'etcd is sad'));
+    const res = await build().app.request('/', binaryEvent(PING));
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).not.toBeNull();
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a pool whose VM list keeps failing: 503 after the passes', async () => {
+    const p = pool({ replicas: 1 });
+    const scope = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .times(6)
+      .reply(200, p)
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query(true)
+      .times(18)
+      .reply(500, statusBody(500, 'InternalError'))
+      .get(`${BASE}/namespaces/ci/virtualdisks`)
+      .query(true)
+      .times(6)
+      .reply(200, list([]));
+    const res = await build().app.request('/', binaryEvent(`${RES}update`, p));
+    expect(res.status).toBe(503);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a VM create refused with 422: 202 and a Warning FailedCreate Event', async () => {
+    const p = pool({ replicas: 1 });
+    const message =
+      'admission webhook "vm.virtualization-controller.validate.d8-virtualization" denied the request: bad cores';
+    let event: PoolEventBody | undefined;
+    const scope = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .reply(200, p)
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query(true)
+      .reply(200, list([]))
+      .get(`${BASE}/namespaces/ci/virtualdisks`)
+      .query(true)
+      .reply(200, list([]))
+      .put(`${poolPath('ci', 'runners')}/status`)
+      .query({ fieldManager: 'vmpool' })
+      .reply((_uri, body) => {
+        const s = json<VirtualMachinePool>(body);
+        return [200, { ...s, metadata: { ...s.metadata, resourceVersion: '101' } }];
+      })
+      .post(`${BASE}/namespaces/ci/virtualdisks`)
+      .query({ fieldManager: 'vmpool' })
+      .reply((_uri, body) => [
+        201,
+        {
+          ...json<VirtualDisk>(body),
+          metadata: { ...json<VirtualDisk>(body).metadata, uid: 'u-d' },
+        },
+      ])
+      .post(`${BASE}/namespaces/ci/virtualmachines`)
+      .query({ fieldManager: 'vmpool' })
+      .reply(422, statusBody(422, 'Invalid', message))
+      .post(eventsPath('ci'))
+      .reply((_uri, body) => {
+        event = json<PoolEventBody>(body);
+        return [201, json<object>(body)];
+      });
+    const res = await build().app.request('/', binaryEvent(`${RES}update`, p));
+    expect(res.status).toBe(202);
+    expect(await res.text()).toBe('');
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+    expect(event).toMatchObject({
+      apiVersion: 'events.k8s.io/v1',
+      kind: 'Event',
+      type: 'Warning',
+      reason: 'FailedCreate',
+      action: 'Create',
+      reportingController: 'vmpool',
+      regarding: {
+        kind: 'VirtualMachinePool',
+        name: 'runners',
+        namespace: 'ci',
+        uid: 'pool-uid-1',
+      },
+    });
+    expect(event?.note).toContain(message);
+  });
+
+  describe('malformed events: refused without an API call', () => {
+    it('missing ce-source → 400', async () => {
+      const init = binaryEvent(PING);
+      const headers = { ...(init.headers as Record<string, string>) };
+      delete headers['ce-source'];
+      const res = await build().app.request('/', { ...init, headers });
+      expect(res.status).toBe(400);
+      expect(unmatched.seen).toEqual([]);
+    });
+
+    it('a batch (application/cloudevents-batch+json) → 415, not retried', async () => {
+      // The shared HTTP layer answers a batch 415 Unsupported Media Type (a 4xx, so the broker does
+      // not redeliver it), not 400.
+      const res = await build().app.request('/', {
+        method: 'POST',
+        headers: { 'content-type': 'application/cloudevents-batch+json' },
+        body: JSON.stringify([{ specversion: '1.0', id: '1', source: 's', type: PING }]),
+      });
+      expect(res.status).toBe(415);
+      expect(unmatched.seen).toEqual([]);
+    });
+
+    it('a body that is not JSON → 400', async () => {
+      const res = await build().app.request('/', {
+        ...binaryEvent(`${RES}update`),
+        body: '{"kind": "VirtualMachinePool", oops',
+      });
+      expect(res.status).toBe(400);
+      expect(unmatched.seen).toEqual([]);
+    });
+
+    it('a structured body that is not JSON → 400', async () => {
+      const res = await build().app.request('/', {
+        method: 'POST',
+        headers: { 'content-type': 'application/cloudevents+json' },
+        body: '{not json',
+      });
+      expect(res.status).toBe(400);
+    });
+
+    it('an unrelated type (dev.example.other) → 400', async () => {
+      const res = await build().app.request('/', binaryEvent('dev.example.other', { a: 1 }));
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: string }).error).toContain(
+        'not an ApiServerSource or PingSource event',
+      );
+      expect(unmatched.seen).toEqual([]);
+    });
+
+    it('a Resource mode event whose data is not an object with metadata → 400', async () => {
+      const res = await build().app.request('/', binaryEvent(`${RES}update`, { kind: 'X' }));
+      expect(res.status).toBe(400);
+    });
+  });
+
+  it('a body over 1 MiB → 413', async () => {
+    const big = { ...pool(), padding: 'x'.repeat(1024 * 1024 + 10) };
+    const res = await build().app.request('/', binaryEvent(`${RES}update`, big));
+    expect(res.status).toBe(413);
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('health endpoints answer 200', async () => {
+    const { app } = build();
+    for (const path of ['/health/liveness', '/health/readiness']) {
+      const res = await app.request(path);
+      expect([path, res.status, await res.text()]).toEqual([path, 200, 'OK']);
+    }
+  });
+
+  it('/metrics counts reconciles by outcome', async () => {
+    const scope = gone('ci', 'runners');
+    const { app } = build();
+    expect((await app.request('/', binaryEvent(`${RES}delete`, pool()))).status).toBe(204);
+    scope.done();
+    const res = await app.request('/metrics');
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).toContain('vmpool_reconciles_total');
+    expect(text).toMatch(/vmpool_reconciles_total\{[^}]*outcome="gone"[^}]*\} 1/);
+  });
+});

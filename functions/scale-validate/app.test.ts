@@ -1,0 +1,440 @@
+import nock from 'nock';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { VirtualMachine, VirtualMachinePool } from '../../shared/api/index.js';
+import { keys } from '../../shared/api/index.js';
+import {
+  API,
+  BASE,
+  recordUnmatched,
+  silentLog,
+  statusBody,
+  testKube,
+} from '../../test/functions/fixtures.js';
+import type { Unmatched } from '../../test/functions/fixtures.js';
+import { pool, runnersDiskTemplates, runnersVmTemplate } from '../../test/unit/builders.js';
+import { POOL_PATH, SCALE_PATH, buildValidateApp } from './app.js';
+
+const GROUP = 'virtualization.deckhouse.io';
+const poolPath = (ns: string, name: string): string =>
+  `${BASE}/namespaces/${ns}/virtualmachinepools/${name}`;
+
+interface ReviewResponse {
+  apiVersion: string;
+  kind: string;
+  response: {
+    uid: string;
+    allowed: boolean;
+    status?: { code: number; message: string; reason?: string };
+  };
+}
+
+function build() {
+  return buildValidateApp({ kube: testKube(), log: silentLog() });
+}
+
+function review(request: Record<string, unknown>): object {
+  return { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request };
+}
+
+function scaleReview(from: number, to: number, name = 'runners', uid = 'uid-scale-1'): object {
+  const scale = (replicas: number) => ({
+    apiVersion: 'autoscaling/v1',
+    kind: 'Scale',
+    metadata: { name, namespace: 'ci' },
+    spec: { replicas },
+    status: { replicas: from },
+  });
+  return review({
+    uid,
+    kind: { group: 'autoscaling', version: 'v1', kind: 'Scale' },
+    resource: { group: GROUP, version: 'v1alpha2', resource: 'virtualmachinepools' },
+    subResource: 'scale',
+    name,
+    namespace: 'ci',
+    operation: 'UPDATE',
+    userInfo: { username: 'alice' },
+    object: scale(to),
+    oldObject: scale(from),
+  });
+}
+
+function poolReview(
+  operation: 'CREATE' | 'UPDATE',
+  object: VirtualMachinePool,
+  oldObject?: VirtualMachinePool,
+  uid = 'uid-pool-1',
+): object {
+  return review({
+    uid,
+    kind: { group: GROUP, version: 'v1alpha2', kind: 'VirtualMachinePool' },
+    resource: { group: GROUP, version: 'v1alpha2', resource: 'virtualmachinepools' },
+    name: object.metadata.name,
+    namespace: object.metadata.namespace,
+    operation,
+    userInfo: { username: 'alice' },
+    object,
+    ...(oldObject === undefined ? {} : { oldObject }),
+  });
+}
+
+async function post(
+  path: string,
+  body: object | string,
+): Promise<{ status: number; review: ReviewResponse }> {
+  const res = await build().request(path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return { status: res.status, review: (await res.json()) as ReviewResponse };
+}
+
+let unmatched: { seen: Unmatched[]; stop(): void };
+
+beforeAll(() => {
+  nock.disableNetConnect();
+});
+beforeEach(() => {
+  unmatched = recordUnmatched();
+});
+afterEach(() => {
+  unmatched.stop();
+  nock.cleanAll();
+});
+
+describe('scale-validate: /scale', () => {
+  it('a decrease on an Explicit pool is denied with the reference message, uid echoed', async () => {
+    const scope = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .reply(200, pool({ scaleDownPolicy: 'Explicit', replicas: 3 }));
+    const { status, review: r } = await post(SCALE_PATH, scaleReview(3, 2, 'runners', 'uid-42'));
+    expect(status).toBe(200);
+    expect(r.apiVersion).toBe('admission.k8s.io/v1');
+    expect(r.kind).toBe('AdmissionReview');
+    expect(r.response.uid).toBe('uid-42');
+    expect(r.response.allowed).toBe(false);
+    expect(r.response.status?.code).toBe(403);
+    expect(r.response.status?.message).toBe(
+      'VirtualMachinePool "runners" uses scaleDownPolicy Explicit: decreasing replicas through the scale subresource is not allowed. Remove specific virtual machines with the scaleDownWith subresource instead.',
+    );
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('an increase is allowed without an API call', async () => {
+    const { review: r } = await post(SCALE_PATH, scaleReview(2, 5, 'runners', 'uid-up'));
+    expect(r.response).toEqual({ uid: 'uid-up', allowed: true });
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('an unchanged replicas count is allowed without an API call', async () => {
+    const { review: r } = await post(SCALE_PATH, scaleReview(2, 2));
+    expect(r.response.allowed).toBe(true);
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a decrease on a NewestFirst pool is allowed (after reading the pool)', async () => {
+    const scope = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .reply(200, pool({ replicas: 3 }));
+    const { review: r } = await post(SCALE_PATH, scaleReview(3, 1));
+    expect(r.response).toEqual({ uid: 'uid-scale-1', allowed: true });
+    scope.done();
+  });
+
+  it('a decrease on a pool that is not found is allowed', async () => {
+    const scope = nock(API)
+      .get(poolPath('ci', 'ghost'))
+      .reply(404, statusBody(404, 'NotFound', 'virtualmachinepools "ghost" not found'));
+    const { review: r } = await post(SCALE_PATH, scaleReview(3, 1, 'ghost'));
+    expect(r.response.allowed).toBe(true);
+    scope.done();
+  });
+
+  it('a pool read failing with 500 is a denial with code 500', async () => {
+    const scope = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .times(3)
+      .reply(500, statusBody(500, 'InternalError', 'etcd is sad'));
+    const { review: r } = await post(SCALE_PATH, scaleReview(3, 1));
+    expect(r.response.allowed).toBe(false);
+    expect(r.response.status?.code).toBe(500);
+    expect(r.response.status?.message).toContain('etcd is sad');
+    scope.done();
+  });
+
+  it('Scale objects that cannot be decoded: denied with 400', async () => {
+    const bad = scaleReview(3, 1) as { request: { object: unknown } };
+    bad.request.object = { kind: 'Scale', spec: { replicas: 'many' } };
+    const { review: r } = await post(SCALE_PATH, bad);
+    expect(r.response.allowed).toBe(false);
+    expect(r.response.status?.code).toBe(400);
+    expect(unmatched.seen).toEqual([]);
+  });
+});
+
+describe('scale-validate: pool CREATE and UPDATE', () => {
+  it('a valid CREATE is checked by a dry-run create of the VM it produces, then allowed', async () => {
+    const p = pool();
+    let query: Record<string, unknown> = {};
+    let sent: VirtualMachine | undefined;
+    const scope = nock(API)
+      .post(`${BASE}/namespaces/ci/virtualmachines`, (body: VirtualMachine) => {
+        sent = body;
+        return true;
+      })
+      .query((q) => {
+        query = q;
+        return true;
+      })
+      .reply(201, (_uri, body) => body as object);
+    const { review: r } = await post(POOL_PATH, poolReview('CREATE', p));
+    expect(r.response).toEqual({ uid: 'uid-pool-1', allowed: true });
+    scope.done();
+    expect(query).toEqual({ dryRun: 'All', fieldManager: 'vmpool' });
+    expect(sent).toEqual({
+      apiVersion: 'virtualization.deckhouse.io/v1alpha2',
+      kind: 'VirtualMachine',
+      metadata: { generateName: 'runners-', namespace: 'ci' },
+      spec: runnersVmTemplate().spec,
+    });
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('the template labels and annotations go on the synthetic VM', async () => {
+    const template = {
+      ...runnersVmTemplate(),
+      metadata: { labels: { team: 'ci' }, annotations: { note: 'x' } },
+    };
+    const p = pool({ virtualMachineTemplate: template });
+    let sent: VirtualMachine | undefined;
+    const scope = nock(API)
+      .post(`${BASE}/namespaces/ci/virtualmachines`, (body: VirtualMachine) => {
+        sent = body;
+        return true;
+      })
+      .query({ dryRun: 'All', fieldManager: 'vmpool' })
+      .reply(201, (_uri, body) => body as object);
+    const { review: r } = await post(POOL_PATH, poolReview('CREATE', p));
+    expect(r.response.allowed).toBe(true);
+    scope.done();
+    expect(sent?.metadata).toEqual({
+      generateName: 'runners-',
+      namespace: 'ci',
+      labels: { team: 'ci' },
+      annotations: { note: 'x' },
+    });
+  });
+
+  it('a dry run refused by the VM API (422): denied with its message', async () => {
+    const message =
+      'admission webhook "vm.virtualization-controller.validate.d8-virtualization" denied the request: the VirtualMachineClass "generic" does not allow 2 cores';
+    const scope = nock(API)
+      .post(`${BASE}/namespaces/ci/virtualmachines`)
+      .query({ dryRun: 'All', fieldManager: 'vmpool' })
+      .reply(422, statusBody(422, 'Invalid', message));
+    const { review: r } = await post(POOL_PATH, poolReview('CREATE', pool()));
+    expect(r.response.allowed).toBe(false);
+    expect(r.response.status?.code).toBe(422);
+    expect(r.response.status?.message).toContain(message);
+    scope.done();
+  });
+
+  it('a dry run failing transiently: denied with 500 (failurePolicy Fail)', async () => {
+    const scope = nock(API)
+      .post(`${BASE}/namespaces/ci/virtualmachines`)
+      .query({ dryRun: 'All', fieldManager: 'vmpool' })
+      .times(3)
+      .reply(503, statusBody(503, 'ServiceUnavailable', 'try later'));
+    const { review: r } = await post(POOL_PATH, poolReview('CREATE', pool()));
+    expect(r.response.allowed).toBe(false);
+    expect(r.response.status?.code).toBe(500);
+    scope.done();
+  });
+
+  it.each([
+    [
+      'keep without ttl',
+      pool({
+        virtualDiskTemplates: runnersDiskTemplates().map((t) =>
+          t.name === 'cache' ? { ...t, reclaim: { onScaleDown: 'Retain' as const, keep: 2 } } : t,
+        ),
+      }),
+      'keep requires ttl; without ttl free disks are never garbage-collected, so keep would have no effect',
+    ],
+    [
+      'osType Legacy',
+      pool({
+        virtualMachineTemplate: {
+          spec: { ...runnersVmTemplate().spec, osType: 'Legacy' },
+        },
+      }),
+      'The Legacy osType is not supported in a VirtualMachinePool: replicas of such a pool cannot be told apart, because provisioning is unavailable for these operating systems.',
+    ],
+    [
+      'a 58-character name',
+      pool({ name: 'p'.repeat(58) }),
+      `VirtualMachinePool name "${'p'.repeat(58)}" is too long: it must be at most 57 characters so that generated VirtualMachine names stay within the 63-character limit`,
+    ],
+  ])(
+    'an invalid CREATE (%s) is denied with the exact message and no API call',
+    async (_what, p, message) => {
+      const { review: r } = await post(POOL_PATH, poolReview('CREATE', p, undefined, 'uid-bad'));
+      expect(r.response.uid).toBe('uid-bad');
+      expect(r.response.allowed).toBe(false);
+      expect(r.response.status?.message).toBe(message);
+      expect(r.response.status?.code).toBe(422);
+      expect(unmatched.seen).toEqual([]);
+    },
+  );
+
+  it('a 57-character name is fine', async () => {
+    const name = 'p'.repeat(57);
+    const scope = nock(API)
+      .post(
+        `${BASE}/namespaces/ci/virtualmachines`,
+        (body: VirtualMachine) => body.metadata.generateName === `${name}-`,
+      )
+      .query({ dryRun: 'All', fieldManager: 'vmpool' })
+      .reply(201, (_uri, body) => body as object);
+    const { review: r } = await post(POOL_PATH, poolReview('CREATE', pool({ name })));
+    expect(r.response.allowed).toBe(true);
+    scope.done();
+  });
+
+  it('an UPDATE lowering spec.replicas of an Explicit pool without recorded targets is denied', async () => {
+    const old = pool({ scaleDownPolicy: 'Explicit', replicas: 3 });
+    const next = pool({ scaleDownPolicy: 'Explicit', replicas: 2 });
+    const { review: r } = await post(POOL_PATH, poolReview('UPDATE', next, old));
+    expect(r.response.allowed).toBe(false);
+    expect(r.response.status?.code).toBe(403);
+    expect(r.response.status?.message).toBe(
+      'VirtualMachinePool "runners" uses scaleDownPolicy Explicit: decreasing spec.replicas without naming the replicas to remove is not allowed. Remove specific virtual machines with the scaleDownWith subresource instead.',
+    );
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('an UPDATE whose new targets annotation covers the decrease is allowed, with no dry run', async () => {
+    const old = pool({ scaleDownPolicy: 'Explicit', replicas: 3 });
+    const next = pool({
+      scaleDownPolicy: 'Explicit',
+      replicas: 1,
+      annotations: {
+        [keys.scaleDownTargets]: JSON.stringify([
+          { name: 'runners-aaaaa', uid: 'uid-a' },
+          { name: 'runners-bbbbb', uid: 'uid-b' },
+        ]),
+      },
+    });
+    const { review: r } = await post(POOL_PATH, poolReview('UPDATE', next, old));
+    expect(r.response).toEqual({ uid: 'uid-pool-1', allowed: true });
+    // The template is unchanged: no dry-run create was sent.
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('an UPDATE whose targets cover only part of the decrease is denied', async () => {
+    const old = pool({ scaleDownPolicy: 'Explicit', replicas: 3 });
+    const next = pool({
+      scaleDownPolicy: 'Explicit',
+      replicas: 1,
+      annotations: {
+        [keys.scaleDownTargets]: JSON.stringify([{ name: 'runners-aaaaa', uid: 'uid-a' }]),
+      },
+    });
+    const { review: r } = await post(POOL_PATH, poolReview('UPDATE', next, old));
+    expect(r.response.allowed).toBe(false);
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('an UPDATE that changes the template is dry-run again', async () => {
+    const old = pool();
+    const template = runnersVmTemplate();
+    const next = pool({
+      virtualMachineTemplate: { ...template, spec: { ...template.spec, cpu: { cores: 4 } } },
+    });
+    const scope = nock(API)
+      .post(
+        `${BASE}/namespaces/ci/virtualmachines`,
+        (body: { spec: { cpu?: { cores?: number } } }) => body.spec.cpu?.cores === 4,
+      )
+      .query({ dryRun: 'All', fieldManager: 'vmpool' })
+      .reply(201, (_uri, body) => body as object);
+    const { review: r } = await post(POOL_PATH, poolReview('UPDATE', next, old));
+    expect(r.response.allowed).toBe(true);
+    scope.done();
+  });
+});
+
+describe('scale-validate: requests it cannot or need not judge', () => {
+  it('a malformed review with a uid: AdmissionReview allowed false, code 400', async () => {
+    const res = await build().request(POOL_PATH, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        request: { uid: 'uid-malformed', operation: 'CREATE' },
+      }),
+    });
+    expect(res.status).toBe(200);
+    const r = (await res.json()) as ReviewResponse;
+    expect(r.response.uid).toBe('uid-malformed');
+    expect(r.response.allowed).toBe(false);
+    expect(r.response.status?.code).toBe(400);
+    expect(r.response.status?.message).toMatch(/^malformed AdmissionReview/);
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a malformed review without a uid: HTTP 400', async () => {
+    const res = await build().request(SCALE_PATH, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' }),
+    });
+    expect(res.status).toBe(400);
+  });
+
+  it('a body that is not JSON: HTTP 400', async () => {
+    const res = await build().request(POOL_PATH, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"apiVersion": ',
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toBe('body is not JSON');
+  });
+
+  it('an unrelated resource is allowed without an API call', async () => {
+    const { review: r } = await post(
+      POOL_PATH,
+      review({
+        uid: 'uid-vm',
+        kind: { group: GROUP, version: 'v1alpha2', kind: 'VirtualMachine' },
+        resource: { group: GROUP, version: 'v1alpha2', resource: 'virtualmachines' },
+        name: 'vm1',
+        namespace: 'ci',
+        operation: 'CREATE',
+        object: { whatever: true },
+      }),
+    );
+    expect(r.response).toEqual({ uid: 'uid-vm', allowed: true });
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a DELETE of a pool is allowed without an API call', async () => {
+    const { review: r } = await post(
+      POOL_PATH,
+      review({
+        uid: 'uid-del',
+        kind: { group: GROUP, version: 'v1alpha2', kind: 'VirtualMachinePool' },
+        resource: { group: GROUP, version: 'v1alpha2', resource: 'virtualmachinepools' },
+        name: 'runners',
+        namespace: 'ci',
+        operation: 'DELETE',
+        oldObject: pool(),
+      }),
+    );
+    expect(r.response.allowed).toBe(true);
+    expect(unmatched.seen).toEqual([]);
+  });
+});
