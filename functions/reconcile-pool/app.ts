@@ -56,6 +56,8 @@ export function buildReconcileApp(deps: ReconcileAppDeps): Hono<NodeEnv> {
             { pool: r.pool, failures: r.outcome.failures.map((f) => f.message) },
             'pool cannot converge',
           );
+        else if (r.outcome.kind === 'converged' && r.outcome.actions === 0)
+          log.debug({ pool: r.pool }, 'nothing to do');
         else log.info({ pool: r.pool, outcome: r.outcome.kind }, 'reconciled');
       }
       const retry = results.find((r) => r.outcome.kind === 'retry');
