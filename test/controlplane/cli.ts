@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cacheRoot } from './binaries.js';
-import { startControlPlane, stopPids } from './cluster.js';
+import { runsFrom, startControlPlane, stopPids } from './cluster.js';
 import { alive } from './process.js';
 
 interface State {
@@ -28,7 +28,7 @@ function readState(): State | undefined {
 }
 
 function running(s: State): boolean {
-  return Object.values(s.pids).every(alive);
+  return Object.values(s.pids).every((pid) => alive(pid) && runsFrom(pid, s.binDir));
 }
 
 async function down(): Promise<void> {
@@ -37,7 +37,7 @@ async function down(): Promise<void> {
     console.error('cluster: nothing recorded, nothing to stop');
     return;
   }
-  await stopPids(Object.values(s.pids).reverse());
+  await stopPids(Object.values(s.pids).reverse(), s.binDir);
   rmSync(s.dir, { recursive: true, force: true });
   rmSync(statePath, { force: true });
   console.error(`cluster: stopped (${Object.keys(s.pids).join(', ')})`);

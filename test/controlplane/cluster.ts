@@ -90,8 +90,22 @@ function get(url: string, certs?: ControlPlaneCerts): Promise<{ status: number; 
 }
 
 /** Stops PIDs in the given order; used by stop() and by the CLI from a state file. */
-export async function stopPids(pids: readonly number[]): Promise<void> {
-  for (const pid of pids) await stopPid(pid);
+export async function stopPids(pids: readonly number[], binDir?: string): Promise<void> {
+  for (const pid of pids) {
+    // PIDs recorded by an earlier run may have been reused (pid_max is small here): only signal a
+    // process that still runs one of our binaries.
+    if (binDir !== undefined && !runsFrom(pid, binDir)) continue;
+    await stopPid(pid);
+  }
+}
+
+/** True when the process's executable lives in `dir` (false when it is gone or unreadable). */
+export function runsFrom(pid: number, dir: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]?.startsWith(dir) ?? false;
+  } catch {
+    return false;
+  }
 }
 
 /** Applies the CRDs and waits until the API server serves every one of them. */
