@@ -68,7 +68,12 @@ async function main(): Promise<void> {
   } else {
     say('starting the local control plane (the first run builds it from Go modules: minutes)');
     const binDir = await ensureBinaries('k8s');
-    cp = await startControlPlane({ binDir, log: (l) => say(`control plane: ${l}`) });
+    cp = await startControlPlane({
+      binDir,
+      log: (l) => {
+        say(`control plane: ${l}`);
+      },
+    });
     stoppers.push(() => cp?.stop());
     kubeconfigPath = cp.kubeconfigPath;
   }

@@ -10,18 +10,13 @@ export async function applyAll(kc: KubeConfig, objects: readonly object[]): Prom
   const api = KubernetesObjectApi.makeApiClient(kc);
   for (const o of objects) {
     try {
-      await api.patch(
-        o as KubernetesObject,
-        undefined,
-        undefined,
-        'vmpool-start',
-        true,
-        PatchStrategy.ServerSideApply,
-      );
+      await api.patch(o, undefined, undefined, 'vmpool-start', true, PatchStrategy.ServerSideApply);
     } catch (err) {
       const body = (err as { body?: unknown }).body;
       const what = `${(o as KubernetesObject).kind ?? ''}/${(o as KubernetesObject).metadata?.name ?? ''}`;
-      throw new Error(`apply ${what}: ${typeof body === 'string' ? body : String(err)}`);
+      throw new Error(`apply ${what}: ${typeof body === 'string' ? body : String(err)}`, {
+        cause: err,
+      });
     }
   }
 }

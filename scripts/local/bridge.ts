@@ -25,7 +25,7 @@ export function startBridge(
   const controllers: AbortController[] = [];
   const send = async (type: string, obj: Record<string, unknown>): Promise<void> => {
     const meta = (obj.metadata ?? {}) as { name?: string; namespace?: string };
-    const kind = String(obj.kind ?? '');
+    const kind = typeof obj.kind === 'string' ? obj.kind : '';
     const plural = `${kind.toLowerCase()}s`;
     await fetch(sink, {
       method: 'POST',
@@ -37,7 +37,7 @@ export function startBridge(
         'ce-source': server,
         'ce-subject': `/apis/${GROUP}/${VERSION}/namespaces/${meta.namespace ?? ''}/${plural}/${meta.name ?? ''}`,
         'ce-kind': kind,
-        'ce-apiversion': String(obj.apiVersion ?? ''),
+        'ce-apiversion': typeof obj.apiVersion === 'string' ? obj.apiVersion : '',
         'ce-name': meta.name ?? '',
         'ce-namespace': meta.namespace ?? '',
       },

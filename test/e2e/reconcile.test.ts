@@ -53,7 +53,7 @@ async function list(plural: string, selector: string): Promise<Obj[]> {
 
 async function members(pool: string): Promise<Member[]> {
   return (await list('virtualmachines', `${keys.pool}=${pool}`)).map((o) => {
-    const m = o.metadata as Record<string, unknown>;
+    const m = o.metadata;
     const spec = o.spec as { blockDeviceRefs?: Array<{ name: string }> };
     const status = (o.status ?? {}) as { phase?: string; conditions?: Member['conditions'] };
     return {
@@ -72,7 +72,7 @@ async function members(pool: string): Promise<Member[]> {
 
 async function disks(pool: string) {
   return (await list('virtualdisks', `${keys.pool}=${pool}`)).map((o) => {
-    const m = o.metadata as Record<string, unknown>;
+    const m = o.metadata;
     return {
       name: m.name as string,
       uid: m.uid as string,

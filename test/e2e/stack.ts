@@ -33,7 +33,11 @@ export interface Stack {
 }
 
 function silent(name: string): Logger {
-  const sink = new Writable({ write: (_c, _e, cb) => cb() });
+  const sink = new Writable({
+    write: (_c, _e, cb) => {
+      cb();
+    },
+  });
   return createLogger(name, { destination: sink, level: process.env.VMPOOL_E2E_LOG ?? 'silent' });
 }
 
