@@ -1,0 +1,158 @@
+/**
+ * The shipped artefacts: builds the four esbuild bundles (as `npm run build` does, into a temp dir),
+ * starts each as its own `node` process the way the container does, and measures the cold start
+ * (spawn → first answered /health/liveness). The two HTTPS functions serve TLS, as in the cluster.
+ * No API server is needed: the kubeconfig points at a closed port and health never calls it.
+ * @module
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { isBuiltin } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildBundles, FUNCTIONS, OPTIONAL_PEERS } from '../../scripts/build.js';
+import type { BuiltBundle, FunctionName } from '../../scripts/build.js';
+import { mintCa, mintLeaf } from '../controlplane/certs.js';
+
+const HTTPS: readonly FunctionName[] = ['scale-validate', 'scale-down-with'];
+
+let dir = '';
+let bundles: BuiltBundle[] = [];
+let tls: { cert: string; key: string; ca: string } | undefined;
+const children: ChildProcess[] = [];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'vmpool-bundles-'));
+  bundles = await buildBundles({ outdir: join(dir, 'dist'), report: false });
+  writeFileSync(
+    join(dir, 'kubeconfig'),
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters: [{name: none, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]',
+      'users: [{name: none, user: {token: unused}}]',
+      'contexts: [{name: none, context: {cluster: none, user: none}}]',
+      'current-context: none',
+      '',
+    ].join('\n'),
+  );
+  const ca = mintCa(dir, 'ca', 'vmpool-bundles-test-ca');
+  const leaf = mintLeaf(dir, 'serving', ca, {
+    cn: 'localhost',
+    sans: ['127.0.0.1', 'localhost'],
+    usage: 'server',
+  });
+  tls = { cert: leaf.certPath, key: leaf.keyPath, ca: ca.certPem };
+}, 60_000);
+
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** GET over HTTP or HTTPS (trusting the test CA); resolves with the status code. */
+function get(url: string, ca: string): Promise<number> {
+  if (url.startsWith('http:'))
+    return fetch(url).then(async (r) => {
+      await r.arrayBuffer();
+      return r.status;
+    });
+  return new Promise((ok, fail) => {
+    const req = request(url, { ca, method: 'GET' }, (res) => {
+      res.resume();
+      res.on('end', () => {
+        ok(res.statusCode ?? 0);
+      });
+    });
+    req.on('error', fail);
+    req.end();
+  });
+}
+
+/** Resolves with the port from the function's `<name> listening` log line. */
+function listeningPort(child: ChildProcess, name: string): Promise<number> {
+  return new Promise((ok, fail) => {
+    let stderr = '';
+    child.stderr?.on('data', (b: Buffer) => (stderr += b.toString()));
+    child.on('exit', (code) => {
+      fail(new Error(`${name} exited with ${String(code)} before listening: ${stderr}`));
+    });
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      try {
+        const rec = JSON.parse(line) as { msg?: string; port?: number };
+        if (rec.msg === `${name} listening` && typeof rec.port === 'number') ok(rec.port);
+      } catch {
+        // not a log record
+      }
+    });
+  });
+}
+
+/** Resident set size of a process in MB (Linux /proc), or NaN elsewhere. */
+async function rssMb(pid: number): Promise<number> {
+  const { readFile } = await import('node:fs/promises');
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
+  return kb === undefined ? Number.NaN : Number(kb) / 1024;
+}
+
+describe('function bundles', () => {
+  it('builds one self-contained bundle per function', () => {
+    expect(bundles.map((b) => b.name)).toEqual([...FUNCTIONS]);
+    const optional = new Set<string>(OPTIONAL_PEERS);
+    for (const b of bundles) {
+      expect(statSync(b.file).size).toBe(b.bytes);
+      expect(statSync(`${b.file}.map`).size).toBeGreaterThan(0);
+      // Everything is bundled: only Node built-ins (and optional peers that dependencies load in a
+      // try/catch) stay external, because the image has no node_modules.
+      const external = Object.values(b.metafile.outputs)
+        .flatMap((o) => o.imports)
+        .filter((i) => i.external && !isBuiltin(i.path) && !optional.has(i.path))
+        .map((i) => i.path);
+      expect(external, `${b.name} imports packages at run time`).toEqual([]);
+    }
+  });
+
+  it.each([...FUNCTIONS])(
+    '%s starts from its bundle and answers /health/liveness',
+    async (name) => {
+      const https = HTTPS.includes(name);
+      const t0 = performance.now();
+      const child = spawn(
+        process.execPath,
+        ['--enable-source-maps', join(dir, 'dist', `${name}.mjs`)],
+        {
+          cwd: dir,
+          env: {
+            PATH: process.env.PATH,
+            PORT: '0',
+            KUBECONFIG: join(dir, 'kubeconfig'),
+            LOG_LEVEL: 'info',
+            ...(https ? { TLS_CERT_FILE: tls!.cert, TLS_KEY_FILE: tls!.key } : {}),
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      children.push(child);
+      const port = await listeningPort(child, name);
+      const url = `${https ? 'https' : 'http'}://127.0.0.1:${port}/health/liveness`;
+      const status = await get(url, tls!.ca);
+      const ms = performance.now() - t0;
+      const rss = await rssMb(child.pid!);
+      console.log(`[cold-start] ${name} ${ms.toFixed(0)} ms, rss ${rss.toFixed(1)} MB`);
+      expect(status).toBe(200);
+      expect(await get(url.replace('liveness', 'readiness'), tls!.ca)).toBe(200);
+
+      const exited = new Promise<number | null>((ok) => child.once('exit', ok));
+      child.kill('SIGTERM');
+      // SIGTERM drains and exits on its own (a clean 0), as the kubelet expects.
+      expect(await exited).toBe(0);
+    },
+    30_000,
+  );
+});
