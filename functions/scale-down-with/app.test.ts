@@ -63,6 +63,7 @@ function build(cert: CertChoice = 'proxy') {
     kube: testKube(),
     log: silentLog(),
     clientCert: () => certOf(cert),
+    acceptEvents: true,
   });
 }
 
@@ -157,7 +158,7 @@ describe('scale-down-with: discovery', () => {
     });
   });
 
-  it('GET /apis/<group>/v1alpha2 lists the meta-resource and the scaledownwith subresource', async () => {
+  it('GET /apis/<group>/v1alpha2 lists only the scaledownwith subresource (the meta-resource would shadow the CRD in kubectl)', async () => {
     const res = await build().request(SUB_BASE);
     const doc = (await res.json()) as {
       kind: string;
@@ -167,7 +168,6 @@ describe('scale-down-with: discovery', () => {
     expect(doc.kind).toBe('APIResourceList');
     expect(doc.groupVersion).toBe(`${SUB}/v1alpha2`);
     expect(doc.resources.map((r) => [r.name, r.kind, r.namespaced, r.verbs])).toEqual([
-      ['virtualmachinepools', 'VirtualMachinePool', true, ['get']],
       ['virtualmachinepools/scaledownwith', 'VirtualMachinePoolScaleDownWith', true, ['create']],
     ]);
   });
@@ -615,5 +615,20 @@ describe('scale-down-with: the CloudEvent path', () => {
     const res = await build('none').request('/', event({ namespace: 'ci', targets: ['a'] }));
     expect(res.status).toBe(400);
     expect(unmatched.seen).toEqual([]);
+  });
+  it('does not serve the unauthenticated CloudEvent path unless enabled', async () => {
+    const app = buildScaleDownApp({ kube: testKube(), log: silentLog() });
+    const res = await app.request('/', {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'ce-specversion': '1.0',
+        'ce-id': 'x',
+        'ce-type': SCALE_DOWN_WITH_EVENT,
+        'ce-source': 'test',
+      },
+      body: JSON.stringify({ namespace: 'ci', pool: 'runners', targets: ['runners-aaaaa'] }),
+    });
+    expect(res.status).toBe(404);
   });
 });

@@ -43,6 +43,11 @@ export interface ScaleDownAppDeps extends Partial<Pick<FunctionDeps, 'metrics'>>
   readonly now?: () => Date;
   /** How long the front-proxy CA read from kube-system is trusted before re-reading (ms). */
   readonly proxyTtlMs?: number;
+  /**
+   * Accept scaledownwith as a CloudEvent on `POST /`. That path carries no user identity, so it is
+   * off unless the deployment restricts who can reach it (env `SCALEDOWNWITH_EVENTS=enabled`).
+   */
+  readonly acceptEvents?: boolean;
 }
 
 const BASE = `/apis/${SUBRESOURCES_GROUP}/${VERSION}`;
@@ -153,6 +158,7 @@ export function buildScaleDownApp(deps: ScaleDownAppDeps): Hono<NodeEnv> {
     return statusResponse(result);
   });
 
+  if (deps.acceptEvents !== true) return app;
   app.post(
     '/',
     cloudEventHandler(deps.log, async function onEvent(event, { log }) {

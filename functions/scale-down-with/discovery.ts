@@ -12,14 +12,11 @@ export const resourceList = {
   kind: 'APIResourceList',
   apiVersion: 'v1',
   groupVersion,
+  // The GET-only meta-resource `virtualmachinepools` is served but not advertised: listed here it
+  // would share the CRD's names, and with the reference's APIService priority (1000, the CRDs' too)
+  // the alphabetically first group wins, so kubectl would send `kubectl scale virtualmachinepool/x`
+  // (and get, patch, edit) to this server instead of the CRD.
   resources: [
-    {
-      name: 'virtualmachinepools',
-      singularName: 'virtualmachinepool',
-      namespaced: true,
-      kind: 'VirtualMachinePool',
-      verbs: ['get'],
-    },
     {
       name: 'virtualmachinepools/scaledownwith',
       singularName: '',

@@ -2,4 +2,9 @@
 import { runFunction } from '../../shared/runtime/index.js';
 import { buildScaleDownApp } from './app.js';
 
-runFunction('scale-down-with', buildScaleDownApp, { ...process.env, requestClientCert: true });
+runFunction(
+  'scale-down-with',
+  (deps) =>
+    buildScaleDownApp({ ...deps, acceptEvents: process.env.SCALEDOWNWITH_EVENTS === 'enabled' }),
+  { ...process.env, requestClientCert: true },
+);
