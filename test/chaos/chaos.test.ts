@@ -1,0 +1,9 @@
+/** The full chaos suite (`npm run test:chaos`). */
+import { chaosSuite } from './suite.js';
+
+chaosSuite({
+  trials: Number(process.env.VMPOOL_CHAOS_TRIALS ?? 1000),
+  crashStride: 1,
+  faultTrials: Number(process.env.VMPOOL_CHAOS_FAULT_TRIALS ?? 120),
+  fuzzRuns: 300,
+});

@@ -1,0 +1,223 @@
+/**
+ * Crash injection (L4): a function dies right after its k-th API call — for every k along each path
+ * — and the events are delivered again; the pool must converge with no extra VM, no orphan and no
+ * lost Retain disk.
+ * @module
+ */
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
+import { GROUP, VERSION, keys } from '../../shared/api/index.js';
+import type { Kube } from '../../shared/kube/index.js';
+import { collectDisks, reconcilePool, scaleDownWith } from '../../shared/reconcile/index.js';
+import { seededRandom } from '../simulator/rng.js';
+import { dropNamespace, freshNamespace } from './delivery.js';
+import {
+  Crash,
+  adminKube,
+  adminKubeConfig,
+  chaosPool,
+  crashingKube,
+  createPool,
+  editPool,
+  quietLog,
+} from './kit.js';
+import { checkConverged, expectedVictims, resync, retainDisks } from './laws.js';
+import type { Expect } from './laws.js';
+import { Observer } from './observer.js';
+
+/** The paths crashed at every step. */
+export const PATHS = ['scaleUpReuse', 'scaleDown', 'scaledownwith', 'rollout', 'gc'] as const;
+export type Path = (typeof PATHS)[number];
+
+/** Figures of one path. */
+export interface PathFigures {
+  readonly path: Path;
+  /** Crash points tried (k = 1 … calls of an uninterrupted run). */
+  crashPoints: number;
+  /** API calls of the path when nothing crashes. */
+  calls: number;
+  violations: string[];
+}
+
+const log = quietLog('crash');
+const LATER = 2 * 3600_000;
+
+/** Runs every crash point of every path (every `stride`-th when > 1), paths in parallel. */
+export async function runCrashInjection(seed: number, stride = 1): Promise<PathFigures[]> {
+  const parallel = await Promise.all(
+    PATHS.filter((p) => p !== 'gc').map((p) => crashPath(p, seed, stride)),
+  );
+  return [...parallel, await crashPath('gc', seed, stride)];
+}
+
+async function crashPath(path: Path, seed: number, stride: number): Promise<PathFigures> {
+  const fig: PathFigures = { path, crashPoints: 0, calls: 0, violations: [] };
+  const ns = await freshNamespace(`crash-${path.toLowerCase()}`);
+  const obs = await Observer.start(ns);
+  const direct = adminKube();
+  const app = buildReconcileApp({ kube: direct, log, rand: seededRandom(seed) });
+  try {
+    for (let k = 1; ; k += k < 8 ? 1 : stride) {
+      const name = `${path.toLowerCase()}-${k}`;
+      const crashed = await crashOnce(path, ns, name, k, obs, direct, app, seed, fig);
+      fig.crashPoints++;
+      if (!crashed) break;
+    }
+  } catch (err) {
+    fig.violations.push(`${path}: ${String(err)}`);
+  } finally {
+    obs.checkDiskDeletions();
+    fig.violations.push(...obs.violations);
+    obs.stop();
+    await dropNamespace(ns);
+  }
+  return fig;
+}
+
+/** One crash point; false when the path finished in fewer than k calls (the last point). */
+async function crashOnce(
+  path: Path,
+  ns: string,
+  name: string,
+  k: number,
+  obs: Observer,
+  direct: Kube,
+  app: ReturnType<typeof buildReconcileApp>,
+  seed: number,
+  fig: PathFigures,
+): Promise<boolean> {
+  const policy = 'NewestFirst';
+  const say = (v: string): void => void fig.violations.push(`${path} k=${k}: ${v}`);
+  const deps = (kube: Kube) => ({
+    kube,
+    log,
+    now: () => new Date(),
+    rand: seededRandom(seed + k),
+    sleep: () => Promise.resolve(),
+  });
+  const settle = async (): Promise<void> => {
+    const r = await resync(app, ns);
+    if (!r.converged) say('setup did not converge');
+    await obs.sync();
+  };
+  obs.holdReplicas(name, 3);
+  await createPool(ns, chaosPool(ns, name, policy, 3, 1));
+  await settle();
+  const setReplicas = (n: number) =>
+    editPool(direct, ns, name, (p) => {
+      p.spec.replicas = n;
+      return p;
+    });
+
+  // Bring the pool to the point where the crashing function starts.
+  if (path === 'scaleUpReuse' || path === 'gc') {
+    await setReplicas(path === 'gc' ? 0 : 1);
+    await settle();
+  }
+  const retained = new Set(retainDisks(obs, name).map((d) => d.metadata.name));
+  const start = obs.live(name);
+  const deletionsBefore = obs.vmDeletions.length;
+  let expect: Expect;
+  let victims = new Set<string>();
+  const c = crashingKube(direct, k);
+  const done = { finished: false, answered: false };
+  const run = async (f: () => Promise<unknown>): Promise<void> => {
+    try {
+      await f();
+      done.finished = true;
+    } catch (err) {
+      if (!(err instanceof Crash)) throw err;
+    }
+  };
+  switch (path) {
+    case 'scaleUpReuse':
+      await setReplicas(3);
+      await run(() => reconcilePool(deps(c.kube), ns, name));
+      expect = { pool: name, members: 3, retained, retainCount: 3 };
+      break;
+    case 'scaleDown':
+      await setReplicas(1);
+      obs.holdReplicas(name, 3);
+      victims = expectedVictims(start, policy, 2);
+      await run(() => reconcilePool(deps(c.kube), ns, name));
+      expect = { pool: name, members: 1, retained, retainCount: 3 };
+      break;
+    case 'scaledownwith': {
+      const targets = start.slice(0, 2).map((m) => m.metadata.name);
+      victims = new Set(targets);
+      await run(async () => {
+        const s = await scaleDownWith(c.kube, ns, name, { targets: [...targets, targets[0]!] });
+        done.answered = true;
+        if (s.code !== 201) say(`scaledownwith answered ${s.code} ${s.message}`);
+        await reconcilePool(deps(c.kube), ns, name);
+      });
+      // The caller got no answer: it retries; the targets are recorded by uid, so no double removal.
+      if (!done.answered) {
+        const s = await scaleDownWith(direct, ns, name, { targets });
+        if (s.code !== 201) say(`retried scaledownwith answered ${s.code} ${s.message}`);
+      }
+      expect = { pool: name, members: 1, retained, retainCount: 3 };
+      break;
+    }
+    case 'rollout':
+      await editPool(direct, ns, name, (p) => {
+        const t = p.spec.virtualMachineTemplate;
+        t.metadata = { ...t.metadata, labels: { ...t.metadata?.labels, rev: String(k) } };
+        if (t.spec) t.spec.cpu = { cores: 2 };
+        return p;
+      });
+      await run(() => reconcilePool(deps(c.kube), ns, name));
+      expect = { pool: name, members: 3, retained, retainCount: 3 };
+      break;
+    case 'gc': {
+      const free = retainDisks(obs, name).sort((a, b) => {
+        const x = a.metadata.annotations?.[keys.freeSince] ?? '';
+        const y = b.metadata.annotations?.[keys.freeSince] ?? '';
+        return x !== y ? (x < y ? 1 : -1) : a.metadata.name < b.metadata.name ? -1 : 1;
+      });
+      const warm = new Set(free.slice(0, 1).map((d) => d.metadata.name));
+      const later = new Date(Date.now() + LATER);
+      // GC is cluster-wide: this path runs alone, after the others (see runCrashInjection).
+      await run(() => collectDisks(c.kube, later, log));
+      const again = await collectDisks(direct, later, log);
+      if (again.kind !== 'done') say(`GC replay: ${again.reason}`);
+      expect = { pool: name, members: 0, retained: warm, retainCount: 1 };
+      break;
+    }
+  }
+  if (done.finished) fig.calls = c.calls();
+
+  // Redelivery: the resync tick (and any event) reconciles again with a healthy function.
+  const r = await resync(app, ns);
+  if (!r.converged) say(`no convergence after ${r.ticks} ticks`);
+  await obs.sync();
+  obs.checkDiskDeletions();
+  for (const v of await checkConverged(direct, obs, expect)) say(v);
+  const removed = new Set(
+    obs.vmDeletions
+      .slice(deletionsBefore)
+      .filter((d) => d.pool === name)
+      .map((d) => d.name),
+  );
+  if (removed.size !== victims.size || [...removed].some((n) => !victims.has(n)))
+    say(`L2: removed [${[...removed].join(',')}] expected [${[...victims].join(',')}]`);
+  // Creates: no member beyond the expected ones ever existed after the crash.
+  if (path === 'rollout' || path === 'scaleDown' || path === 'scaledownwith') {
+    const names = new Set(start.map((m) => m.metadata.name));
+    for (const m of obs.members(name))
+      if (!names.has(m.metadata.name)) say(`L4: extra VM ${m.metadata.name} created`);
+  }
+  // Retire the pool so the next crash point starts clean (the garbage collector takes the rest).
+  obs.retire(name);
+  await adminKubeConfig()
+    .makeApiClient(CustomObjectsApi)
+    .deleteNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'virtualmachinepools',
+      namespace: ns,
+      name,
+    })
+    .catch(() => undefined);
+  return !done.finished;
+}

@@ -1,0 +1,397 @@
+/**
+ * Delivery chaos: seeded storms of duplicated, reordered, delayed and dropped CloudEvents delivered
+ * concurrently to reconcile-pool for the same pool, while the pool is scaled up and down, members are
+ * deleted, scaledownwith is called, templates are edited and GC ticks run. A watch observer checks
+ * L1-L3 throughout; each trial ends with a resync, convergence checks, L2 and L5.
+ * @module
+ */
+import { CoreV1Api } from '@kubernetes/client-node';
+import { randomBytes } from 'node:crypto';
+import { buildGcApp } from '../../functions/disk-gc-tick/app.js';
+import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
+import { SCALE_DOWN_WITH_EVENT, buildScaleDownApp } from '../../functions/scale-down-with/app.js';
+import { API_VERSION, PING, keys } from '../../shared/api/index.js';
+import type { Kube } from '../../shared/kube/index.js';
+import { seededRandom } from '../simulator/rng.js';
+import {
+  adminKube,
+  adminKubeConfig,
+  chaosPool,
+  createPool,
+  editPool,
+  quietLog,
+  rng,
+} from './kit.js';
+import type { Rng } from './kit.js';
+import {
+  checkConverged,
+  eventInit,
+  expectedVictims,
+  pingInit,
+  quiescent,
+  resync,
+  retainDisks,
+} from './laws.js';
+import { Observer } from './observer.js';
+
+/** Options of a delivery-chaos run. */
+export interface DeliveryOptions {
+  readonly trials: number;
+  /** Pools driven in parallel, each in its own namespace (default 4). */
+  readonly pools?: number;
+  readonly seed: number;
+  /** The Kube the functions use (default: straight to the API server). */
+  readonly kubeFor?: (worker: number) => Kube;
+  /** Namespace prefix. */
+  readonly label?: string;
+  /** Collect every log line of the functions (at trace level) here. */
+  readonly logLines?: string[];
+}
+
+/** Figures of a run. */
+export interface DeliveryFigures {
+  trials: number;
+  deliveries: number;
+  dropped: number;
+  duplicated: number;
+  maxConcurrent: number;
+  resyncTicks: number;
+  replies: Record<string, number>;
+  mutations: Record<string, number>;
+  watchEvents: number;
+  violations: string[];
+}
+
+const POLICIES = ['NewestFirst', 'OldestFirst', 'Explicit', 'NewestFirst'] as const;
+const MUTATIONS = [
+  'scale',
+  'scale',
+  'deleteVm',
+  'scaledownwith',
+  'template',
+  'scale+template',
+  'gc',
+  'none',
+] as const;
+type Mutation = (typeof MUTATIONS)[number];
+
+/** Creates a namespace for a run. */
+export async function freshNamespace(prefix: string): Promise<string> {
+  const name = `${prefix}-${randomBytes(3).toString('hex')}`;
+  await adminKubeConfig()
+    .makeApiClient(CoreV1Api)
+    // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- plain JSON is what client-node sends
+    .createNamespace({ body: { metadata: { name } } });
+  return name;
+}
+
+/** Deletes a namespace without waiting. */
+export async function dropNamespace(name: string): Promise<void> {
+  await adminKubeConfig()
+    .makeApiClient(CoreV1Api)
+    .deleteNamespace({ name })
+    .catch(() => undefined);
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Runs `opts.trials` trials spread over the pools; returns the figures. */
+export async function runDeliveryChaos(opts: DeliveryOptions): Promise<DeliveryFigures> {
+  const pools = opts.pools ?? 4;
+  const figures: DeliveryFigures = {
+    trials: 0,
+    deliveries: 0,
+    dropped: 0,
+    duplicated: 0,
+    maxConcurrent: 0,
+    resyncTicks: 0,
+    replies: {},
+    mutations: {},
+    watchEvents: 0,
+    violations: [],
+  };
+  const perWorker = Array.from(
+    { length: pools },
+    (_, w) => Math.floor(opts.trials / pools) + (w < opts.trials % pools ? 1 : 0),
+  );
+  await Promise.all(
+    perWorker.map((n, w) =>
+      worker(w, n, opts, figures).catch((err: unknown) => {
+        figures.violations.push(`worker ${w} crashed: ${String(err)}`);
+      }),
+    ),
+  );
+  return figures;
+}
+
+async function worker(
+  w: number,
+  trials: number,
+  opts: DeliveryOptions,
+  fig: DeliveryFigures,
+): Promise<void> {
+  const dice = rng(opts.seed * 31 + w);
+  const ns = await freshNamespace(`${opts.label ?? 'chaos'}-${w}`);
+  const obs = await Observer.start(ns);
+  const direct = adminKube();
+  const kube = opts.kubeFor?.(w) ?? adminKube();
+  const log = quietLog(`chaos-${w}`, opts.logLines);
+  const app = buildReconcileApp({ kube, log, rand: seededRandom(opts.seed * 7 + w) });
+  const sdw = buildScaleDownApp({ kube, log, acceptEvents: true });
+  const later = (): Date => new Date(Date.now() + 2 * 3600_000);
+  const gc = buildGcApp({ kube, log, now: later });
+  const policy = POLICIES[w % POLICIES.length]!;
+  const name = `p${w}`;
+  let replicas = 2;
+  let rev = 0;
+  const bump = (k: string, m: Record<string, number>): void => {
+    m[k] = (m[k] ?? 0) + 1;
+  };
+  try {
+    obs.holdReplicas(name, replicas);
+    await createPool(ns, chaosPool(ns, name, policy, replicas));
+    await resync(app, ns);
+    for (let t = 0; t < trials; t++) {
+      const tag = `${ns}/${name} trial ${t}`;
+      await obs.sync();
+      const start = obs.live(name);
+      const before = obs.vmDeletions.length;
+      const freeBefore = retainDisks(obs, name).filter(
+        (d) => d.metadata.annotations?.[keys.freeSince] !== undefined,
+      );
+      let mutation: Mutation = dice.pick(MUTATIONS);
+      if ((mutation === 'deleteVm' || mutation === 'scaledownwith') && start.length === 0)
+        mutation = 'scale';
+      bump(mutation, fig.mutations);
+      let expected = new Set<string>();
+      let userDeleted: string | undefined;
+      let hold = replicas;
+      let next = replicas;
+      if (mutation === 'scale' || mutation === 'scale+template') {
+        do next = dice.range(0, 4);
+        while (next === replicas);
+        hold = Math.max(replicas, next);
+        if (next < start.length) expected = expectedVictims(start, policy, start.length - next);
+      }
+      let targets: string[] = [];
+      let dryRun = false;
+      if (mutation === 'scaledownwith') {
+        const picked = dice.shuffle(start).slice(0, dice.range(1, Math.min(2, start.length)));
+        targets = picked.map((m) => m.metadata.name);
+        if (dice.chance(0.3)) targets.push(targets[0]!);
+        dryRun = dice.chance(0.15);
+        if (!dryRun) expected = new Set(targets);
+      }
+      obs.holdReplicas(name, hold);
+
+      const storm = stormOf(dice, ns, name, obs);
+      fig.dropped += storm.dropped;
+      fig.duplicated += storm.duplicated;
+      fig.maxConcurrent = Math.max(fig.maxConcurrent, storm.sends.length + 1);
+      const act = async (): Promise<void> => {
+        await sleep(dice.int(100));
+        switch (mutation) {
+          case 'scale':
+          case 'scale+template':
+            await editPool(direct, ns, name, (p) => {
+              p.spec.replicas = next;
+              if (mutation === 'scale+template') retemplate(p, ++rev);
+              return p;
+            });
+            replicas = next;
+            break;
+          case 'template':
+            await editPool(direct, ns, name, (p) => retemplate(p, ++rev));
+            break;
+          case 'deleteVm': {
+            const v = dice.pick(start);
+            userDeleted = v.metadata.name;
+            await direct.deleteVm(ns, v.metadata.name, { uid: v.metadata.uid });
+            break;
+          }
+          case 'scaledownwith': {
+            const body = {
+              namespace: ns,
+              pool: name,
+              targets,
+              ...(dryRun ? { dryRun: ['All'] } : {}),
+            };
+            // A broker redelivers 503s; the request itself is idempotent (targets recorded by uid).
+            for (let i = 0; i < 20; i++) {
+              const res = await sdw.request('/', eventInit(SCALE_DOWN_WITH_EVENT, body));
+              bump(`scaledownwith ${res.status}`, fig.replies);
+              if (res.status !== 503) {
+                if (res.status !== 202)
+                  fig.violations.push(
+                    `${tag}: scaledownwith answered ${res.status} ${await res.text()}`,
+                  );
+                break;
+              }
+            }
+            if (!dryRun) replicas = Math.max(0, replicas - new Set(targets).size);
+            break;
+          }
+          case 'gc': {
+            const res = await gc.request('/', eventInit(PING, {}));
+            bump(`gc ${res.status}`, fig.replies);
+            break;
+          }
+          case 'none':
+            break;
+        }
+      };
+      const codes = await Promise.all([
+        act().then(() => 0),
+        ...storm.sends.map(async (s) => {
+          await sleep(s.delay);
+          return (await app.request('/', s.init)).status;
+        }),
+      ]);
+      for (const c of codes.slice(1)) bump(String(c), fig.replies);
+      fig.deliveries += storm.sends.length;
+      for (const c of codes.slice(1))
+        if (c !== 202 && c !== 204 && c !== 503) fig.violations.push(`${tag}: reply ${c}`);
+
+      obs.holdReplicas(name, replicas);
+      let r = await resync(app, ns);
+      fig.resyncTicks += r.ticks;
+      if (!r.converged) fig.violations.push(`${tag}: no convergence after ${r.ticks} resync ticks`);
+      await obs.sync();
+      obs.checkDiskDeletions();
+
+      // L2: exactly the expected members were deleted by vmpool (the user's own delete aside).
+      const removed = new Set(
+        obs.vmDeletions
+          .slice(before)
+          .filter((d) => d.pool === name && d.name !== userDeleted)
+          .map((d) => d.name),
+      );
+      const same = removed.size === expected.size && [...removed].every((n) => expected.has(n));
+      if (!same)
+        fig.violations.push(
+          `${tag}: L2 (${mutation}, ${policy}) removed [${[...removed].sort().join(',')}] expected [${[...expected].sort().join(',')}]`,
+        );
+
+      let members = replicas;
+      if (policy === 'Explicit' && start.length > replicas && mutation.startsWith('scale')) {
+        // Explicit never deletes anonymously; admission would have refused the decrease, so undo it.
+        members = start.length;
+        await editPool(direct, ns, name, (p) => {
+          p.spec.replicas = start.length;
+          return p;
+        });
+        replicas = start.length;
+        obs.holdReplicas(name, replicas);
+        r = await resync(app, ns);
+        fig.resyncTicks += r.ticks;
+        await obs.sync();
+      }
+      if (mutation === 'gc') {
+        // L3: the `keep` most recently freed disks survive a GC pass (keep is 1 here).
+        const warm = [...freeBefore].sort((a, b) => {
+          const x = a.metadata.annotations?.[keys.freeSince] ?? '';
+          const y = b.metadata.annotations?.[keys.freeSince] ?? '';
+          return x !== y ? (x < y ? 1 : -1) : a.metadata.name < b.metadata.name ? -1 : 1;
+        })[0];
+        if (warm !== undefined && !obs.disks.has(warm.metadata.name))
+          fig.violations.push(`${tag}: L3 keep: warm disk ${warm.metadata.name} collected`);
+      }
+      for (const v of await checkConverged(direct, obs, { pool: name, members }))
+        fig.violations.push(`${tag}: ${v}`);
+      const q = await quiescent(app, kube, ns, name);
+      if (q !== undefined) fig.violations.push(`${tag}: ${q}`);
+      fig.trials++;
+    }
+  } finally {
+    fig.watchEvents += obs.events;
+    obs.checkDiskDeletions();
+    fig.violations.push(...obs.violations.map((v) => `${ns}: ${v}`));
+    obs.stop();
+    await dropNamespace(ns);
+  }
+}
+
+/** A template edit: a label every member must receive, and a spec change on every other revision. */
+function retemplate<P extends { spec: { virtualMachineTemplate: object } }>(p: P, rev: number): P {
+  const t = p.spec.virtualMachineTemplate as {
+    metadata?: { labels?: Record<string, string> };
+    spec?: { cpu?: { cores?: number } };
+  };
+  t.metadata = { ...t.metadata, labels: { ...t.metadata?.labels, rev: String(rev) } };
+  if (rev % 2 === 0 && t.spec !== undefined) t.spec.cpu = { cores: 1 + (rev % 4) };
+  return p;
+}
+
+interface Storm {
+  readonly sends: Array<{ delay: number; init: RequestInit }>;
+  readonly dropped: number;
+  readonly duplicated: number;
+}
+
+/**
+ * The deliveries of one trial: events of every shape ApiServerSource and PingSource send (stale
+ * payloads included), some dropped, some duplicated with the same id, each after a random delay.
+ */
+function stormOf(dice: Rng, ns: string, pool: string, obs: Observer): Storm {
+  const sends: Array<{ delay: number; init: RequestInit }> = [];
+  let dropped = 0;
+  let duplicated = 0;
+  const n = dice.range(3, 9);
+  const members = obs.members(pool);
+  const disks = obs.poolDisks(pool);
+  for (let i = 0; i < n; i++) {
+    const kind = dice.int(7);
+    const verb = dice.pick(['add', 'update', 'delete']);
+    let type = `dev.knative.apiserver.ref.${verb}`;
+    let data: unknown;
+    const vm = members.length > 0 ? dice.pick(members) : undefined;
+    const disk = disks.length > 0 ? dice.pick(disks) : undefined;
+    if (kind === 0 || vm === undefined) {
+      data = { apiVersion: API_VERSION, kind: 'VirtualMachinePool', name: pool, namespace: ns };
+    } else if (kind === 1) {
+      type = PING;
+      data = { namespace: ns };
+    } else if (kind === 2) {
+      type = `dev.knative.apiserver.resource.${verb}`;
+      data = { ...vm, apiVersion: API_VERSION, kind: 'VirtualMachine' };
+    } else if (kind === 3) {
+      data = {
+        apiVersion: API_VERSION,
+        kind: 'VirtualMachine',
+        name: vm.metadata.name,
+        namespace: ns,
+      };
+    } else if (kind === 4 && disk !== undefined) {
+      type = `dev.knative.apiserver.resource.${verb}`;
+      data = { ...disk, apiVersion: API_VERSION, kind: 'VirtualDisk' };
+    } else if (kind === 5) {
+      // A VM that never existed (or is long gone): Reference mode falls back to the namespace.
+      data = {
+        apiVersion: API_VERSION,
+        kind: 'VirtualMachine',
+        name: `${pool}-gone${i}`,
+        namespace: ns,
+      };
+    } else {
+      type = `dev.knative.apiserver.resource.${verb}`;
+      data = {
+        apiVersion: API_VERSION,
+        kind: 'VirtualMachinePool',
+        metadata: { name: pool, namespace: ns },
+      };
+    }
+    if (dice.chance(0.15)) {
+      dropped++;
+      continue;
+    }
+    const copies = dice.chance(0.35) ? dice.range(2, 4) : 1;
+    if (copies > 1) duplicated += copies - 1;
+    const id = `ev-${dice.int(1e9)}`;
+    for (let c = 0; c < copies; c++)
+      sends.push({
+        delay: dice.int(120),
+        init: type === PING ? pingInit(ns) : eventInit(type, data, id),
+      });
+  }
+  return { sends, dropped, duplicated };
+}

@@ -1,0 +1,216 @@
+/**
+ * Shared pieces of the chaos suite: seeded dice, the admin Kube, a small pool, write counting, a
+ * Kube that dies after its k-th call, and the figures every part prints.
+ * @module
+ */
+import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { inject } from 'vitest';
+import type { VirtualMachinePool } from '../../shared/api/index.js';
+import { GROUP, VERSION } from '../../shared/api/index.js';
+import { createLogger } from '../../shared/http/index.js';
+import type { Logger } from '../../shared/http/index.js';
+import type { Kube, KubeOptions, RequestCounts } from '../../shared/kube/index.js';
+import { createKube } from '../../shared/kube/index.js';
+import { seededRandom } from '../simulator/rng.js';
+
+/** The seed of a run: `VMPOOL_CHAOS_SEED`, or a fixed default so CI replays the same schedule. */
+export const CHAOS_SEED = Number(process.env.VMPOOL_CHAOS_SEED ?? 20_251_130);
+
+/** Seeded dice. */
+export interface Rng {
+  next(): number;
+  /** Integer in [0, n). */
+  int(n: number): number;
+  /** Integer in [lo, hi]. */
+  range(lo: number, hi: number): number;
+  chance(p: number): boolean;
+  pick<T>(items: readonly T[]): T;
+  shuffle<T>(items: readonly T[]): T[];
+}
+
+/** Dice determined entirely by `seed`. */
+export function rng(seed: number): Rng {
+  const next = seededRandom(seed);
+  const int = (n: number): number => Math.floor(next() * n);
+  return {
+    next,
+    int,
+    range: (lo, hi) => lo + int(hi - lo + 1),
+    chance: (p) => next() < p,
+    pick: <T>(items: readonly T[]): T => items[int(items.length)] as T,
+    shuffle: <T>(items: readonly T[]): T[] => {
+      const out = [...items];
+      for (let i = out.length - 1; i > 0; i--) {
+        const j = int(i + 1);
+        [out[i], out[j]] = [out[j] as T, out[i] as T];
+      }
+      return out;
+    },
+  };
+}
+
+/** The admin kubeconfig of the shared control plane. */
+export function adminKubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(inject('cluster').kubeconfigPath);
+  return kc;
+}
+
+/** A Kube straight to the API server (no faults). */
+export function adminKube(opts: KubeOptions = {}): Kube {
+  return createKube(adminKubeConfig(), { reportingInstance: 'vmpool-chaos', ...opts });
+}
+
+/** A logger that drops everything (or collects lines when `lines` is given). */
+export function quietLog(name: string, lines?: string[], level = 'silent'): Logger {
+  return createLogger(name, {
+    level: lines === undefined ? level : 'trace',
+    pretty: false,
+    destination: { write: (l: string) => void lines?.push(l) },
+  });
+}
+
+/** Verbs that change something in the API server (a dry run changes nothing). */
+export const WRITE_VERBS = ['create', 'update', 'updateStatus', 'delete', 'event'] as const;
+
+/** Writes in a counts snapshot. */
+export function writesIn(c: RequestCounts): number {
+  return WRITE_VERBS.reduce((n, v) => n + (c[v] ?? 0), 0);
+}
+
+/** Writes between two snapshots. */
+export function writesBetween(before: RequestCounts, after: RequestCounts): number {
+  return writesIn(after) - writesIn(before);
+}
+
+/** Retain template name and settings of the chaos pool. */
+export const RETAIN = 'cache';
+export const DELETE = 'root';
+
+/** A small pool: one Delete disk (boot) and one Retain disk (keep 1, ttl 1h). */
+export function chaosPool(
+  namespace: string,
+  name: string,
+  policy: 'NewestFirst' | 'OldestFirst' | 'Explicit',
+  replicas: number,
+  keep = 1,
+): object {
+  return {
+    apiVersion: 'virtualization.deckhouse.io/v1alpha2',
+    kind: 'VirtualMachinePool',
+    metadata: { name, namespace },
+    spec: {
+      replicas,
+      scaleDownPolicy: policy,
+      virtualMachineTemplate: {
+        metadata: { labels: { rev: '0' } },
+        spec: {
+          runPolicy: 'AlwaysOn',
+          virtualMachineClassName: 'generic',
+          cpu: { cores: 1 },
+          memory: { size: '1Gi' },
+          blockDeviceRefs: [
+            { kind: 'VirtualDisk', name: DELETE },
+            { kind: 'VirtualDisk', name: RETAIN },
+          ],
+        },
+      },
+      virtualDiskTemplates: [
+        { name: DELETE, spec: { persistentVolumeClaim: { size: '1Gi' } } },
+        {
+          name: RETAIN,
+          reclaim: { onScaleDown: 'Retain', keep, ttl: '1h' },
+          spec: { persistentVolumeClaim: { size: '1Gi' } },
+        },
+      ],
+    },
+  };
+}
+
+/** Creates a pool (vmpool itself never creates pools, so the funnel has no call for it). */
+export async function createPool(namespace: string, manifest: object): Promise<void> {
+  await adminKubeConfig().makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: 'virtualmachinepools',
+    namespace,
+    body: manifest,
+  });
+}
+
+/**
+ * Applies `edit` to the live pool with a conditioned update, re-reading on conflict (as kubectl
+ * does); returns the stored pool.
+ */
+export async function editPool(
+  kube: Kube,
+  namespace: string,
+  name: string,
+  edit: (p: VirtualMachinePool) => VirtualMachinePool,
+): Promise<VirtualMachinePool> {
+  for (let i = 0; i < 50; i++) {
+    const got = await kube.getPool(namespace, name);
+    if (!got.ok) throw new Error(`get pool ${name}: ${got.message}`);
+    const wrote = await kube.updatePool(edit(structuredClone(got.value)));
+    if (wrote.ok) return wrote.value;
+    if (wrote.reason !== 'conflict') throw new Error(`update pool ${name}: ${wrote.message}`);
+  }
+  throw new Error(`update pool ${name}: kept conflicting`);
+}
+
+/** Thrown by {@link crashingKube} once the function is "dead". */
+export class Crash extends Error {
+  constructor(k: number) {
+    super(`crashed after API call ${k}`);
+    this.name = 'Crash';
+  }
+}
+
+/** A Kube that lets `k` calls reach the server, loses the answer of the k-th and refuses the rest. */
+export interface CrashingKube {
+  readonly kube: Kube;
+  /** Calls attempted so far (calls after the k-th never reach the server). */
+  calls(): number;
+  crashed(): boolean;
+}
+
+/** Wraps `inner` so the "process" dies right after its k-th API call (k ≥ 1). */
+export function crashingKube(inner: Kube, k: number): CrashingKube {
+  let n = 0;
+  const dead = (): Promise<never> => {
+    const p = Promise.reject(new Crash(k));
+    // A dead process handles nothing: keep the rejection from counting as unhandled.
+    p.catch(() => undefined);
+    return p;
+  };
+  const kube = new Proxy(inner, {
+    get(target, prop, receiver) {
+      const v: unknown = Reflect.get(target, prop, receiver);
+      if (typeof v !== 'function' || prop === 'counts') return v;
+      const fn = v as (...args: unknown[]) => Promise<unknown>;
+      return (...args: unknown[]): Promise<unknown> => {
+        n++;
+        if (n > k) return dead();
+        if (n < k) return fn.apply(target, args);
+        const p = fn.apply(target, args).then(() => dead());
+        p.catch(() => undefined);
+        return p;
+      };
+    },
+  });
+  return { kube, calls: () => n, crashed: () => n >= k };
+}
+
+/** A fixed-width table for the figures printed after each part. */
+export function table(
+  title: string,
+  rows: ReadonlyArray<readonly [string, string | number]>,
+): string {
+  const w = Math.max(...rows.map(([k]) => k.length));
+  return [`[chaos] ${title}`, ...rows.map(([k, v]) => `  ${k.padEnd(w)}  ${v}`)].join('\n');
+}
+
+/** Milliseconds since `t0`, as seconds with one decimal. */
+export function secondsSince(t0: number): string {
+  return `${((performance.now() - t0) / 1000).toFixed(1)} s`;
+}

@@ -1,0 +1,180 @@
+/**
+ * End-of-trial checks on live state: convergence (and, after a crash, L4: no extra VM, no orphan, no
+ * lost Retain disk), plus resync-until-converged and the L5 quiescence probe.
+ * @module
+ */
+import type { Hono } from 'hono';
+import { randomUUID } from 'node:crypto';
+import { PING, keys } from '../../shared/api/index.js';
+import { templateHash } from '../../shared/domain/index.js';
+import type { NodeEnv } from '../../shared/http/index.js';
+import type { Kube } from '../../shared/kube/index.js';
+import { DELETE, RETAIN, writesBetween } from './kit.js';
+import type { Observer, Seen } from './observer.js';
+import { diskRefsOf } from './observer.js';
+
+/** A binary-mode CloudEvent request. */
+export function eventInit(type: string, data: unknown, id: string = randomUUID()): RequestInit {
+  return {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'ce-specversion': '1.0',
+      'ce-id': id,
+      'ce-type': type,
+      'ce-source': 'https://127.0.0.1:6443',
+    },
+    body: JSON.stringify(data),
+  };
+}
+
+/** A PingSource tick for one namespace. */
+export const pingInit = (namespace: string): RequestInit => eventInit(PING, { namespace });
+
+/**
+ * The periodic resync: ticks until a reconcile answers 202/204 (converged) — each 503 is a
+ * redelivery. Returns the number of ticks.
+ */
+export async function resync(
+  app: Hono<NodeEnv>,
+  namespace: string,
+  maxTicks = 30,
+): Promise<{ ticks: number; converged: boolean }> {
+  for (let t = 1; t <= maxTicks; t++) {
+    const res = await app.request('/', pingInit(namespace));
+    if (res.status === 202 || res.status === 204) return { ticks: t, converged: true };
+  }
+  return { ticks: maxTicks, converged: false };
+}
+
+/** L5: one more delivery after convergence writes nothing. Returns the violation, if any. */
+export async function quiescent(
+  app: Hono<NodeEnv>,
+  kube: Kube,
+  namespace: string,
+  pool: string,
+): Promise<string | undefined> {
+  const before = kube.counts();
+  const res = await app.request(
+    '/',
+    eventInit('dev.knative.apiserver.ref.update', {
+      apiVersion: 'virtualization.deckhouse.io/v1alpha2',
+      kind: 'VirtualMachinePool',
+      name: pool,
+      namespace,
+    }),
+  );
+  const w = writesBetween(before, kube.counts());
+  if (w !== 0 || res.status !== 202)
+    return `L5: ${pool}: a reconcile with nothing to do answered ${res.status} and made ${w} writes`;
+  return undefined;
+}
+
+/** What the end state of a pool must look like. */
+export interface Expect {
+  readonly pool: string;
+  /** Live members expected (spec.replicas unless an Explicit pool is oversized). */
+  readonly members: number;
+  /** Retain disks that existed before and must still exist (no lost Retain disk). */
+  readonly retained?: ReadonlySet<string>;
+  /** Exactly this many Retain disks of the pool (no orphan created by a crash). */
+  readonly retainCount?: number;
+}
+
+/**
+ * Convergence and L4 on live state: members, revision, intent cleared, every reference resolves, no
+ * Retain disk shared, free Retain disks stamped, Delete disks only with their VM, nothing lost.
+ */
+export async function checkConverged(kube: Kube, obs: Observer, e: Expect): Promise<string[]> {
+  const out: string[] = [];
+  const ns = obs.namespaceName;
+  const got = await kube.getPool(ns, e.pool);
+  if (!got.ok) return [`convergence: ${e.pool}: ${got.message}`];
+  const pool = got.value;
+  const st = pool.status ?? {};
+  const live = obs.live(e.pool);
+  const all = obs.members(e.pool);
+  const say = (s: string): void => void out.push(`${e.pool}: ${s}`);
+  if (live.length !== e.members)
+    say(`L4/convergence: ${live.length} live members, want ${e.members}`);
+  if (all.length !== live.length) say(`${all.length - live.length} members still Terminating`);
+  const intent = st.intent;
+  if (
+    intent !== undefined &&
+    ((intent.creates?.length ?? 0) > 0 ||
+      (intent.deletes?.length ?? 0) > 0 ||
+      (intent.bindings?.length ?? 0) > 0)
+  )
+    say(`intent not cleared: ${JSON.stringify(intent)}`);
+  if ((pool.metadata.annotations?.[keys.scaleDownTargets] ?? '') !== '')
+    say(`scaledownwith targets not cleared`);
+  if (st.replicas !== all.length) say(`status.replicas ${st.replicas} but ${all.length} members`);
+  if (st.observedGeneration !== pool.metadata.generation) say(`observedGeneration behind`);
+  const hash = templateHash(pool.spec.virtualMachineTemplate);
+  for (const m of live)
+    if (m.metadata.labels?.[keys.templateHash] !== hash)
+      say(`member ${m.metadata.name} not rolled out`);
+  const disks = obs.poolDisks(e.pool).filter((d) => d.metadata.deletionTimestamp === undefined);
+  const byName = new Map(disks.map((d) => [d.metadata.name, d]));
+  const holders = new Map<string, string>();
+  const vmNames = new Set([...obs.vms.keys()]);
+  for (const m of live) {
+    const refs = diskRefsOf(m);
+    if (refs.length !== 2) say(`member ${m.metadata.name} has ${refs.length} disks`);
+    for (const r of refs) {
+      if (!byName.has(r)) say(`member ${m.metadata.name} references missing disk ${r}`);
+      const h = holders.get(r);
+      if (h !== undefined) say(`L3: disk ${r} held by ${h} and ${m.metadata.name}`);
+      holders.set(r, m.metadata.name);
+    }
+  }
+  let retain = 0;
+  for (const d of disks) {
+    const t = d.metadata.labels?.[keys.diskTemplate];
+    const owner = d.metadata.ownerReferences?.[0];
+    if (t === RETAIN) {
+      retain++;
+      if (owner?.kind !== 'VirtualMachinePool' || owner.uid !== pool.metadata.uid)
+        say(`L4 orphan: Retain disk ${d.metadata.name} not owned by the pool`);
+      const free = d.metadata.annotations?.[keys.freeSince] !== undefined;
+      if (!holders.has(d.metadata.name) && !free)
+        say(`free Retain disk ${d.metadata.name} not stamped free-since`);
+      if (holders.has(d.metadata.name) && free)
+        say(`Retain disk ${d.metadata.name} in use but stamped free`);
+    } else if (t === DELETE && !holders.has(d.metadata.name)) {
+      // A Delete disk whose VM is gone waits for the garbage collector; one whose VM lives is an orphan.
+      if (owner?.kind !== 'VirtualMachine')
+        say(`L4 orphan: Delete disk ${d.metadata.name} without its VM as owner`);
+      else if (vmNames.has(owner.name))
+        say(`L4 orphan: Delete disk ${d.metadata.name} of ${owner.name} not referenced`);
+    }
+  }
+  for (const n of e.retained ?? []) if (!byName.has(n)) say(`L4 lost Retain disk ${n}`);
+  if (e.retainCount !== undefined && retain !== e.retainCount)
+    say(`L4: ${retain} Retain disks, want ${e.retainCount} (orphan or lost)`);
+  return out;
+}
+
+/** Retain disks of a pool (not Terminating). */
+export function retainDisks(obs: Observer, pool: string): Seen[] {
+  return obs
+    .poolDisks(pool)
+    .filter(
+      (d) =>
+        d.metadata.labels?.[keys.diskTemplate] === RETAIN &&
+        d.metadata.deletionTimestamp === undefined,
+    );
+}
+
+/** Names the policy removes first from `members` (creation time, ties by name). */
+export function expectedVictims(members: readonly Seen[], policy: string, n: number): Set<string> {
+  if (policy === 'Explicit' || n <= 0) return new Set();
+  const sorted = [...members].sort((a, b) => {
+    const x = a.metadata.creationTimestamp;
+    const y = b.metadata.creationTimestamp;
+    if (x !== y) return x < y ? -1 : 1;
+    return a.metadata.name < b.metadata.name ? -1 : 1;
+  });
+  if (policy === 'NewestFirst') sorted.reverse();
+  return new Set(sorted.slice(0, n).map((m) => m.metadata.name));
+}

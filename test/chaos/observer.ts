@@ -1,0 +1,232 @@
+/**
+ * A watch-based observer of one namespace: every VM and disk version, in resourceVersion order, so
+ * laws L1-L3 are checked on what the API server actually stored, not on what the functions believe.
+ *
+ * resourceVersions are compared as numbers: with one etcd behind one kube-apiserver they are etcd
+ * revisions, which order events of different resources.
+ * @module
+ */
+import { CustomObjectsApi, Watch } from '@kubernetes/client-node';
+import { GROUP, VERSION, keys } from '../../shared/api/index.js';
+import { adminKubeConfig } from './kit.js';
+
+/** An object as the watch delivers it. */
+export interface Seen {
+  readonly metadata: {
+    readonly name: string;
+    readonly uid: string;
+    readonly resourceVersion: string;
+    readonly creationTimestamp: string;
+    readonly deletionTimestamp?: string;
+    readonly labels?: Record<string, string>;
+    readonly annotations?: Record<string, string>;
+    readonly ownerReferences?: ReadonlyArray<{ kind: string; name: string; uid: string }>;
+  };
+  readonly spec?: { blockDeviceRefs?: ReadonlyArray<{ kind: string; name: string }> };
+}
+
+interface Version {
+  readonly rv: number;
+  readonly live: boolean;
+  readonly refs: readonly string[];
+}
+
+/** A deletion (deletionTimestamp set, or gone) seen at a revision. */
+export interface Deletion {
+  readonly name: string;
+  readonly uid: string;
+  readonly pool: string;
+  readonly rv: number;
+}
+
+const rvOf = (o: Seen): number => Number(o.metadata.resourceVersion);
+const poolOf = (o: Seen): string => o.metadata.labels?.[keys.pool] ?? '';
+
+/** The VirtualDisk names a VM references. */
+export function diskRefsOf(o: Seen): string[] {
+  return (o.spec?.blockDeviceRefs ?? []).filter((r) => r.kind === 'VirtualDisk').map((r) => r.name);
+}
+
+/** The observer of one namespace. */
+export class Observer {
+  readonly vms = new Map<string, Seen>();
+  readonly disks = new Map<string, Seen>();
+  readonly violations: string[] = [];
+  readonly vmDeletions: Deletion[] = [];
+  readonly diskDeletions: Deletion[] = [];
+  /** Events seen, for the figures. */
+  events = 0;
+  private readonly history = new Map<string, Version[]>();
+  private readonly hold = new Map<string, number>();
+  private readonly retired = new Set<string>();
+  private readonly deletedUids = new Set<string>();
+  private readonly aborts: Array<() => void> = [];
+  private stopped = false;
+  private checkedDisks = 0;
+  private readonly namespace: string;
+
+  private constructor(namespace: string) {
+    this.namespace = namespace;
+  }
+
+  /** Starts watching VMs and disks of `namespace` (from now; the namespace should be fresh). */
+  static async start(namespace: string): Promise<Observer> {
+    const o = new Observer(namespace);
+    await Promise.all([o.watch('virtualmachines', o.vms), o.watch('virtualdisks', o.disks)]);
+    return o;
+  }
+
+  get namespaceName(): string {
+    return this.namespace;
+  }
+
+  /** L1: from now on, no create may take `pool` above `replicas` members (Terminating included). */
+  holdReplicas(pool: string, replicas: number): void {
+    this.hold.set(pool, replicas);
+  }
+
+  /** The pool is being deleted by the test: the garbage collector's cascade is not vmpool's doing. */
+  retire(pool: string): void {
+    this.retired.add(pool);
+  }
+
+  /** Members of a pool (Terminating included). */
+  members(pool: string): Seen[] {
+    return [...this.vms.values()].filter((v) => poolOf(v) === pool);
+  }
+
+  /** Members of a pool that are not Terminating. */
+  live(pool: string): Seen[] {
+    return this.members(pool).filter((v) => v.metadata.deletionTimestamp === undefined);
+  }
+
+  /** Disks carrying a pool's label. */
+  poolDisks(pool: string): Seen[] {
+    return [...this.disks.values()].filter((d) => poolOf(d) === pool);
+  }
+
+  /** Waits until the observer has seen everything a fresh list returns. */
+  async sync(timeoutMs = 15_000): Promise<void> {
+    const api = adminKubeConfig().makeApiClient(CustomObjectsApi);
+    const listed = async (plural: string): Promise<Map<string, string>> => {
+      const l = (await api.listNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural,
+        namespace: this.namespace,
+      })) as { items: Seen[] };
+      return new Map(l.items.map((i) => [i.metadata.name, i.metadata.resourceVersion]));
+    };
+    const same = (want: Map<string, string>, have: Map<string, Seen>): boolean =>
+      want.size === have.size &&
+      [...want].every(([n, rv]) => have.get(n)?.metadata.resourceVersion === rv);
+    const [vms, disks] = await Promise.all([listed('virtualmachines'), listed('virtualdisks')]);
+    const deadline = Date.now() + timeoutMs;
+    while (!same(vms, this.vms) || !same(disks, this.disks)) {
+      if (Date.now() > deadline) {
+        // Objects may have changed after the list (the garbage collector): list again once.
+        const [v2, d2] = await Promise.all([listed('virtualmachines'), listed('virtualdisks')]);
+        if (same(v2, this.vms) && same(d2, this.disks)) return;
+        throw new Error(`observer of ${this.namespace} did not catch up with a list`);
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  /**
+   * L3 (first half): no disk was deleted while a live member referenced it. Checked on the recorded
+   * histories, so the order in which the two watches delivered does not matter.
+   */
+  checkDiskDeletions(): void {
+    for (; this.checkedDisks < this.diskDeletions.length; this.checkedDisks++) {
+      const d = this.diskDeletions[this.checkedDisks]!;
+      if (this.retired.has(d.pool)) continue;
+      for (const [vm, versions] of this.history) {
+        let at: Version | undefined;
+        for (const v of versions) if (v.rv <= d.rv) at = v;
+        if (at?.live === true && at.refs.includes(d.name))
+          this.violations.push(
+            `L3: disk ${d.name} deleted at rv ${d.rv} while live member ${vm} referenced it`,
+          );
+      }
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const a of this.aborts) a();
+  }
+
+  private onVm(type: string, o: Seen): void {
+    const name = o.metadata.name;
+    const live = type !== 'DELETED' && o.metadata.deletionTimestamp === undefined;
+    const versions = this.history.get(name) ?? [];
+    versions.push({ rv: rvOf(o), live, refs: diskRefsOf(o) });
+    this.history.set(name, versions);
+    if (!live && !this.deletedUids.has(o.metadata.uid)) {
+      this.deletedUids.add(o.metadata.uid);
+      this.vmDeletions.push({ name, uid: o.metadata.uid, pool: poolOf(o), rv: rvOf(o) });
+    }
+    const pool = poolOf(o);
+    if (type === 'ADDED' && pool !== '') {
+      const n = this.members(pool).length;
+      const held = this.hold.get(pool);
+      if (held !== undefined && n > held)
+        this.violations.push(
+          `L1: ${pool} has ${n} members after creating ${name}, replicas ${held}`,
+        );
+    }
+    if (live && pool !== '') {
+      // L3 (second half): a disk is never given to two live members.
+      const mine = new Set(diskRefsOf(o));
+      for (const other of this.live(pool)) {
+        if (other.metadata.name === name) continue;
+        for (const d of diskRefsOf(other))
+          if (mine.has(d))
+            this.violations.push(
+              `L3: disk ${d} referenced by live members ${name} and ${other.metadata.name} (rv ${rvOf(o)})`,
+            );
+      }
+    }
+  }
+
+  private onDisk(type: string, o: Seen): void {
+    if (
+      (type === 'DELETED' || o.metadata.deletionTimestamp !== undefined) &&
+      !this.deletedUids.has(o.metadata.uid)
+    ) {
+      this.deletedUids.add(o.metadata.uid);
+      this.diskDeletions.push({
+        name: o.metadata.name,
+        uid: o.metadata.uid,
+        pool: poolOf(o),
+        rv: rvOf(o),
+      });
+    }
+  }
+
+  private async watch(plural: string, into: Map<string, Seen>, from?: string): Promise<void> {
+    const path = `/apis/${GROUP}/${VERSION}/namespaces/${this.namespace}/${plural}`;
+    let last = from;
+    const ctl = await new Watch(adminKubeConfig()).watch(
+      path,
+      last === undefined ? {} : { resourceVersion: last },
+      (type: string, o: Seen) => {
+        if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return;
+        this.events++;
+        last = o.metadata.resourceVersion;
+        if (type === 'DELETED') into.delete(o.metadata.name);
+        else into.set(o.metadata.name, o);
+        if (plural === 'virtualmachines') this.onVm(type, o);
+        else this.onDisk(type, o);
+      },
+      () => {
+        // The API server ends watches after a while: resume from the last revision seen.
+        if (!this.stopped) void this.watch(plural, into, last).catch(() => undefined);
+      },
+    );
+    this.aborts.push(() => {
+      ctl.abort();
+    });
+  }
+}

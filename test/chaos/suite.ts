@@ -1,0 +1,106 @@
+/**
+ * The chaos suite, sized by the caller: the full run (`npm run test:chaos`) and a short one inside
+ * `npm test` (test/e2e/chaos.test.ts) share every check.
+ * @module
+ */
+import { describe, expect, it } from 'vitest';
+import { runCrashInjection } from './crash.js';
+import { runDeliveryChaos } from './delivery.js';
+import { startFaultProxy } from './faults.js';
+import { CHAOS_SEED, adminKubeConfig, secondsSince, table } from './kit.js';
+
+/** How much of everything to run. */
+export interface ChaosSizes {
+  readonly trials: number;
+  /** Every crash point (1) or every n-th. */
+  readonly crashStride: number;
+  readonly faultTrials: number;
+  readonly fuzzRuns: number;
+}
+
+export function chaosSuite(sizes: ChaosSizes): void {
+  describe(`chaos (seed ${CHAOS_SEED})`, () => {
+    it(`1. delivery chaos: ${sizes.trials} trials`, async () => {
+      const t0 = performance.now();
+      const f = await runDeliveryChaos({ trials: sizes.trials, seed: CHAOS_SEED, label: 'chaos' });
+      console.log(
+        table('delivery chaos', [
+          ['trials', f.trials],
+          ['deliveries', f.deliveries],
+          ['dropped events', f.dropped],
+          ['duplicated events', f.duplicated],
+          ['max concurrent per pool', f.maxConcurrent],
+          ['resync ticks', f.resyncTicks],
+          ['replies', JSON.stringify(f.replies)],
+          ['mutations', JSON.stringify(f.mutations)],
+          ['watch events observed', f.watchEvents],
+          ['violations', f.violations.length],
+          ['time', secondsSince(t0)],
+        ]),
+      );
+      expect(f.violations).toEqual([]);
+      expect(f.trials).toBe(sizes.trials);
+    });
+
+    it('2. crash injection after every API call of every path (L4)', async () => {
+      const t0 = performance.now();
+      const paths = await runCrashInjection(CHAOS_SEED, sizes.crashStride);
+      console.log(
+        table('crash injection', [
+          ...paths.map((p): [string, string] => [
+            p.path,
+            `${p.crashPoints} crash points over ${p.calls} API calls, ${p.violations.length} violations`,
+          ]),
+          ['time', secondsSince(t0)],
+        ]),
+      );
+      expect(paths.flatMap((p) => p.violations)).toEqual([]);
+    });
+
+    it(`3. API faults at 10% of requests: ${sizes.faultTrials} trials`, async () => {
+      const t0 = performance.now();
+      const proxy = await startFaultProxy(CHAOS_SEED, 0.1);
+      const lines: string[] = [];
+      try {
+        const f = await runDeliveryChaos({
+          trials: sizes.faultTrials,
+          pools: 3,
+          seed: CHAOS_SEED + 1,
+          label: 'faults',
+          kubeFor: () => proxy.kube(),
+          logLines: lines,
+        });
+        const injected = proxy.injected();
+        const total = Object.values(injected).reduce((a, b) => a + b, 0);
+        console.log(
+          table('API faults', [
+            ['trials', f.trials],
+            ['deliveries', f.deliveries],
+            ['requests through the proxy', proxy.requests()],
+            ['faults injected', `${total} (${((100 * total) / proxy.requests()).toFixed(1)}%)`],
+            ...Object.entries(injected).map(([k, v]): [string, number] => [`  ${k}`, v]),
+            ['replies', JSON.stringify(f.replies)],
+            ['log lines scanned for secrets', lines.length],
+            ['violations', f.violations.length],
+            ['time', secondsSince(t0)],
+          ]),
+        );
+        expect(f.violations).toEqual([]);
+        expect(f.trials).toBe(sizes.faultTrials);
+        expect(Object.values(injected).every((n) => n > 0)).toBe(true);
+        // 5. No secret or token is ever logged, whatever failed.
+        const user = adminKubeConfig().getCurrentUser();
+        const secrets = [
+          proxy.token,
+          'PRIVATE KEY',
+          (user?.keyData ?? 'unset').slice(0, 40),
+          (user?.certData ?? 'unset').slice(0, 40),
+        ];
+        const leaks = lines.filter((l) => secrets.some((s) => l.includes(s)));
+        expect(leaks).toEqual([]);
+      } finally {
+        await proxy.close();
+      }
+    });
+  });
+}
