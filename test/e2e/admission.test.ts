@@ -1,0 +1,200 @@
+/**
+ * scale-validate end to end: kube-apiserver calls the webhook for pool writes and for `/scale`, and
+ * kubectl shows its answers exactly as a user would see them.
+ */
+import { performance } from 'node:perf_hooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { POOL_PATH, SCALE_PATH } from '../../functions/scale-validate/app.js';
+import { explicitReplicasMessage, explicitScaleMessage } from '../../shared/domain/admission.js';
+import { GROUP, VERSION } from '../../shared/api/index.js';
+import { startApiserverFacing, reportLatency, type ApiserverFacing } from './apiserver-facing.js';
+import { cluster, create, dropNamespace, newNamespace, read } from './harness.js';
+import { runnersPool } from './pools.js';
+import { toYaml } from '../controlplane/kubectl.js';
+
+let ns = '';
+let facing: ApiserverFacing;
+
+beforeAll(async () => {
+  ns = await newNamespace('admission');
+  facing = await startApiserverFacing(ns);
+});
+afterAll(async () => {
+  await facing.stop();
+  await dropNamespace(ns);
+});
+
+type Pool = ReturnType<typeof runnersPool>;
+
+function pool(name: string, edit: (p: Pool) => void = () => undefined): Pool {
+  const p = runnersPool(ns, name);
+  edit(p);
+  return p;
+}
+
+const kubectl = (args: string[], input?: string) => cluster().kubectl([...args, '-n', ns], input);
+
+/** kubectl's stderr of a command that must fail. */
+async function refused(args: string[], input?: string): Promise<string> {
+  try {
+    await kubectl(args, input);
+  } catch (err) {
+    return (err as Error).message;
+  }
+  throw new Error(`kubectl ${args.join(' ')} succeeded but should have been refused`);
+}
+
+async function replicas(name: string): Promise<number | undefined> {
+  const p = await read('virtualmachinepools', ns, name);
+  return (p?.spec as { replicas?: number } | undefined)?.replicas;
+}
+
+describe('the /scale webhook (reference §7)', () => {
+  it('refuses kubectl scale down on an Explicit pool with the reference message', async () => {
+    await create(
+      'virtualmachinepools',
+      ns,
+      pool('explicit', (p) => (p.spec.scaleDownPolicy = 'Explicit')),
+    );
+    const before = facing.calls(SCALE_PATH);
+    const stderr = await refused(['scale', 'virtualmachinepool/explicit', '--replicas=1']);
+    expect(stderr).toContain('admission webhook');
+    expect(stderr).toContain('denied the request');
+    expect(stderr).toContain(explicitScaleMessage('explicit'));
+    expect(facing.calls(SCALE_PATH)).toBeGreaterThan(before);
+    expect(await replicas('explicit')).toBe(3);
+  });
+
+  it('lets kubectl scale an Explicit pool up', async () => {
+    await kubectl(['scale', 'virtualmachinepool/explicit', '--replicas=5']);
+    expect(await replicas('explicit')).toBe(5);
+    // Unchanged is not a decrease either.
+    await kubectl(['scale', 'virtualmachinepool/explicit', '--replicas=5']);
+    expect(await replicas('explicit')).toBe(5);
+  });
+
+  it('lets kubectl scale a NewestFirst pool down', async () => {
+    await create('virtualmachinepools', ns, pool('newest'));
+    await kubectl(['scale', 'virtualmachinepool/newest', '--replicas=1']);
+    expect(await replicas('newest')).toBe(1);
+    await kubectl(['scale', 'virtualmachinepool/newest', '--replicas=0']);
+    expect(await replicas('newest')).toBe(0);
+  });
+});
+
+describe('the pool webhook', () => {
+  it('refuses kubectl patch lowering spec.replicas of an Explicit pool (our improvement)', async () => {
+    const stderr = await refused([
+      'patch',
+      'virtualmachinepool/explicit',
+      '--type=merge',
+      '-p',
+      '{"spec":{"replicas":2}}',
+    ]);
+    expect(stderr).toContain('denied the request');
+    expect(stderr).toContain(explicitReplicasMessage('explicit'));
+    expect(await replicas('explicit')).toBe(5);
+    // Raising it through the main resource stays allowed.
+    await kubectl([
+      'patch',
+      'virtualmachinepool/explicit',
+      '--type=merge',
+      '-p',
+      '{"spec":{"replicas":6}}',
+    ]);
+    expect(await replicas('explicit')).toBe(6);
+  });
+
+  it('lets kubectl patch lower spec.replicas of a NewestFirst pool', async () => {
+    await create('virtualmachinepools', ns, pool('patched'));
+    await kubectl([
+      'patch',
+      'virtualmachinepool/patched',
+      '--type=merge',
+      '-p',
+      '{"spec":{"replicas":1}}',
+    ]);
+    expect(await replicas('patched')).toBe(1);
+  });
+
+  it('refuses a pool whose template the VirtualMachine API refuses, with that API’s message', async () => {
+    // The pool CRD leaves cpu open; the VirtualMachine CRD requires cores >= 1 (both CRD sets).
+    const bad = pool('zero-cores', (p) => (p.spec.virtualMachineTemplate.spec.cpu.cores = 0));
+    const before = facing.calls(POOL_PATH);
+    const stderr = await refused(
+      ['create', '-f', '-'],
+      toYaml([{ apiVersion: `${GROUP}/${VERSION}`, ...bad }]),
+    );
+    expect(facing.calls(POOL_PATH)).toBeGreaterThan(before);
+    expect(stderr).toContain('denied the request');
+    expect(stderr).toContain('the VirtualMachine this template produces is refused');
+    expect(stderr).toContain('spec.cpu.cores');
+    expect(stderr).toMatch(/greater than or equal to 1/);
+    expect(await read('virtualmachinepools', ns, 'zero-cores')).toBeUndefined();
+  });
+
+  it('refuses a template edit the VirtualMachine API refuses, and accepts a valid one', async () => {
+    await create('virtualmachinepools', ns, pool('edited'));
+    const stderr = await refused([
+      'patch',
+      'virtualmachinepool/edited',
+      '--type=merge',
+      '-p',
+      '{"spec":{"virtualMachineTemplate":{"spec":{"cpu":{"cores":0}}}}}',
+    ]);
+    expect(stderr).toContain('the VirtualMachine this template produces is refused');
+    expect(stderr).toContain('spec.cpu.cores');
+    await kubectl([
+      'patch',
+      'virtualmachinepool/edited',
+      '--type=merge',
+      '-p',
+      '{"spec":{"virtualMachineTemplate":{"spec":{"cpu":{"cores":4}}}}}',
+    ]);
+    const p = await read('virtualmachinepools', ns, 'edited');
+    const spec = p?.spec as Pool['spec'];
+    expect(spec.virtualMachineTemplate.spec.cpu.cores).toBe(4);
+  });
+});
+
+describe('webhook latency', () => {
+  it('serves 300 /scale patches (0 / +1) through kube-apiserver', async () => {
+    await create(
+      'virtualmachinepools',
+      ns,
+      pool('latency', (p) => (p.spec.replicas = 0)),
+    );
+    const { custom } = cluster();
+    const handlerBefore = facing.timings.get(SCALE_PATH)?.length ?? 0;
+    const endToEnd: number[] = [];
+    let r = 0;
+    let failures = 0;
+    for (let i = 0; i < 300; i++) {
+      const next = i % 2 === 1 ? r + 1 : r;
+      const t0 = performance.now();
+      try {
+        await custom.patchNamespacedCustomObjectScale({
+          group: GROUP,
+          version: VERSION,
+          namespace: ns,
+          plural: 'virtualmachinepools',
+          name: 'latency',
+          body: [{ op: 'replace', path: '/spec/replicas', value: next }],
+        });
+        r = next;
+      } catch {
+        failures++;
+      }
+      endToEnd.push(performance.now() - t0);
+    }
+    const handler = (facing.timings.get(SCALE_PATH) ?? []).slice(handlerBefore);
+    reportLatency('PATCH /scale through kube-apiserver (end to end)', endToEnd);
+    reportLatency('scale-validate handler, /scale', handler);
+    const poolHandler = facing.timings.get(POOL_PATH) ?? [];
+    reportLatency('scale-validate handler, pool CREATE/UPDATE (incl. VM dry-run)', poolHandler);
+    expect(failures).toBe(0);
+    expect(await replicas('latency')).toBe(150);
+    // Every changing patch went through the webhook (no-op patches may too).
+    expect(handler.length).toBeGreaterThanOrEqual(150);
+  });
+});
