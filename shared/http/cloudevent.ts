@@ -94,6 +94,28 @@ function jsonData(
   }
 }
 
+const REQUIRED = ['specversion', 'id', 'source', 'type'] as const;
+
+/** The first required attribute absent from the request as sent (binary headers or structured JSON). */
+function missingRequired(
+  h: Readonly<Record<string, string>>,
+  contentType: string,
+  bodyText: string,
+): string | undefined {
+  if (!contentType.startsWith('application/cloudevents')) {
+    return REQUIRED.find((a) => (h[`ce-${a}`] ?? '') === '');
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(bodyText);
+  } catch {
+    return undefined; // reported as malformed JSON by the parser below
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  const o = body as Record<string, unknown>;
+  return REQUIRED.find((a) => o[a] === undefined || o[a] === '');
+}
+
 /**
  * Parses exactly one CloudEvent (binary or structured mode) and validates it.
  *
@@ -126,6 +148,10 @@ export function parseCloudEvent(
       return reject(415, 'batched CloudEvents are not accepted; send one event per request');
     }
   }
+  // The SDK fills in a missing specversion, id and time: a sender that omitted a required attribute
+  // would pass unnoticed, so their presence is checked on the raw input first.
+  const missing = missingRequired(h, contentType, bodyText);
+  if (missing !== undefined) return reject(400, `missing required CloudEvent attribute ${missing}`);
   let parsed: ReturnType<typeof HTTP.toEvent>;
   try {
     parsed = HTTP.toEvent({ headers: h, body: bodyText });
