@@ -54,6 +54,9 @@ export function failure(code: number, message: string, name = ''): Status {
   };
 }
 
+/** An object name as the API server accepts it (RFC 1123 subdomain). */
+const OBJECT_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
 /** Removes the named replicas of a pool atomically; answers with a Status (201 on success). */
 export async function scaleDownWith(
   kube: Kube,
@@ -65,6 +68,10 @@ export async function scaleDownWith(
   // The body is judged before anything is read, as the reference does: an empty list is a 400 even
   // for a pool that does not exist, and costs no API call.
   if (body.targets.length === 0) return failure(400, EMPTY_TARGETS, name);
+  // A name the API server cannot even look up is the caller's mistake (400), not ours (500).
+  const malformed = body.targets.find((t) => !OBJECT_NAME.test(t) || t.length > 253);
+  if (malformed !== undefined)
+    return failure(400, `target "${malformed}" is not a valid VirtualMachine name`, name);
   for (let i = 0; i < attempts; i++) {
     const got = await kube.getPool(namespace, name);
     if (!got.ok)
@@ -76,6 +83,7 @@ export async function scaleDownWith(
     for (const t of new Set(body.targets)) {
       const vm = await kube.getVm(namespace, t);
       if (vm.ok) vms.set(t, vm.value);
+      else if (vm.reason === 'invalid') return failure(400, vm.message, name);
       else if (vm.reason !== 'notFound') return failure(500, vm.message, name);
     }
     const p = planScaleDownWith(pool, body, vms);

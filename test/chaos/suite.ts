@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { runCrashInjection } from './crash.js';
 import { runDeliveryChaos } from './delivery.js';
 import { startFaultProxy } from './faults.js';
+import { runHostileInput } from './hostile.js';
 import { CHAOS_SEED, adminKubeConfig, secondsSince, table } from './kit.js';
 
 /** How much of everything to run. */
@@ -101,6 +102,20 @@ export function chaosSuite(sizes: ChaosSizes): void {
       } finally {
         await proxy.close();
       }
+    });
+
+    it(`4. hostile input: ${sizes.fuzzRuns} runs per property (L6)`, async () => {
+      const t0 = performance.now();
+      const f = await runHostileInput(sizes.fuzzRuns, CHAOS_SEED);
+      console.log(
+        table('hostile input', [
+          ...Object.entries(f.inputs).map(([k, v]): [string, number] => [k, v]),
+          ['replies', JSON.stringify(f.replies)],
+          ['violations', f.violations.length],
+          ['time', secondsSince(t0)],
+        ]),
+      );
+      expect(f.violations).toEqual([]);
     });
   });
 }

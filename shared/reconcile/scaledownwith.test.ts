@@ -1,0 +1,55 @@
+/**
+ * Regression (chaos suite, L6): a scaledownwith target that is not a valid object name made the
+ * VM lookup fail with the API server's 400, which was answered 500 (a server error) instead of 400.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Kube } from '../kube/index.js';
+import { scaleDownWith } from './scaledownwith.js';
+
+/** A Kube whose every call is recorded and refused as invalid (as the API server does bad names). */
+function recordingKube(calls: string[]): Kube {
+  const invalid = (what: string) => {
+    calls.push(what);
+    return Promise.resolve({
+      ok: false as const,
+      reason: 'invalid' as const,
+      code: 400,
+      message: 'Name parameter invalid',
+    });
+  };
+  return new Proxy({} as Kube, {
+    get: (_t, prop) => () => invalid(String(prop)),
+  });
+}
+
+describe('scaleDownWith: malformed target names', () => {
+  it.each(['%?izvUfB', 'UPPER', 'a/b', '', '-x', 'x'.repeat(254)])(
+    'answers 400 for "%s" without calling the API server',
+    async (target) => {
+      const calls: string[] = [];
+      const s = await scaleDownWith(recordingKube(calls), 'ns', 'pool', { targets: [target] });
+      expect(s.code).toBe(400);
+      expect(s.message).toContain('is not a valid VirtualMachine name');
+      expect(calls).toEqual([]);
+    },
+  );
+
+  it('answers 400 when the API server refuses a VM lookup as invalid', async () => {
+    const calls: string[] = [];
+    const kube = recordingKube(calls);
+    const pool = {
+      apiVersion: 'virtualization.deckhouse.io/v1alpha2',
+      kind: 'VirtualMachinePool',
+      metadata: { name: 'pool', namespace: 'ns', uid: 'u', resourceVersion: '1' },
+      spec: { replicas: 1 },
+    };
+    const k: Kube = {
+      ...kube,
+      getPool: () => Promise.resolve({ ok: true, value: pool as never }),
+      getVm: (ns, name) => kube.getVm(ns, name),
+    };
+    const s = await scaleDownWith(k, 'ns', 'pool', { targets: ['pool-bbbbb'] });
+    expect(s.code).toBe(400);
+    expect(calls).toEqual(['getVm']);
+  });
+});
