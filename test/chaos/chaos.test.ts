@@ -5,5 +5,5 @@ chaosSuite({
   trials: Number(process.env.VMPOOL_CHAOS_TRIALS ?? 1000),
   crashStride: 1,
   faultTrials: Number(process.env.VMPOOL_CHAOS_FAULT_TRIALS ?? 120),
-  fuzzRuns: 300,
+  fuzzRuns: 1000,
 });

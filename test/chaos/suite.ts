@@ -8,6 +8,7 @@ import { runCrashInjection } from './crash.js';
 import { runDeliveryChaos } from './delivery.js';
 import { startFaultProxy } from './faults.js';
 import { runHostileInput } from './hostile.js';
+import { effectiveGrants, extraGrants, renderBase, tlsVersions } from './security.js';
 import { CHAOS_SEED, adminKubeConfig, secondsSince, table } from './kit.js';
 
 /** How much of everything to run. */
@@ -116,6 +117,26 @@ export function chaosSuite(sizes: ChaosSizes): void {
         ]),
       );
       expect(f.violations).toEqual([]);
+    });
+
+    it('5. security review: least-privilege RBAC per ServiceAccount, TLS floor', async () => {
+      const granted = effectiveGrants(await renderBase());
+      const tls = await tlsVersions();
+      console.log(
+        table('security review', [
+          ...[...granted].map(([sa, set]): [string, string] => [sa, [...set].sort().join(' ')]),
+          ['TLS versions accepted', JSON.stringify(tls)],
+        ]),
+      );
+      expect([...granted.keys()].sort()).toEqual([
+        'disk-gc-tick',
+        'reconcile-pool',
+        'scale-down-with',
+        'scale-validate',
+        'vmpool-source-adapter',
+      ]);
+      expect(extraGrants(granted)).toEqual([]);
+      expect(tls).toEqual({ 'TLSv1.0': false, 'TLSv1.1': false, 'TLSv1.2': true, 'TLSv1.3': true });
     });
   });
 }
