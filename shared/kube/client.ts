@@ -3,6 +3,7 @@
  * API server.
  * @module
  */
+import { Agent as HttpsAgent } from 'node:https';
 import {
   AuthorizationV1Api,
   CoreV1Api,
@@ -80,6 +81,43 @@ function timeoutMiddleware(ms: number): ObservableMiddleware {
   };
 }
 
+/**
+ * client-node 1.x builds a new https.Agent for every request, so every API call paid a TCP and TLS
+ * handshake. This swaps in one keep-alive agent per distinct TLS identity (CA, client cert, key,
+ * verification), which client-node re-derives on each call, so rotated credentials still take effect.
+ * Proxy agents (other classes) are left alone.
+ */
+function keepAliveMiddleware(): ObservableMiddleware {
+  const agents = new Map<string, HttpsAgent>();
+  return {
+    pre(ctx: RequestContext): Observable<RequestContext> {
+      const fresh = ctx.getAgent();
+      if (fresh?.constructor === HttpsAgent) {
+        const o = fresh.options;
+        // Buffers serialize as their bytes, so equal credentials give equal keys.
+        const key = JSON.stringify([
+          o.ca,
+          o.cert,
+          o.key,
+          o.pfx,
+          o.rejectUnauthorized,
+          o.servername,
+        ]);
+        let agent = agents.get(key);
+        if (agent === undefined) {
+          agent = new HttpsAgent({ ...o, keepAlive: true, maxSockets: 64 });
+          agents.set(key, agent);
+        }
+        ctx.setAgent(agent);
+      }
+      return new Observable(Promise.resolve(ctx));
+    },
+    post(ctx: ResponseContext): Observable<ResponseContext> {
+      return new Observable(Promise.resolve(ctx));
+    },
+  };
+}
+
 function outcomeOf(o: Outcome<unknown>): RequestOutcome {
   return o.ok ? 'ok' : o.reason;
 }
@@ -128,7 +166,7 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
   const reportingInstance = opts.reportingInstance ?? defaultReportingInstance();
   const counter = new Counter();
   const callOpts: ConfigurationOptions = {
-    middleware: [timeoutMiddleware(opts.timeoutMs ?? 15_000)],
+    middleware: [keepAliveMiddleware(), timeoutMiddleware(opts.timeoutMs ?? 15_000)],
     middlewareMergeStrategy: 'append',
   };
 

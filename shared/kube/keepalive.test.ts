@@ -1,0 +1,67 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:https';
+import type { Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createKube } from './client.js';
+import { kubeConfigFor } from './config.js';
+
+let dir = '';
+let server: Server;
+let connections = 0;
+let url = '';
+let cert = '';
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'vmpool-keepalive-'));
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-keyout',
+      join(dir, 'key.pem'),
+      '-out',
+      join(dir, 'cert.pem'),
+    ],
+    { stdio: 'ignore' },
+  );
+  cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
+  server = createServer({ cert, key: readFileSync(join(dir, 'key.pem')) }, (_req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(
+      JSON.stringify({ kind: 'Status', code: 404, reason: 'NotFound', message: 'nope' }).replace(
+        '"code":404',
+        '"code":404',
+      ),
+    );
+  });
+  server.on('secureConnection', () => connections++);
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await new Promise((ok) => server.close(ok));
+  server.closeAllConnections();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+it('reuses one TLS connection across sequential API calls', async () => {
+  const kube = createKube(kubeConfigFor({ server: url, caData: cert }));
+  for (let i = 0; i < 5; i++) await kube.getPool('ns', 'p');
+  expect(kube.counts().get).toBe(5);
+  expect(connections).toBe(1);
+});
