@@ -53,3 +53,53 @@ describe('scaleDownWith: malformed target names', () => {
     expect(calls).toEqual(['getVm']);
   });
 });
+
+describe('scaleDownWith: a landed write whose answer was lost', () => {
+  it('answers success when the targets vanished while it retried (was 400 "not found")', async () => {
+    // Found by the chaos fault proxy: the pool update landed, its answer was lost, the retry got a
+    // conflict, and by the re-read a reconcile had already removed the targets.
+    const pool = {
+      apiVersion: 'virtualization.deckhouse.io/v1alpha2',
+      kind: 'VirtualMachinePool',
+      metadata: { name: 'pool', namespace: 'ns', uid: 'pu', resourceVersion: '1' },
+      spec: { replicas: 2 },
+    };
+    const vm = {
+      metadata: {
+        name: 'pool-bbbbb',
+        namespace: 'ns',
+        uid: 'vu',
+        labels: { 'vmpool.virtualization.deckhouse.io/pool-uid': 'pu' },
+        ownerReferences: [
+          {
+            apiVersion: 'v',
+            kind: 'VirtualMachinePool',
+            name: 'pool',
+            uid: 'pu',
+            controller: true,
+          },
+        ],
+      },
+      spec: {},
+    };
+    let vmGets = 0;
+    const kube = {
+      getPool: () =>
+        Promise.resolve({
+          ok: true,
+          value: { ...pool, spec: { replicas: vmGets === 0 ? 2 : 1 } },
+        }),
+      getVm: () =>
+        Promise.resolve(
+          vmGets++ === 0
+            ? { ok: true, value: vm }
+            : { ok: false, reason: 'notFound', code: 404, message: 'gone' },
+        ),
+      updatePool: () =>
+        Promise.resolve({ ok: false, reason: 'conflict', code: 409, message: 'stale' }),
+    } as unknown as Kube;
+    const s = await scaleDownWith(kube, 'ns', 'pool', { targets: ['pool-bbbbb'] });
+    expect(s.code).toBe(201);
+    expect(s.details?.causes?.[0]?.reason).toBe('alreadyTerminating');
+  });
+});

@@ -72,6 +72,7 @@ export async function scaleDownWith(
   const malformed = body.targets.find((t) => !OBJECT_NAME.test(t) || t.length > 253);
   if (malformed !== undefined)
     return failure(400, `target "${malformed}" is not a valid VirtualMachine name`, name);
+  const seen = new Map<string, VirtualMachine>();
   for (let i = 0; i < attempts; i++) {
     const got = await kube.getPool(namespace, name);
     if (!got.ok)
@@ -82,9 +83,20 @@ export async function scaleDownWith(
     const vms = new Map<string, VirtualMachine>();
     for (const t of new Set(body.targets)) {
       const vm = await kube.getVm(namespace, t);
-      if (vm.ok) vms.set(t, vm.value);
-      else if (vm.reason === 'invalid') return failure(400, vm.message, name);
-      else if (vm.reason !== 'notFound') return failure(500, vm.message, name);
+      if (vm.ok) {
+        vms.set(t, vm.value);
+        seen.set(t, vm.value);
+      } else if (vm.reason === 'notFound') {
+        // A target that existed earlier in this request and vanished while we retried (our own write
+        // may have landed and a reconcile removed it) is already gone, not unknown.
+        const before = seen.get(t);
+        if (before !== undefined)
+          vms.set(t, {
+            ...before,
+            metadata: { ...before.metadata, deletionTimestamp: new Date(0).toISOString() },
+          });
+      } else if (vm.reason === 'invalid') return failure(400, vm.message, name);
+      else return failure(500, vm.message, name);
     }
     const p = planScaleDownWith(pool, body, vms);
     if (!p.ok) return failure(p.code, p.message, name);
