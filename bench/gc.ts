@@ -1,0 +1,82 @@
+/**
+ * Benchmark 5, disk-gc-tick at scale: 500 pools and 2000 free Retain disks (4 per pool, keep 3, so one
+ * per pool is collected), then one GC pass timed with its list calls counted, and a second pass with
+ * nothing left to collect.
+ * @module
+ */
+import { VirtualMachinePool, keys } from '../shared/api/index.js';
+import type { DiskTemplate } from '../shared/api/index.js';
+import { newDisk } from '../shared/domain/index.js';
+import { createKube } from '../shared/kube/index.js';
+import { collectDisks, runBounded } from '../shared/reconcile/index.js';
+import type { BenchPlane } from './plane.js';
+import { benchPool, clients } from './objects.js';
+import { silentLog } from './stack.js';
+
+/** One GC pass. */
+export interface GcPass {
+  readonly ms: number;
+  readonly lists: number;
+  readonly deleted: number;
+  readonly requests: Record<string, number>;
+}
+
+/** The setup and both passes. */
+export interface GcResult {
+  readonly pools: number;
+  readonly disks: number;
+  readonly setupMs: number;
+  readonly first: GcPass;
+  readonly second: GcPass;
+}
+
+/** Creates the pools and disks, then runs two passes. */
+export async function gcTick(
+  plane: BenchPlane,
+  pools: number,
+  disksPerPool: number,
+): Promise<GcResult> {
+  const ns = 'bench-gc';
+  const c = clients(plane.kc);
+  await c.namespace(ns);
+  const setup = createKube(plane.kc);
+  const t0 = performance.now();
+  const created = await runBounded(
+    Array.from({ length: pools }, (_, i) => i),
+    32,
+    async (i) => VirtualMachinePool.parse(await c.createPool(benchPool(ns, `p${i}`, 0))),
+  );
+  const hour = 3600_000;
+  const now = Date.now();
+  const disks = created.flatMap((pool, i) => {
+    const t = pool.spec.virtualDiskTemplates.find((x) => x.name === 'data') as DiskTemplate;
+    return Array.from({ length: disksPerPool }, (_, j) => {
+      const d = newDisk(pool, t, `p${i}-data-${j}`, {
+        kind: 'VirtualMachinePool',
+        name: pool.metadata.name ?? '',
+        uid: pool.metadata.uid ?? '',
+      });
+      const freed = new Date(now - 2 * hour - j * 60_000).toISOString().replace(/\.\d+Z$/, 'Z');
+      return { ...d, metadata: { ...d.metadata, annotations: { [keys.freeSince]: freed } } };
+    });
+  });
+  await runBounded(disks, 32, async (d) => {
+    const o = await setup.createDisk(ns, d);
+    if (!o.ok) throw new Error(o.message);
+  });
+  const setupMs = performance.now() - t0;
+  const pass = async (): Promise<GcPass> => {
+    const kube = createKube(plane.kc);
+    const s = performance.now();
+    const out = await collectDisks(kube, new Date(), silentLog('gc'));
+    const ms = performance.now() - s;
+    if (out.kind !== 'done') throw new Error(`GC pass: ${out.reason}`);
+    const requests = Object.fromEntries(
+      Object.entries(kube.counts()).filter(([k]) => !k.includes(':')),
+    );
+    return { ms, lists: requests.list ?? 0, deleted: out.deleted.length, requests };
+  };
+  const first = await pass();
+  const second = await pass();
+  return { pools, disks: disks.length, setupMs, first, second };
+}

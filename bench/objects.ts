@@ -1,0 +1,153 @@
+/**
+ * The objects the benchmarks create: a pool with one Delete and one Retain disk per replica, its
+ * ReplicaSet counterpart, namespaces, and small helpers over client-node.
+ * @module
+ */
+import {
+  AppsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { API_VERSION, GROUP, VERSION } from '../shared/api/index.js';
+import type { VirtualMachinePool } from '../shared/api/index.js';
+
+/** A pool whose replicas each get a Delete disk (`root`) and a Retain disk (`data`). */
+export function benchPool(namespace: string, name: string, replicas: number) {
+  return {
+    apiVersion: API_VERSION,
+    kind: 'VirtualMachinePool',
+    metadata: { name, namespace },
+    spec: {
+      replicas,
+      scaleDownPolicy: 'NewestFirst',
+      virtualMachineTemplate: {
+        spec: {
+          runPolicy: 'AlwaysOn',
+          virtualMachineClassName: 'generic',
+          cpu: { cores: 1 },
+          memory: { size: '1Gi' },
+          blockDeviceRefs: [
+            { kind: 'VirtualDisk', name: 'root' },
+            { kind: 'VirtualDisk', name: 'data' },
+          ],
+        },
+      },
+      virtualDiskTemplates: [
+        {
+          name: 'root',
+          reclaim: { onScaleDown: 'Delete' },
+          spec: {
+            persistentVolumeClaim: { size: '10Gi' },
+            dataSource: { type: 'ObjectRef', objectRef: { kind: 'VirtualImage', name: 'ubuntu' } },
+          },
+        },
+        {
+          name: 'data',
+          reclaim: { onScaleDown: 'Retain', keep: 3, ttl: '1h' },
+          spec: { persistentVolumeClaim: { size: '20Gi' } },
+        },
+      ],
+    },
+  };
+}
+
+/** A ReplicaSet of bare pods (no scheduler or kubelet runs: creating the Pod objects is the work). */
+export function benchReplicaSet(namespace: string, name: string, replicas: number) {
+  const labels = { app: name };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'ReplicaSet',
+    metadata: { name, namespace },
+    spec: {
+      replicas,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: { containers: [{ name: 'main', image: 'registry.k8s.io/pause:3.10' }] },
+      },
+    },
+  };
+}
+
+/** Typed clients of one kubeconfig. */
+export function clients(kc: KubeConfig) {
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const core = kc.makeApiClient(CoreV1Api);
+  const apps = kc.makeApiClient(AppsV1Api);
+  const res = (plural: string, namespace: string) => ({
+    group: GROUP,
+    version: VERSION,
+    plural,
+    namespace,
+  });
+  return {
+    custom,
+    core,
+    apps,
+    async namespace(name: string): Promise<void> {
+      // client-node's models are classes, but it serializes by field table: plain objects are fine.
+      // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment
+      await core.createNamespace({ body: { metadata: { name } } });
+    },
+    async createPool(body: ReturnType<typeof benchPool>): Promise<VirtualMachinePool> {
+      return (await custom.createNamespacedCustomObject({
+        ...res('virtualmachinepools', body.metadata.namespace),
+        body,
+      })) as VirtualMachinePool;
+    },
+    async getPool(namespace: string, name: string): Promise<VirtualMachinePool> {
+      return (await custom.getNamespacedCustomObject({
+        ...res('virtualmachinepools', namespace),
+        name,
+      })) as VirtualMachinePool;
+    },
+    /** Sets spec.replicas with a merge patch (what `kubectl scale` costs, minus kubectl). */
+    async scalePool(namespace: string, name: string, replicas: number): Promise<void> {
+      await custom.patchNamespacedCustomObject(
+        { ...res('virtualmachinepools', namespace), name, body: { spec: { replicas } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    },
+    async replacePool(pool: VirtualMachinePool): Promise<void> {
+      await custom.replaceNamespacedCustomObject({
+        ...res('virtualmachinepools', pool.metadata.namespace ?? ''),
+        name: pool.metadata.name ?? '',
+        body: pool,
+      });
+    },
+    async scaleReplicaSet(namespace: string, name: string, replicas: number): Promise<void> {
+      await apps.patchNamespacedReplicaSet(
+        { namespace, name, body: { spec: { replicas } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    },
+    async createReplicaSet(body: ReturnType<typeof benchReplicaSet>): Promise<void> {
+      const namespace = body.metadata.namespace;
+      // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- see namespace()
+      await apps.createNamespacedReplicaSet({ namespace, body });
+    },
+  };
+}
+
+/** Collection paths for watches. */
+export const paths = {
+  vms: (ns: string) => `/apis/${GROUP}/${VERSION}/namespaces/${ns}/virtualmachines`,
+  disks: (ns: string) => `/apis/${GROUP}/${VERSION}/namespaces/${ns}/virtualdisks`,
+  pods: (ns: string) => `/api/v1/namespaces/${ns}/pods`,
+};
+
+/** Percentile (nearest rank) of a sample. */
+export function percentile(xs: readonly number[], p: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] as number;
+}
+
+/** Median. */
+export const median = (xs: readonly number[]): number => percentile(xs, 50);
+
+/** Sleeps. */
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

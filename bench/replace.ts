@@ -1,0 +1,91 @@
+/**
+ * Benchmark 2, replacement latency: delete one member, time until a watch sees its replacement —
+ * through the real ApiServerSource adapter into reconcile-pool — beside the ReplicaSet controller
+ * replacing a deleted pod.
+ * @module
+ */
+import { GROUP, VERSION } from '../shared/api/index.js';
+import type { BenchPlane } from './plane.js';
+import { benchPool, benchReplicaSet, clients, paths, sleep } from './objects.js';
+import type { Stack } from './stack.js';
+import { watchCollection } from './watch.js';
+
+/** Namespace of the vmpool trials (the stack's adapters must watch it). */
+export const REPLACE_NS = 'bench-replace';
+/** Members of the pool and the ReplicaSet during the trials. */
+export const REPLACE_REPLICAS = 10;
+
+/** Latencies in ms, in trial order. */
+export interface ReplaceResult {
+  readonly vmpool: number[];
+  readonly replicaSet: number[];
+}
+
+const pick = (names: ReadonlySet<string>): string => {
+  const all = [...names];
+  return all[Math.floor(Math.random() * all.length)] as string;
+};
+
+/** Runs `trials` replacements of each. */
+export async function replacement(
+  plane: BenchPlane,
+  stack: Stack,
+  trials: number,
+  log: (l: string) => void,
+): Promise<ReplaceResult> {
+  const c = clients(plane.kc);
+  const r = REPLACE_REPLICAS;
+  await c.namespace(REPLACE_NS);
+  const vms = await watchCollection(plane.kc, paths.vms(REPLACE_NS));
+  const disks = await watchCollection(plane.kc, paths.disks(REPLACE_NS));
+  await c.createPool(benchPool(REPLACE_NS, 'p', r));
+  await Promise.all([
+    vms.until((w) => w.names.size >= r),
+    disks.until((w) => w.names.size >= 2 * r),
+  ]);
+  await stack.idle();
+  const vmpool: number[] = [];
+  for (let i = 0; i < trials; i++) {
+    const before = new Set(vms.names);
+    const victim = pick(before);
+    const next = vms.nextAdded((n) => !before.has(n));
+    const t0 = performance.now();
+    await c.custom.deleteNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: 'virtualmachines',
+      namespace: REPLACE_NS,
+      name: victim,
+    });
+    const added = await next;
+    vmpool.push(added.at - t0);
+    // Settle: the replacement's own disk exists, the pool is whole, and no reconcile is running.
+    await disks.until((w) => w.names.has(`${added.name}-root`));
+    await vms.until((w) => w.names.size === r);
+    await stack.idle(200);
+  }
+  vms.stop();
+  disks.stop();
+  log(`replacement: ${trials} vmpool trials done`);
+
+  const ns = 'bench-rs-replace';
+  await c.namespace(ns);
+  const pods = await watchCollection(plane.kc, paths.pods(ns));
+  await c.createReplicaSet(benchReplicaSet(ns, 'rs', r));
+  await pods.until((w) => w.names.size >= r);
+  await sleep(500);
+  const replicaSet: number[] = [];
+  for (let i = 0; i < trials; i++) {
+    const before = new Set(pods.names);
+    const victim = pick(before);
+    const next = pods.nextAdded((n) => !before.has(n));
+    const t0 = performance.now();
+    await c.core.deleteNamespacedPod({ namespace: ns, name: victim });
+    replicaSet.push((await next).at - t0);
+    await pods.until((w) => w.names.size === r);
+    await sleep(200);
+  }
+  pods.stop();
+  log(`replacement: ${trials} ReplicaSet trials done`);
+  return { vmpool, replicaSet };
+}

@@ -1,0 +1,165 @@
+/**
+ * Benchmark 1, scale-up: a pool 0→N through the real adapter and reconcile-pool, beside a raw loop
+ * creating the same objects at the executor's concurrency, beside the ReplicaSet controller creating
+ * N pods. Each time is t0 = the write of spec.replicas (or the loop's start) → a watch has seen every
+ * object.
+ * @module
+ */
+import { VirtualMachinePool } from '../shared/api/index.js';
+import type { VirtualDisk, VirtualMachine } from '../shared/api/index.js';
+import { plan } from '../shared/domain/index.js';
+import { createKube } from '../shared/kube/index.js';
+import { PARALLEL, runBounded } from '../shared/reconcile/index.js';
+import type { BenchPlane } from './plane.js';
+import { benchPool, benchReplicaSet, clients, paths, sleep } from './objects.js';
+import type { Stack } from './stack.js';
+import { watchCollection } from './watch.js';
+
+/** Namespaces the stack's adapters must watch for {@link scaleUp}. */
+export const scaleNamespaces = (n: number, reps: number): string[] =>
+  Array.from({ length: reps }, (_, r) => `bench-up-${n}-${r}`);
+
+/** One repetition's times in ms. */
+export interface ScaleRun {
+  readonly vmpool: number;
+  readonly raw: number;
+  readonly replicaSet: number;
+  /** CloudEvents delivered to reconcile-pool during the vmpool run, and its API requests. */
+  readonly events: number;
+  readonly requests: number;
+}
+
+/** vmpool 0→n in a watched namespace. */
+async function vmpoolRun(plane: BenchPlane, stack: Stack, ns: string, n: number) {
+  const c = clients(plane.kc);
+  await c.createPool(benchPool(ns, 'p', 0));
+  await stack.idle();
+  const vms = await watchCollection(plane.kc, paths.vms(ns));
+  const disks = await watchCollection(plane.kc, paths.disks(ns));
+  const ev0 = stack.delivered();
+  const req0 = total(stack.counts());
+  const t0 = performance.now();
+  await c.scalePool(ns, 'p', n);
+  const [t1, t2] = await Promise.all([
+    vms.until((w) => w.names.size >= n),
+    disks.until((w) => w.names.size >= 2 * n),
+  ]);
+  vms.stop();
+  disks.stop();
+  await stack.idle();
+  return {
+    ms: Math.max(t1, t2) - t0,
+    events: stack.delivered() - ev0,
+    requests: total(stack.counts()) - req0,
+  };
+}
+
+/** The same 3n objects created by a plain loop through the same client, `PARALLEL` in flight. */
+async function rawRun(plane: BenchPlane, ns: string, n: number): Promise<number> {
+  const c = clients(plane.kc);
+  const pool = VirtualMachinePool.parse(await c.createPool(benchPool(ns, 'p', 0)));
+  const p = plan(
+    { pool: { ...pool, spec: { ...pool.spec, replicas: n } }, vms: [], disks: [] },
+    new Date(),
+    Math.random,
+  );
+  const retain: VirtualDisk[] = [];
+  const vms: VirtualMachine[] = [];
+  const late = new Map<string, VirtualDisk>();
+  for (const a of p.actions) {
+    if (a.kind === 'createVm') vms.push(a.vm);
+    else if (a.kind === 'createDisk' && a.ownerVm !== undefined) late.set(a.ownerVm, a.disk);
+    else if (a.kind === 'createDisk') retain.push(a.disk);
+  }
+  const kube = createKube(plane.kc);
+  const vw = await watchCollection(plane.kc, paths.vms(ns));
+  const dw = await watchCollection(plane.kc, paths.disks(ns));
+  type Task = () => Promise<void>;
+  const tasks: Task[] = [
+    ...retain.map((d) => async () => {
+      const o = await kube.createDisk(ns, d);
+      if (!o.ok) throw new Error(o.message);
+    }),
+    ...vms.map((vm) => async () => {
+      const o = await kube.createVm(ns, vm);
+      if (!o.ok) throw new Error(o.message);
+      const disk = late.get(vm.metadata.name ?? '');
+      if (disk === undefined) return;
+      const uid = o.value.metadata.uid ?? '';
+      const owned = {
+        ...disk,
+        metadata: {
+          ...disk.metadata,
+          ownerReferences: (disk.metadata.ownerReferences ?? []).map((r) => ({ ...r, uid })),
+        },
+      };
+      const d = await kube.createDisk(ns, owned);
+      if (!d.ok) throw new Error(d.message);
+    }),
+  ];
+  const t0 = performance.now();
+  await runBounded(tasks, PARALLEL, (t) => t());
+  const [t1, t2] = await Promise.all([
+    vw.until((w) => w.names.size >= n),
+    dw.until((w) => w.names.size >= 2 * n),
+  ]);
+  vw.stop();
+  dw.stop();
+  return Math.max(t1, t2) - t0;
+}
+
+/** The ReplicaSet controller 0→n pods. */
+async function replicaSetRun(plane: BenchPlane, ns: string, n: number): Promise<number> {
+  const c = clients(plane.kc);
+  await c.createReplicaSet(benchReplicaSet(ns, 'rs', 0));
+  await sleep(300);
+  const pods = await watchCollection(plane.kc, paths.pods(ns));
+  const t0 = performance.now();
+  await c.scaleReplicaSet(ns, 'rs', n);
+  const t1 = await pods.until((w) => w.names.size >= n);
+  pods.stop();
+  return t1 - t0;
+}
+
+/** Runs `reps` repetitions of all three for n, interleaved. */
+export async function scaleUp(
+  plane: BenchPlane,
+  stack: Stack,
+  n: number,
+  reps: number,
+  log: (l: string) => void,
+): Promise<ScaleRun[]> {
+  const c = clients(plane.kc);
+  const runs: ScaleRun[] = [];
+  for (let r = 0; r < reps; r++) {
+    const up = `bench-up-${n}-${r}`;
+    const raw = `bench-raw-${n}-${r}`;
+    const rs = `bench-rs-${n}-${r}`;
+    for (const ns of [up, raw, rs]) await c.namespace(ns);
+    const v = await vmpoolRun(plane, stack, up, n);
+    await sleep(500);
+    const rawMs = await rawRun(plane, raw, n);
+    await sleep(500);
+    const rsMs = await replicaSetRun(plane, rs, n);
+    await sleep(500);
+    const run = {
+      vmpool: v.ms,
+      raw: rawMs,
+      replicaSet: rsMs,
+      events: v.events,
+      requests: v.requests,
+    };
+    log(
+      `scale-up N=${n} rep ${r + 1}/${reps}: vmpool ${v.ms.toFixed(0)} ms, raw ${rawMs.toFixed(0)} ms, ReplicaSet ${rsMs.toFixed(0)} ms (${v.events} events, ${v.requests} requests)`,
+    );
+    runs.push(run);
+  }
+  return runs;
+}
+
+/** Total requests of a counts snapshot (verbs only, not verb:outcome). */
+export function total(counts: Readonly<Record<string, number>>): number {
+  return Object.entries(counts)
+    .filter(([k]) => !k.includes(':'))
+    .reduce((a, [, v]) => a + v, 0);
+}
