@@ -16,7 +16,7 @@ import {
   noContent,
   retryLater,
 } from '../../shared/http/index.js';
-import { reconcileScope, scopeOf } from '../../shared/reconcile/index.js';
+import { coalesce, reconcilePool, reconcileScope, scopeOf } from '../../shared/reconcile/index.js';
 import type { FunctionDeps } from '../../shared/runtime/index.js';
 
 /** Dependencies; the clock and the dice default to the real ones. */
@@ -31,6 +31,11 @@ export interface ReconcileAppDeps extends Partial<Pick<FunctionDeps, 'metrics'>>
 export function buildReconcileApp(deps: ReconcileAppDeps): Hono<NodeEnv> {
   const metrics = deps.metrics ?? createFunctionMetrics();
   const app = buildFunctionApp({ name: 'reconcile-pool', log: deps.log, metrics });
+  // One event per created object would otherwise start a herd of identical reconciles of one pool.
+  const reconcileOne = coalesce(
+    (_deps: unknown, namespace: string, name: string) => `${namespace}/${name}`,
+    reconcilePool,
+  );
   app.post(
     '/',
     cloudEventHandler(deps.log, async function reconcile(event, { log }) {
@@ -48,6 +53,7 @@ export function buildReconcileApp(deps: ReconcileAppDeps): Hono<NodeEnv> {
           rand: deps.rand ?? Math.random,
         },
         scope,
+        reconcileOne,
       );
       for (const r of results) {
         metrics.reconciles.inc({ function: 'reconcile-pool', outcome: r.outcome.kind });

@@ -9,3 +9,4 @@ export * from './resync.js';
 export * from './scope.js';
 export * from './gc.js';
 export * from './scaledownwith.js';
+export * from './coalesce.js';

@@ -16,10 +16,21 @@ export interface ScopedOutcome {
   readonly outcome: ReconcileOutcome;
 }
 
+/** How one pool is reconciled (reconcilePool, or a coalescing wrapper of it). */
+export type PoolReconciler = (
+  deps: ReconcileDeps,
+  namespace: string,
+  name: string,
+) => Promise<ReconcileOutcome>;
+
 /** Reconciles the scope; a failure to list is itself a retry. */
-export async function reconcileScope(deps: ReconcileDeps, scope: Scope): Promise<ScopedOutcome[]> {
+export async function reconcileScope(
+  deps: ReconcileDeps,
+  scope: Scope,
+  reconcile: PoolReconciler = reconcilePool,
+): Promise<ScopedOutcome[]> {
   if (scope.kind === 'pool') {
-    const outcome = await reconcilePool(deps, scope.namespace, scope.name);
+    const outcome = await reconcile(deps, scope.namespace, scope.name);
     return [{ pool: `${scope.namespace}/${scope.name}`, outcome }];
   }
   const listed = await deps.kube.listPools(
@@ -29,6 +40,6 @@ export async function reconcileScope(deps: ReconcileDeps, scope: Scope): Promise
   return runBounded(listed.value, RESYNC_PARALLEL, async (p) => {
     const ns = p.metadata.namespace ?? '';
     const name = p.metadata.name ?? '';
-    return { pool: `${ns}/${name}`, outcome: await reconcilePool(deps, ns, name) };
+    return { pool: `${ns}/${name}`, outcome: await reconcile(deps, ns, name) };
   });
 }

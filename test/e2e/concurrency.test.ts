@@ -9,18 +9,38 @@ import { API_VERSION, GROUP, PING, VERSION, keys } from '../../shared/api/index.
 import { cluster, create, dropNamespace, eventually, newNamespace, read } from './harness.js';
 import { runnersPool } from './pools.js';
 import { startStack, type Stack } from './stack.js';
+import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
+import { createLogger, serveApp, type ServedApp } from '../../shared/http/index.js';
 
 const TRIALS = Number(process.env.VMPOOL_CONCURRENCY_TRIALS ?? 8);
 const PARALLEL = 24;
 
 let ns = '';
 let stack: Stack;
+/** Several reconcile-pool instances, as several pods would be: each coalesces only its own calls. */
+let replicas: ServedApp[] = [];
+let urls: string[] = [];
 
 beforeAll(async () => {
   ns = await newNamespace('conc');
   stack = await startStack(ns, { resyncMs: 0 });
+  const log = createLogger('reconcile-pool', { level: 'silent' });
+  replicas = [0, 1].map(() =>
+    serveApp(buildReconcileApp({ kube: stack.kube, log }), {
+      port: 0,
+      hostname: '127.0.0.1',
+      handleSignals: false,
+    }),
+  );
+  urls = [
+    stack.reconcileUrl,
+    ...(await Promise.all(
+      replicas.map(async (r) => `http://127.0.0.1:${(await r.listening).port}/`),
+    )),
+  ];
 });
 afterAll(async () => {
+  await Promise.all(replicas.map((r) => r.close()));
   await stack.stop();
   await dropNamespace(ns);
 });
@@ -74,7 +94,10 @@ async function observe(pool: string): Promise<Observer> {
   };
 }
 
-/** Fires `n` deliveries at once: resource events for the pool and pings, each after a random delay. */
+/**
+ * Fires `n` deliveries at once, spread over the reconcile-pool instances: resource events for the pool
+ * and pings, each after a random delay.
+ */
 async function storm(pool: string, n: number, seed: number): Promise<number[]> {
   const p = await read('virtualmachinepools', ns, pool);
   let s = seed;
@@ -83,7 +106,7 @@ async function storm(pool: string, n: number, seed: number): Promise<number[]> {
     Array.from({ length: n }, async (_, i) => {
       await new Promise((r) => setTimeout(r, Math.floor(rnd() * 60)));
       const ping = i % 4 === 3;
-      const res = await fetch(stack.reconcileUrl, {
+      const res = await fetch(urls[i % urls.length] ?? stack.reconcileUrl, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
