@@ -95,15 +95,26 @@ export async function startFaultProxy(seed: number, rate = 0.1): Promise<FaultPr
     up.end(body);
   };
 
+  let turn = 0;
+  let conflictOwed = false;
   const server = createServer({ key: cert.keyPem, cert: cert.certPem }, (req, res) => {
     requests++;
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const body = Buffer.concat(chunks);
-      let fault: Fault | undefined = dice.next() < rate ? dice.pick(FAULTS) : undefined;
-      // A conflict answers a write; a read gets a server error instead.
-      if (fault === 'conflict409' && req.method === 'GET') fault = 'status5xx';
+      // Kinds take turns, so even a short run injects every one of them.
+      let fault: Fault | undefined =
+        dice.next() < rate ? FAULTS[turn++ % FAULTS.length] : undefined;
+      // A conflict answers a write: a read that draws one gets a server error, and the conflict is
+      // owed to the next write.
+      if (fault === 'conflict409' && req.method === 'GET') {
+        fault = 'status5xx';
+        conflictOwed = true;
+      } else if (fault === undefined && conflictOwed && req.method !== 'GET') {
+        fault = 'conflict409';
+      }
+      if (fault === 'conflict409') conflictOwed = false;
       if (fault !== undefined) injected[fault]++;
       const pipe = (up: IncomingMessage): void => {
         res.writeHead(up.statusCode ?? 502, up.headers);

@@ -125,7 +125,7 @@ describe('function bundles', () => {
       const t0 = performance.now();
       const child = spawn(
         process.execPath,
-        ['--enable-source-maps', join(dir, 'dist', `${name}.mjs`)],
+        ['--max-semi-space-size=1', join(dir, 'dist', `${name}.mjs`)],
         {
           cwd: dir,
           env: {
