@@ -4,7 +4,8 @@
  * @module
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -54,4 +55,19 @@ export async function ensureBinaries(part: Part): Promise<string> {
     if (!existsSync(join(dir, bin))) throw new Error(`build.sh ${part}: ${bin} missing in ${dir}`);
   }
   return dir;
+}
+
+/**
+ * The bin directory of `part` if build.sh already built it for the current module files (the same
+ * key build.sh computes: sha256 of go.mod + go.sum, 16 hex digits), without building anything.
+ */
+export function cachedBinaries(part: Part): string | undefined {
+  const mod = join(CONTROLPLANE_DIR, part);
+  const key = createHash('sha256')
+    .update(readFileSync(join(mod, 'go.mod')))
+    .update(readFileSync(join(mod, 'go.sum')))
+    .digest('hex')
+    .slice(0, 16);
+  const dir = join(cacheRoot(), `${part}-${key}`);
+  return existsSync(join(dir, '.complete')) ? join(dir, 'bin') : undefined;
 }
