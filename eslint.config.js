@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'coverage/', '**/*.yaml'] },
+  { ignores: ['node_modules/', 'dist/', 'coverage/', 'bench-results/', '**/*.yaml'] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {
