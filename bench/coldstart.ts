@@ -4,13 +4,12 @@
  * node_modules left external (what an unbundled image resolves at start).
  * @module
  */
+import { pingInit } from '../test/events.js';
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { build } from 'esbuild';
-import { PING } from '../shared/api/index.js';
 import { buildBundles, ROOT } from '../scripts/build.js';
 import { median } from './objects.js';
 
@@ -62,15 +61,7 @@ async function startOnce(file: string, kubeconfig: string, namespace: string) {
     });
     const listeningMs = performance.now() - t0;
     const res = await fetch(`http://127.0.0.1:${port}/`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'ce-specversion': '1.0',
-        'ce-id': randomUUID(),
-        'ce-type': PING,
-        'ce-source': '/bench/cold-start',
-      },
-      body: JSON.stringify({ namespace }),
+      ...pingInit({ namespace }, '/bench/cold-start'),
       signal: AbortSignal.timeout(20_000),
     });
     await res.arrayBuffer();

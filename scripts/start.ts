@@ -6,17 +6,17 @@
  *
  *   npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample]
  */
+import { pingInit } from '../test/events.js';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { randomUUID } from 'node:crypto';
 import { KubeConfig } from '@kubernetes/client-node';
 import { buildGcApp } from '../functions/disk-gc-tick/app.js';
 import { buildReconcileApp } from '../functions/reconcile-pool/app.js';
 import { buildScaleDownApp } from '../functions/scale-down-with/app.js';
 import { buildValidateApp } from '../functions/scale-validate/app.js';
-import { API_VERSION, GROUP, PING, VERSION, poolCrd } from '../shared/api/index.js';
+import { API_VERSION, GROUP, VERSION, poolCrd } from '../shared/api/index.js';
 import { createFunctionMetrics, createLogger, serveApp } from '../shared/http/index.js';
 import type { ServedApp } from '../shared/http/index.js';
 import { createKube } from '../shared/kube/index.js';
@@ -218,17 +218,9 @@ async function main(): Promise<void> {
   }
 
   const tick = (url: string) => () =>
-    void fetch(url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'ce-specversion': '1.0',
-        'ce-id': randomUUID(),
-        'ce-type': PING,
-        'ce-source': '/apis/v1/namespaces/vmpool-local/pingsources/local',
-      },
-      body: '{}',
-    }).catch(() => undefined);
+    void fetch(url, pingInit({}, '/apis/v1/namespaces/vmpool-local/pingsources/local')).catch(
+      () => undefined,
+    );
   const timers = [
     setInterval(tick(reconcileUrl), Number(flags['resync-seconds']) * 1000),
     setInterval(tick(gcUrl), Number(flags['gc-seconds']) * 1000),

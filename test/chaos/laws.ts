@@ -4,7 +4,6 @@
  * @module
  */
 import type { Hono } from 'hono';
-import { randomUUID } from 'node:crypto';
 import { PING, keys } from '../../shared/api/index.js';
 import { templateHash } from '../../shared/domain/index.js';
 import type { NodeEnv } from '../../shared/http/index.js';
@@ -13,20 +12,9 @@ import { DELETE, RETAIN, writesBetween } from './kit.js';
 import type { Observer, Seen } from './observer.js';
 import { diskRefsOf } from './observer.js';
 
-/** A binary-mode CloudEvent request. */
-export function eventInit(type: string, data: unknown, id: string = randomUUID()): RequestInit {
-  return {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      'ce-specversion': '1.0',
-      'ce-id': id,
-      'ce-type': type,
-      'ce-source': 'https://127.0.0.1:6443',
-    },
-    body: JSON.stringify(data),
-  };
-}
+import { eventInit } from '../events.js';
+
+export { eventInit };
 
 /** A PingSource tick for one namespace. */
 export const pingInit = (namespace: string): RequestInit => eventInit(PING, { namespace });

@@ -4,11 +4,11 @@
  * pool) in Resource mode, the platform simulator, and PingSource-like resync and GC ticks.
  * @module
  */
-import { randomUUID } from 'node:crypto';
+import { pingInit } from '../events.js';
 import { Writable } from 'node:stream';
 import { buildGcApp } from '../../functions/disk-gc-tick/app.js';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
-import { API_VERSION, GROUP, PING, VERSION } from '../../shared/api/index.js';
+import { API_VERSION, GROUP, VERSION } from '../../shared/api/index.js';
 import { createLogger, serveApp } from '../../shared/http/index.js';
 import type { Logger, ServedApp } from '../../shared/http/index.js';
 import { createKube, loadKubeConfig } from '../../shared/kube/index.js';
@@ -98,17 +98,10 @@ export async function startStack(
     }),
   ];
   const ping = async (url: string, data: unknown = { namespace }): Promise<number> => {
-    const res = await fetch(url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'ce-specversion': '1.0',
-        'ce-id': randomUUID(),
-        'ce-type': PING,
-        'ce-source': `/apis/v1/namespaces/${namespace}/pingsources/resync`,
-      },
-      body: JSON.stringify(data),
-    });
+    const res = await fetch(
+      url,
+      pingInit(data, `/apis/v1/namespaces/${namespace}/pingsources/resync`),
+    );
     if (res.status >= 500) errors.push(`${url} ${res.status} ${await res.text()}`);
     return res.status;
   };
