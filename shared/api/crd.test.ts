@@ -1,0 +1,94 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { poolCrd } from './crd.js';
+import { celMessages } from './pool.js';
+
+type Json = Record<string, unknown>;
+const crd = poolCrd() as {
+  spec: { names: Json; versions: Array<Json & { schema: { openAPIV3Schema: Json } }> };
+};
+const version = crd.spec.versions[0]!;
+const schema = version.schema.openAPIV3Schema as { properties: Record<string, Json> };
+
+function walk(node: unknown, visit: (n: Json) => void): void {
+  if (typeof node !== 'object' || node === null) return;
+  if (Array.isArray(node)) {
+    for (const x of node) walk(x, visit);
+    return;
+  }
+  visit(node as Json);
+  for (const v of Object.values(node)) walk(v, visit);
+}
+
+describe('the VirtualMachinePool CRD generated from the models', () => {
+  it('is the file knative/ ships (run `npm run crd` after changing shared/api)', () => {
+    const file = fileURLToPath(new URL('../../knative/base/crd.yaml', import.meta.url));
+    expect(parse(readFileSync(file, 'utf8'))).toEqual(poolCrd());
+  });
+
+  it('has the reference names, category and subresources', () => {
+    expect(crd.spec.names).toMatchObject({
+      kind: 'VirtualMachinePool',
+      plural: 'virtualmachinepools',
+      shortNames: ['vmpool', 'vmpools'],
+      categories: ['virtualization'],
+    });
+    expect(version.subresources).toEqual({
+      status: {},
+      scale: {
+        specReplicasPath: '.spec.replicas',
+        statusReplicasPath: '.status.replicas',
+        labelSelectorPath: '.status.selector',
+      },
+    });
+  });
+
+  it('prints Replicas, Ready, Age, and Updated and Policy at priority 1', () => {
+    const cols = version.additionalPrinterColumns as Array<{ name: string; priority?: number }>;
+    expect(cols.map((c) => [c.name, c.priority ?? 0])).toEqual([
+      ['Replicas', 0],
+      ['Ready', 0],
+      ['Updated', 1],
+      ['Policy', 1],
+      ['Age', 0],
+    ]);
+  });
+
+  it('carries every CEL rule of the reference with its exact message', () => {
+    const messages: string[] = [];
+    walk(schema, (n) => {
+      const rules = n['x-kubernetes-validations'] as Array<{ message: string }> | undefined;
+      for (const r of rules ?? []) messages.push(r.message);
+    });
+    expect(messages.sort()).toEqual(Object.values(celMessages).sort());
+  });
+
+  it('is structural: no additionalProperties false or empty, no $ref, typed nodes', () => {
+    walk(schema, (n) => {
+      expect(n.additionalProperties).not.toBe(false);
+      if (typeof n.additionalProperties === 'object')
+        expect(Object.keys(n.additionalProperties as Json).length).toBeGreaterThan(0);
+      expect(n.$ref).toBeUndefined();
+    });
+  });
+
+  it('keeps unknown template fields but not unknown pool spec fields', () => {
+    const spec = schema.properties.spec as { properties: Record<string, Json> };
+    expect(spec['x-kubernetes-preserve-unknown-fields']).toBeUndefined();
+    const tmpl = spec.properties.virtualMachineTemplate as { properties: Record<string, Json> };
+    expect(tmpl.properties.spec?.['x-kubernetes-preserve-unknown-fields']).toBe(true);
+  });
+
+  it('does not require liveMigrationPolicy (the reference trap): the template spec requires nothing', () => {
+    const spec = schema.properties.spec as { properties: Record<string, Json>; required: string[] };
+    expect(spec.required.sort()).toEqual([
+      'scaleDownPolicy',
+      'virtualDiskTemplates',
+      'virtualMachineTemplate',
+    ]);
+    const tmpl = spec.properties.virtualMachineTemplate as { properties: Record<string, Json> };
+    expect(tmpl.properties.spec?.required).toBeUndefined();
+  });
+});
