@@ -75,7 +75,7 @@ describe('the VirtualMachinePool CRD generated from the models', () => {
   });
 
   it('keeps unknown template fields but not unknown pool spec fields', () => {
-    const spec = schema.properties.spec as { properties: Record<string, Json> };
+    const spec = schema.properties.spec as Json & { properties: Record<string, Json> };
     expect(spec['x-kubernetes-preserve-unknown-fields']).toBeUndefined();
     const tmpl = spec.properties.virtualMachineTemplate as { properties: Record<string, Json> };
     expect(tmpl.properties.spec?.['x-kubernetes-preserve-unknown-fields']).toBe(true);
