@@ -12,7 +12,7 @@ import type {
   VirtualMachine,
   VirtualMachinePool,
 } from '../api/index.js';
-import { API_VERSION, keys } from '../api/index.js';
+import { API_VERSION, BLOCK_DEVICES_READY, keys } from '../api/index.js';
 import type { Action, DiskUpdateWhy, VmUpdateWhy } from './actions.js';
 import { isFenced } from './actions.js';
 import {
@@ -31,11 +31,11 @@ import { canonicalJson, templateHash } from './hash.js';
 import { conditionOf, isTerminating, membersOf, nameOf } from './membership.js';
 import type { Rand } from './names.js';
 import { deleteDiskName, isRetainDiskName, retainDiskName } from './names.js';
+import { quantityValue } from './quantity.js';
 import { decideScale } from './scale.js';
 import { computeStatus, rfc3339, sameStatus } from './status.js';
 import { advance, patchToTemplate, rolloutStep } from './rollout.js';
 import { recordedTargets } from './targets.js';
-import { BLOCK_DEVICES_READY } from '../api/index.js';
 
 /** What a reconcile read: the pool and every VM and disk carrying its pool-uid label. */
 export interface Observed {
@@ -458,7 +458,7 @@ class Planner {
         }
       }
       const want = t.spec.persistentVolumeClaim?.size;
-      const wantBytes = diskSize({ metadata: {}, spec: { persistentVolumeClaim: { size: want } } });
+      const wantBytes = quantityValue(want);
       const have = diskSize(d);
       if (
         want !== undefined &&
