@@ -7,7 +7,7 @@ import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, GROUP, PING, VERSION, keys } from '../../shared/api/index.js';
 import { cluster, create, dropNamespace, eventually, newNamespace, read } from './harness.js';
-import { runnersPool } from './pools.js';
+import { smallPool } from './members.js';
 import { startStack, type Stack } from './stack.js';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
 import { createLogger, serveApp, type ServedApp } from '../../shared/http/index.js';
@@ -125,11 +125,9 @@ async function storm(pool: string, n: number, seed: number): Promise<number[]> {
 }
 
 function poolSpec(name: string, replicas: number) {
-  const p = runnersPool(ns, name);
-  p.spec.replicas = replicas;
-  p.spec.virtualDiskTemplates[0]!.spec.persistentVolumeClaim.size = '1Gi';
-  p.spec.virtualDiskTemplates[1]!.spec.persistentVolumeClaim.size = '1Gi';
-  return p;
+  return smallPool(ns, name, (p) => {
+    p.spec.replicas = replicas;
+  });
 }
 
 async function settled(pool: string, n: number): Promise<void> {

@@ -4,16 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/api/index.js';
-import {
-  cluster,
-  create,
-  dropNamespace,
-  eventually,
-  newNamespace,
-  read,
-  type Obj,
-} from './harness.js';
-import { runnersPool } from './pools.js';
+import { cluster, create, dropNamespace, eventually, newNamespace, read } from './harness.js';
+import { listObjects, members as readMembers, smallPool } from './members.js';
 import { startStack, type Stack } from './stack.js';
 
 let ns = '';
@@ -28,47 +20,8 @@ afterAll(async () => {
   await dropNamespace(ns);
 });
 
-interface Member {
-  name: string;
-  uid: string;
-  created: string;
-  phase?: string;
-  terminating: boolean;
-  refs: string[];
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
-  conditions: Array<{ type: string; status: string }>;
-}
-
-async function list(plural: string, selector: string): Promise<Obj[]> {
-  const r = (await cluster().custom.listNamespacedCustomObject({
-    group: 'virtualization.deckhouse.io',
-    version: 'v1alpha2',
-    namespace: ns,
-    plural,
-    labelSelector: selector,
-  })) as { items: Obj[] };
-  return r.items;
-}
-
-async function members(pool: string): Promise<Member[]> {
-  return (await list('virtualmachines', `${keys.pool}=${pool}`)).map((o) => {
-    const m = o.metadata;
-    const spec = o.spec as { blockDeviceRefs?: Array<{ name: string }> };
-    const status = (o.status ?? {}) as { phase?: string; conditions?: Member['conditions'] };
-    return {
-      name: m.name as string,
-      uid: m.uid as string,
-      created: m.creationTimestamp as string,
-      terminating: m.deletionTimestamp !== undefined,
-      refs: (spec.blockDeviceRefs ?? []).map((r) => r.name),
-      labels: (m.labels ?? {}) as Record<string, string>,
-      annotations: (m.annotations ?? {}) as Record<string, string>,
-      conditions: status.conditions ?? [],
-      ...(status.phase ? { phase: status.phase } : {}),
-    };
-  });
-}
+const list = (plural: string, selector: string) => listObjects(ns, plural, selector);
+const members = (pool: string) => readMembers(ns, pool);
 
 async function disks(pool: string) {
   return (await list('virtualdisks', `${keys.pool}=${pool}`)).map((o) => {
@@ -117,12 +70,8 @@ async function converged(pool: string, n: number, phase = 'Running', timeoutMs =
   );
 }
 
-function pool(name: string, patch: (p: ReturnType<typeof runnersPool>) => void = () => undefined) {
-  const p = runnersPool(ns, name);
-  p.spec.virtualDiskTemplates[0]!.spec.persistentVolumeClaim.size = '1Gi';
-  p.spec.virtualDiskTemplates[1]!.spec.persistentVolumeClaim.size = '1Gi';
-  patch(p);
-  return p;
+function pool(name: string, patch?: Parameters<typeof smallPool>[2]) {
+  return smallPool(ns, name, patch);
 }
 
 const kubectl = (args: string[], input?: string) => cluster().kubectl([...args, '-n', ns], input);

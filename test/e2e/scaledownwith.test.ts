@@ -27,7 +27,8 @@ import {
   read,
   type Obj,
 } from './harness.js';
-import { runnersPool, runnersVm } from './pools.js';
+import { members as readMembers, smallPool } from './members.js';
+import { runnersVm } from './pools.js';
 import { startStack, type Stack } from './stack.js';
 
 let ns = '';
@@ -97,42 +98,11 @@ afterAll(async () => {
   await dropNamespace(ns);
 });
 
-type Pool = ReturnType<typeof runnersPool>;
-
-function pool(name: string, edit: (p: Pool) => void = () => undefined): Pool {
-  const p = runnersPool(ns, name);
-  p.spec.virtualDiskTemplates[0]!.spec.persistentVolumeClaim.size = '1Gi';
-  p.spec.virtualDiskTemplates[1]!.spec.persistentVolumeClaim.size = '1Gi';
-  edit(p);
-  return p;
+function pool(name: string, edit?: Parameters<typeof smallPool>[2]) {
+  return smallPool(ns, name, edit);
 }
 
-interface Member {
-  name: string;
-  created: string;
-  phase?: string;
-  terminating: boolean;
-}
-
-async function members(poolName: string): Promise<Member[]> {
-  const r = (await cluster().custom.listNamespacedCustomObject({
-    group: GROUP,
-    version: VERSION,
-    namespace: ns,
-    plural: 'virtualmachines',
-    labelSelector: `${keys.pool}=${poolName}`,
-  })) as { items: Obj[] };
-  return r.items.map((o) => {
-    const m = o.metadata as { name: string; creationTimestamp: string; deletionTimestamp?: string };
-    const phase = (o.status as { phase?: string } | undefined)?.phase;
-    return {
-      name: m.name,
-      created: m.creationTimestamp,
-      terminating: m.deletionTimestamp !== undefined,
-      ...(phase ? { phase } : {}),
-    };
-  });
-}
+const members = (poolName: string) => readMembers(ns, poolName);
 
 async function replicas(poolName: string): Promise<number | undefined> {
   const p = await read('virtualmachinepools', ns, poolName);
