@@ -1,12 +1,12 @@
-import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { Hono } from 'hono';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { mintCa, mintLeaf } from '../../test/controlplane/certs.js';
 import type { NodeEnv } from './app.js';
 import { createHealth } from './health.js';
 import { serveApp } from './serve.js';
@@ -14,65 +14,19 @@ import type { ServedApp } from './serve.js';
 import { clientCertificate, signedBy } from './tls.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'vmpool-tls-'));
-
-function openssl(...args: string[]): void {
-  execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-}
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
 
 /** A throwaway self-signed certificate for `cn`, written to `<name>.crt`/`<name>.key`. */
 function selfSigned(name: string, cn: string): void {
-  openssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    `${name}.key`,
-    '-out',
-    `${name}.crt`,
-    '-days',
-    '1',
-    '-subj',
-    `/CN=${cn}`,
-    '-addext',
-    'subjectAltName=IP:127.0.0.1',
-  );
+  mintCa(dir, name, cn);
 }
 
 /** A client certificate for `cn`, signed by the `ca` pair. */
 function signedClient(name: string, cn: string, ca: string): void {
-  openssl(
-    'req',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    `${name}.key`,
-    '-out',
-    `${name}.csr`,
-    '-subj',
-    `/CN=${cn}`,
-  );
-  openssl(
-    'x509',
-    '-req',
-    '-in',
-    `${name}.csr`,
-    '-CA',
-    `${ca}.crt`,
-    '-CAkey',
-    `${ca}.key`,
-    '-CAcreateserial',
-    '-out',
-    `${name}.crt`,
-    '-days',
-    '1',
-  );
+  const pair = { certPath: join(dir, `${ca}.crt`), keyPath: join(dir, `${ca}.key`) };
+  mintLeaf(dir, name, { ...pair, certPem: '', keyPem: '' }, { cn, usage: 'client' });
 }
 
 /** The CN of the certificate the server presents to a new connection. */
@@ -245,6 +199,6 @@ describe('signedBy', () => {
     const cert = new X509Certificate(readFileSync(join(dir, 'exp.crt')));
     const pem = readFileSync(join(dir, 'exp.crt'), 'utf8');
     expect(signedBy(cert, pem)).toBe(true);
-    expect(signedBy(cert, pem, new Date(Date.now() + 3 * 86_400_000))).toBe(false);
+    expect(signedBy(cert, pem, new Date(Date.parse(cert.validTo) + 86_400_000))).toBe(false);
   });
 });

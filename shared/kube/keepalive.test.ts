@@ -1,11 +1,11 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { mintCa, mintLeaf } from '../../test/controlplane/certs.js';
 import { createKube } from './client.js';
 import { kubeConfigFor } from './config.js';
 
@@ -17,36 +17,12 @@ let cert = '';
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'vmpool-keepalive-'));
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=127.0.0.1',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-keyout',
-      join(dir, 'key.pem'),
-      '-out',
-      join(dir, 'cert.pem'),
-    ],
-    { stdio: 'ignore' },
-  );
-  cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
-  server = createServer({ cert, key: readFileSync(join(dir, 'key.pem')) }, (_req, res) => {
+  const ca = mintCa(dir, 'ca', 'keepalive-ca');
+  const leaf = mintLeaf(dir, 'srv', ca, { cn: '127.0.0.1', sans: ['127.0.0.1'], usage: 'server' });
+  cert = ca.certPem;
+  server = createServer({ cert: leaf.certPem, key: leaf.keyPem }, (_req, res) => {
     res.setHeader('content-type', 'application/json');
-    res.end(
-      JSON.stringify({ kind: 'Status', code: 404, reason: 'NotFound', message: 'nope' }).replace(
-        '"code":404',
-        '"code":404',
-      ),
-    );
+    res.end(JSON.stringify({ kind: 'Status', code: 404, reason: 'NotFound', message: 'nope' }));
   });
   server.on('secureConnection', () => connections++);
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
