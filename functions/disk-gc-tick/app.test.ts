@@ -1,5 +1,5 @@
 import nock from 'nock';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { VirtualDisk, VirtualMachinePool } from '../../shared/api/index.js';
 import { keys } from '../../shared/api/index.js';
 import { createFunctionMetrics } from '../../shared/http/index.js';
@@ -8,14 +8,13 @@ import {
   BASE,
   binaryEvent,
   list,
-  recordUnmatched,
+  guardNock,
   ref,
   silentLog,
   statusBody,
   structuredEvent,
   testKube,
 } from '../../test/functions/fixtures.js';
-import type { Unmatched } from '../../test/functions/fixtures.js';
 import {
   HOUR,
   MINUTE,
@@ -97,18 +96,7 @@ function cluster(): { pools: VirtualMachinePool[]; vms: unknown[]; disks: Virtua
   return { pools: [runners, other], vms: [member], disks };
 }
 
-let unmatched: { seen: Unmatched[]; stop(): void };
-
-beforeAll(() => {
-  nock.disableNetConnect();
-});
-beforeEach(() => {
-  unmatched = recordUnmatched();
-});
-afterEach(() => {
-  unmatched.stop();
-  nock.cleanAll();
-});
+const unmatched = guardNock();
 
 describe('disk-gc-tick', () => {
   it('lists disks, pools and VMs cluster-wide, deletes only the expired disk beyond keep → 202', async () => {

@@ -1,5 +1,5 @@
 import nock from 'nock';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../../shared/api/index.js';
 import { keys } from '../../shared/api/index.js';
 import { createFunctionMetrics } from '../../shared/http/index.js';
@@ -11,14 +11,13 @@ import {
   converged,
   eventsPath,
   list,
-  recordUnmatched,
+  guardNock,
   ref,
   silentLog,
   statusBody,
   structuredEvent,
   testKube,
 } from '../../test/functions/fixtures.js';
-import type { Unmatched } from '../../test/functions/fixtures.js';
 import { NOW, disk, pool, seededRand, vm } from '../../test/unit/builders.js';
 import { buildReconcileApp } from './app.js';
 
@@ -55,18 +54,7 @@ function gone(ns: string, name: string): nock.Scope {
     .reply(404, statusBody(404, 'NotFound', `virtualmachinepools "${name}" not found`));
 }
 
-let unmatched: { seen: Unmatched[]; stop(): void };
-
-beforeAll(() => {
-  nock.disableNetConnect();
-});
-beforeEach(() => {
-  unmatched = recordUnmatched();
-});
-afterEach(() => {
-  unmatched.stop();
-  nock.cleanAll();
-});
+const unmatched = guardNock();
 
 describe('reconcile-pool: which pool an event points at', () => {
   it.each(['add', 'update', 'delete'])(

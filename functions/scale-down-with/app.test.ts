@@ -1,6 +1,6 @@
 import { X509Certificate } from 'node:crypto';
 import nock from 'nock';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { VirtualMachinePool } from '../../shared/api/index.js';
 import { keys } from '../../shared/api/index.js';
 import type { ClientCertificate } from '../../shared/http/index.js';
@@ -11,12 +11,11 @@ import {
   API,
   BASE,
   binaryEvent,
-  recordUnmatched,
+  guardNock,
   silentLog,
   statusBody,
   testKube,
 } from '../../test/functions/fixtures.js';
-import type { Unmatched } from '../../test/functions/fixtures.js';
 import { pool, vm } from '../../test/unit/builders.js';
 import { SCALE_DOWN_WITH_EVENT, buildScaleDownApp } from './app.js';
 
@@ -32,18 +31,10 @@ const scaleDownPath = (ns: string, name: string): string =>
   `${SUB_BASE}/namespaces/${ns}/virtualmachinepools/${name}/scaledownwith`;
 
 let certs: TestCerts;
-let unmatched: { seen: Unmatched[]; stop(): void };
+const unmatched = guardNock();
 
 beforeAll(() => {
-  nock.disableNetConnect();
   certs = mintCerts();
-});
-beforeEach(() => {
-  unmatched = recordUnmatched();
-});
-afterEach(() => {
-  unmatched.stop();
-  nock.cleanAll();
 });
 
 type CertChoice = 'proxy' | 'intruder' | 'rogue' | 'none';

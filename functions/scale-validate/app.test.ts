@@ -1,16 +1,15 @@
 import nock from 'nock';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { VirtualMachine, VirtualMachinePool } from '../../shared/api/index.js';
 import { keys } from '../../shared/api/index.js';
 import {
   API,
   BASE,
-  recordUnmatched,
+  guardNock,
   silentLog,
   statusBody,
   testKube,
 } from '../../test/functions/fixtures.js';
-import type { Unmatched } from '../../test/functions/fixtures.js';
 import { pool, runnersDiskTemplates, runnersVmTemplate } from '../../test/unit/builders.js';
 import { POOL_PATH, SCALE_PATH, buildValidateApp } from './app.js';
 
@@ -89,18 +88,7 @@ async function post(
   return { status: res.status, review: (await res.json()) as ReviewResponse };
 }
 
-let unmatched: { seen: Unmatched[]; stop(): void };
-
-beforeAll(() => {
-  nock.disableNetConnect();
-});
-beforeEach(() => {
-  unmatched = recordUnmatched();
-});
-afterEach(() => {
-  unmatched.stop();
-  nock.cleanAll();
-});
+const unmatched = guardNock();
 
 describe('scale-validate: /scale', () => {
   it('a decrease on an Explicit pool is denied with the reference message, uid echoed', async () => {

@@ -5,6 +5,7 @@
  * @module
  */
 import nock from 'nock';
+import { afterEach, beforeAll, beforeEach } from 'vitest';
 import type {
   VirtualDisk,
   VirtualMachine,
@@ -116,6 +117,29 @@ export function recordUnmatched(): { readonly seen: Unmatched[]; stop(): void } 
     seen,
     stop: () => {
       nock.emitter.removeListener('no match', onNoMatch);
+    },
+  };
+}
+
+/**
+ * Registers the per-file nock lifecycle of a function test: no real network, unmatched requests
+ * recorded per test, interceptors cleared after each. `seen` is the current test's list.
+ */
+export function guardNock(): { readonly seen: Unmatched[] } {
+  let current: { seen: Unmatched[]; stop(): void } = { seen: [], stop: () => undefined };
+  beforeAll(() => {
+    nock.disableNetConnect();
+  });
+  beforeEach(() => {
+    current = recordUnmatched();
+  });
+  afterEach(() => {
+    current.stop();
+    nock.cleanAll();
+  });
+  return {
+    get seen() {
+      return current.seen;
     },
   };
 }
