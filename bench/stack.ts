@@ -7,14 +7,12 @@
  */
 import { Writable } from 'node:stream';
 import { buildReconcileApp } from '../functions/reconcile-pool/app.js';
-import { API_VERSION, GROUP, VERSION } from '../shared/api/index.js';
 import { createLogger, serveApp } from '../shared/http/index.js';
 import type { Logger } from '../shared/http/index.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { createKube } from '../shared/kube/index.js';
 import type { Kube, RequestCounts } from '../shared/kube/index.js';
-import { startAdapter } from '../test/controlplane/adapter.js';
-import type { Adapter } from '../test/controlplane/adapter.js';
+import { startPoolSources } from '../test/controlplane/adapter.js';
 
 /** A running reconcile-pool with its event sources. */
 export interface Stack {
@@ -84,28 +82,13 @@ export async function startStack(
     { port: 0, hostname: '127.0.0.1', handleSignals: false },
   );
   const sink = `http://127.0.0.1:${(await served.listening).port}/`;
-  const gvr = (Resource: string) => ({ gvr: { Group: GROUP, Version: VERSION, Resource } });
-  const adapters: Adapter[] = [
-    await startAdapter({
-      kubeconfigPath,
-      binDir: knativeBinDir,
-      sink,
-      namespaces,
-      resources: [gvr('virtualmachinepools')],
-      mode: 'Resource',
-      name: 'bench-pools',
-    }),
-    await startAdapter({
-      kubeconfigPath,
-      binDir: knativeBinDir,
-      sink,
-      namespaces,
-      resources: [gvr('virtualmachines'), gvr('virtualdisks')],
-      owner: { apiVersion: API_VERSION, kind: 'VirtualMachinePool' },
-      mode: 'Resource',
-      name: 'bench-children',
-    }),
-  ];
+  const adapters = await startPoolSources({
+    kubeconfigPath,
+    binDir: knativeBinDir,
+    sink,
+    namespaces,
+    name: 'bench',
+  });
   return {
     kube,
     delivered: () => delivered,

@@ -16,12 +16,11 @@ import { buildGcApp } from '../functions/disk-gc-tick/app.js';
 import { buildReconcileApp } from '../functions/reconcile-pool/app.js';
 import { buildScaleDownApp } from '../functions/scale-down-with/app.js';
 import { buildValidateApp } from '../functions/scale-validate/app.js';
-import { API_VERSION, GROUP, VERSION, poolCrd } from '../shared/api/index.js';
+import { poolCrd } from '../shared/api/index.js';
 import { createFunctionMetrics, createLogger, serveApp } from '../shared/http/index.js';
 import type { ServedApp } from '../shared/http/index.js';
 import { createKube } from '../shared/kube/index.js';
-import { startAdapter } from '../test/controlplane/adapter.js';
-import type { Adapter } from '../test/controlplane/adapter.js';
+import { startPoolSources } from '../test/controlplane/adapter.js';
 import { cachedBinaries, ensureBinaries } from '../test/controlplane/binaries.js';
 import { mintCa, mintLeaf } from '../test/controlplane/certs.js';
 import { startControlPlane } from '../test/controlplane/cluster.js';
@@ -185,26 +184,12 @@ async function main(): Promise<void> {
   // run does not wait minutes for a second build (npm test builds the adapter).
   const adapterBin = cachedBinaries('knative');
   if (adapterBin !== undefined) {
-    const gvr = (Resource: string) => ({ gvr: { Group: GROUP, Version: VERSION, Resource } });
-    const adapters: Adapter[] = [
-      await startAdapter({
-        kubeconfigPath,
-        binDir: adapterBin,
-        sink: reconcileUrl,
-        allNamespaces: true,
-        resources: [gvr('virtualmachinepools')],
-        name: 'vmpool-pools',
-      }),
-      await startAdapter({
-        kubeconfigPath,
-        binDir: adapterBin,
-        sink: reconcileUrl,
-        allNamespaces: true,
-        resources: [gvr('virtualmachines'), gvr('virtualdisks')],
-        owner: { apiVersion: API_VERSION, kind: 'VirtualMachinePool' },
-        name: 'vmpool-children',
-      }),
-    ];
+    const adapters = await startPoolSources({
+      kubeconfigPath,
+      binDir: adapterBin,
+      sink: reconcileUrl,
+      name: 'vmpool',
+    });
     stoppers.push(() => Promise.all(adapters.map((a) => a.stop())).then(() => undefined));
     say('Knative ApiServerSource adapters feeding reconcile-pool');
   } else {

@@ -10,6 +10,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { API_VERSION, GROUP, VERSION } from '../../shared/api/index.js';
 import { ensureBinaries } from './binaries.js';
 import { freePort, killNow, startProcess, stopPid, tail, waitFor } from './process.js';
 
@@ -111,4 +112,48 @@ export async function startAdapter(o: AdapterOptions): Promise<Adapter> {
     throw err;
   }
   return { pid: proc.pid, logPath: proc.logPath, log: () => tail(proc.logPath, 200), stop };
+}
+
+/** Where the two pool sources look and deliver. */
+export interface PoolSourcesOptions {
+  kubeconfigPath: string;
+  binDir: string;
+  sink: string;
+  /** Namespaces to watch; all when unset. */
+  namespaces?: string[];
+  /** Prefix of the adapters' names. */
+  name: string;
+}
+
+/**
+ * The two ApiServerSources vmpool needs, in Resource mode, as knative/ deploys them: pools (no owner
+ * filter, which would drop them), and VMs and disks whose controller is a pool.
+ */
+export async function startPoolSources(o: PoolSourcesOptions): Promise<Adapter[]> {
+  const gvr = (Resource: string) => ({ gvr: { Group: GROUP, Version: VERSION, Resource } });
+  const where = o.namespaces === undefined ? { allNamespaces: true } : { namespaces: o.namespaces };
+  const common = {
+    kubeconfigPath: o.kubeconfigPath,
+    binDir: o.binDir,
+    sink: o.sink,
+    mode: 'Resource' as const,
+    ...where,
+  };
+  const pools = await startAdapter({
+    ...common,
+    resources: [gvr('virtualmachinepools')],
+    name: `${o.name}-pools`,
+  });
+  try {
+    const children = await startAdapter({
+      ...common,
+      resources: [gvr('virtualmachines'), gvr('virtualdisks')],
+      owner: { apiVersion: API_VERSION, kind: 'VirtualMachinePool' },
+      name: `${o.name}-children`,
+    });
+    return [pools, children];
+  } catch (err) {
+    await pools.stop();
+    throw err;
+  }
 }

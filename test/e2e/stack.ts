@@ -8,13 +8,11 @@ import { pingInit } from '../events.js';
 import { Writable } from 'node:stream';
 import { buildGcApp } from '../../functions/disk-gc-tick/app.js';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
-import { API_VERSION, GROUP, VERSION } from '../../shared/api/index.js';
 import { createLogger, serveApp } from '../../shared/http/index.js';
 import type { Logger, ServedApp } from '../../shared/http/index.js';
 import { createKube, loadKubeConfig } from '../../shared/kube/index.js';
 import type { Kube } from '../../shared/kube/index.js';
-import { startAdapter } from '../controlplane/adapter.js';
-import type { Adapter } from '../controlplane/adapter.js';
+import { startPoolSources } from '../controlplane/adapter.js';
 import { startSimulator } from '../simulator/simulator.js';
 import type { Simulator } from '../simulator/simulator.js';
 import { cluster } from './harness.js';
@@ -75,28 +73,13 @@ export async function startStack(
       vmTerminating: 300,
     },
   });
-  const gvr = (Resource: string) => ({ gvr: { Group: GROUP, Version: VERSION, Resource } });
-  const adapters: Adapter[] = [
-    await startAdapter({
-      kubeconfigPath: info.kubeconfigPath,
-      binDir: info.knativeBinDir,
-      sink: reconcileUrl,
-      namespaces: [namespace],
-      resources: [gvr('virtualmachinepools')],
-      mode: 'Resource',
-      name: `pools-${namespace}`,
-    }),
-    await startAdapter({
-      kubeconfigPath: info.kubeconfigPath,
-      binDir: info.knativeBinDir,
-      sink: reconcileUrl,
-      namespaces: [namespace],
-      resources: [gvr('virtualmachines'), gvr('virtualdisks')],
-      owner: { apiVersion: API_VERSION, kind: 'VirtualMachinePool' },
-      mode: 'Resource',
-      name: `children-${namespace}`,
-    }),
-  ];
+  const adapters = await startPoolSources({
+    kubeconfigPath: info.kubeconfigPath,
+    binDir: info.knativeBinDir,
+    sink: reconcileUrl,
+    namespaces: [namespace],
+    name: namespace,
+  });
   const ping = async (url: string, data: unknown = { namespace }): Promise<number> => {
     const res = await fetch(
       url,
