@@ -29,6 +29,12 @@ export const keys = {
   diskTemplate: `${PREFIX}disk-template`,
   /** annotation on free Retain disks: RFC 3339 UTC, second precision. */
   freeSince: `${PREFIX}free-since`,
+  /**
+   * annotation on VMs (vmpool's own): the pool's `metadata.generation` the member was planned at.
+   * creationTimestamp has second precision, so a scale-up and the batch before it often tie; the
+   * generation (bumped by every `/scale` write) still tells which is newer.
+   */
+  createdGeneration: `${PREFIX}created-generation`,
   /** annotation on pools (vmpool's own): scaledownwith targets recorded with the decrement. */
   scaleDownTargets: `${PREFIX}scale-down-targets`,
 } as const;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { keys } from '../api/index.js';
 import { at, disk, HOUR, pool, vm } from '../../test/unit/builders.js';
 import {
-  byAgeThenName,
+  byAge,
   conditionOf,
   isMember,
   isReady,
@@ -101,14 +101,29 @@ describe('membership', () => {
     expect(nameOf({ metadata: {} })).toBe('');
   });
 
-  it('byAgeThenName orders by creationTimestamp, ties by name', () => {
+  it('byAge orders by creationTimestamp, then by name', () => {
     const vms = [
       vm(p, 'c', { created: at(-HOUR) }),
       vm(p, 'b', { created: at(-HOUR) }),
       vm(p, 'a', { created: at(0) }),
       vm(p, 'z', { created: at(-2 * HOUR) }),
     ];
-    expect(vms.sort(byAgeThenName).map(nameOf)).toEqual(['z', 'b', 'c', 'a']);
-    expect(byAgeThenName(vm(p, 'x'), vm(p, 'x'))).toBe(0);
+    expect(vms.sort(byAge).map(nameOf)).toEqual(['z', 'b', 'c', 'a']);
+    expect(byAge(vm(p, 'x'), vm(p, 'x'))).toBe(0);
+  });
+
+  it('byAge breaks a same-second tie by the pool generation a member was planned at', () => {
+    const t = at(-HOUR);
+    const born = (g: string) => ({ created: t, annotations: { [keys.createdGeneration]: g } });
+    const vms = [
+      vm(p, 'a', born('12')),
+      vm(p, 'b', born('3')),
+      vm(p, 'c', { created: t }),
+      vm(p, 'd', born('not-a-number')),
+      vm(p, 'e', born('3')),
+      vm(p, 'f', { created: at(-2 * HOUR), annotations: { [keys.createdGeneration]: '99' } }),
+    ];
+    // Older seconds still win; unstamped or garbled members count as the oldest of their second.
+    expect(vms.sort(byAge).map(nameOf)).toEqual(['f', 'c', 'd', 'b', 'e', 'a']);
   });
 });

@@ -49,10 +49,22 @@ export function nameOf(obj: { metadata: { name?: string | undefined } }): string
   return obj.metadata.name ?? '';
 }
 
-/** Orders by creationTimestamp (RFC 3339 sorts as text), ties broken by name. */
-export function byAgeThenName(a: VirtualMachine, b: VirtualMachine): number {
+/**
+ * Orders oldest first: by creationTimestamp (RFC 3339 sorts as text); within one second by the pool
+ * generation the member was planned at (unstamped members count as oldest); then by name.
+ */
+export function byAge(a: VirtualMachine, b: VirtualMachine): number {
   const ta = a.metadata.creationTimestamp ?? '';
   const tb = b.metadata.creationTimestamp ?? '';
   if (ta !== tb) return ta < tb ? -1 : 1;
+  const ga = createdGeneration(a);
+  const gb = createdGeneration(b);
+  if (ga !== gb) return ga - gb;
   return nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0;
+}
+
+/** The pool generation a member was planned at; -1 when absent or not a plain integer. */
+function createdGeneration(vm: VirtualMachine): number {
+  const text = vm.metadata.annotations?.[keys.createdGeneration];
+  return text !== undefined && /^\d{1,15}$/.test(text) ? Number(text) : -1;
 }

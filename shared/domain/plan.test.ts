@@ -71,8 +71,8 @@ describe('plan: scale up', () => {
     expect(pl.writeStatus).toBe(true);
   });
 
-  it('stamps labels, the patched revision and a controller ownerReference on new members', () => {
-    const p = pool({ replicas: 1 });
+  it('stamps labels, the patched revision, the pool generation and a controller ownerReference on new members', () => {
+    const p = pool({ replicas: 1, generation: 7 });
     const [c] = of(plan({ pool: p, vms: [], disks: [] }, NOW, rand()), 'createVm');
     const hash = templateHash(p.spec.virtualMachineTemplate);
     expect(c?.vm.metadata.labels).toMatchObject({
@@ -81,6 +81,7 @@ describe('plan: scale up', () => {
       [keys.templateHash]: hash,
     });
     expect(c?.vm.metadata.annotations?.[keys.patchedTemplateHash]).toBe(hash);
+    expect(c?.vm.metadata.annotations?.[keys.createdGeneration]).toBe('7');
     expect(c?.vm.metadata.ownerReferences).toEqual([
       expect.objectContaining({
         kind: 'VirtualMachinePool',
@@ -284,6 +285,27 @@ describe('plan: scale down', () => {
       rand(),
     );
     expect(of(pl, 'deleteVm').map((d) => d.name)).toEqual(['runners-aaaaa']);
+  });
+
+  it('scaling back down in the same second removes the members of the later scale-up', () => {
+    const p = pool({ replicas: 2, generation: 3 });
+    const same = at(-1000);
+    const born = (g: number) => ({ [keys.createdGeneration]: String(g) });
+    const pl = plan(
+      observe(p, [
+        steady(p, 'runners-aaaaa', { created: same, annotations: born(1) }),
+        steady(p, 'runners-zzzzz', { created: same, annotations: born(1) }),
+        steady(p, 'runners-bbbbb', { created: same, annotations: born(2) }),
+        steady(p, 'runners-ccccc', { created: same, annotations: born(2) }),
+      ]),
+      NOW,
+      rand(),
+    );
+    expect(
+      of(pl, 'deleteVm')
+        .map((d) => d.name)
+        .sort(),
+    ).toEqual(['runners-bbbbb', 'runners-ccccc']);
   });
 
   it('counts a Terminating member as already removed (desired 1 of {terminating, old, new})', () => {

@@ -80,7 +80,11 @@ export function newMember(
         [keys.templateHash]: hash,
       },
       // Recording the patched revision at birth spares every new replica a redundant rewrite.
-      annotations: { ...t.metadata?.annotations, [keys.patchedTemplateHash]: hash },
+      annotations: {
+        ...t.metadata?.annotations,
+        [keys.patchedTemplateHash]: hash,
+        [keys.createdGeneration]: String(pool.metadata.generation ?? 0),
+      },
       ownerReferences: [
         {
           apiVersion: API_VERSION,

@@ -4,7 +4,7 @@
  * @module
  */
 import type { ScaleDownPolicy, VirtualMachine } from '../api/index.js';
-import { byAgeThenName, isTerminating, nameOf } from './membership.js';
+import { byAge, isTerminating, nameOf } from './membership.js';
 import type { Rand } from './names.js';
 import { ALPHABET, VM_SUFFIX, vmName } from './names.js';
 
@@ -48,13 +48,13 @@ export function decideScale(input: ScaleInput, rand: Rand): ScaleDecision {
   return { creates: [], victims: rankVictims(candidates, input.policy).slice(0, toDelete) };
 }
 
-/** Candidates in removal order: by creationTimestamp for the policy, ties broken by name. */
+/** Candidates in removal order for the policy (see {@link byAge}). */
 export function rankVictims(
   candidates: readonly VirtualMachine[],
   policy: ScaleDownPolicy,
 ): VirtualMachine[] {
   if (policy === 'Explicit') return [];
-  const sorted = [...candidates].sort(byAgeThenName);
+  const sorted = [...candidates].sort(byAge);
   return policy === 'NewestFirst' ? sorted.reverse() : sorted;
 }
 

@@ -154,13 +154,15 @@ export function retainDisks(obs: Observer, pool: string): Seen[] {
     );
 }
 
-/** Names the policy removes first from `members` (creation time, ties by name). */
+/** Names the policy removes first from `members` (creation time, then planned generation, then name). */
 export function expectedVictims(members: readonly Seen[], policy: string, n: number): Set<string> {
   if (policy === 'Explicit' || n <= 0) return new Set();
+  const born = (m: Seen): number => Number(m.metadata.annotations?.[keys.createdGeneration] ?? -1);
   const sorted = [...members].sort((a, b) => {
     const x = a.metadata.creationTimestamp;
     const y = b.metadata.creationTimestamp;
     if (x !== y) return x < y ? -1 : 1;
+    if (born(a) !== born(b)) return born(a) - born(b);
     return a.metadata.name < b.metadata.name ? -1 : 1;
   });
   if (policy === 'NewestFirst') sorted.reverse();
