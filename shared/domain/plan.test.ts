@@ -511,6 +511,52 @@ describe('plan: Retain disks', () => {
     expect(refs.filter(([, d]) => d === 'runners-cache-boundd')).toHaveLength(1);
   });
 
+  it('drops a pending create whose name a VM outside the pool holds, and creates another name', () => {
+    const p = pool({
+      replicas: 1,
+      status: {
+        intent: {
+          creates: ['runners-takn1'],
+          bindings: [{ vm: 'runners-takn1', template: 'cache', disk: 'runners-cache-boundd' }],
+        },
+      },
+    });
+    const pl = plan(
+      {
+        pool: p,
+        vms: [],
+        disks: [disk(p, 'runners-cache-boundd')],
+        foreign: new Set(['runners-takn1']),
+      },
+      NOW,
+      rand(),
+    );
+    const names = of(pl, 'createVm').map((c) => c.vm.metadata.name);
+    expect(names).toHaveLength(1);
+    expect(names).not.toContain('runners-takn1');
+    expect(pl.status.intent?.creates).toEqual(names);
+    // The disk bound to the dropped name is free again: the newcomer may take it.
+    expect(pl.status.intent?.bindings).toEqual([
+      { vm: names[0], template: 'cache', disk: 'runners-cache-boundd' },
+    ]);
+    expect(pl.fenced).toBe(true);
+    expect(pl.warnings).toEqual([
+      "VirtualMachine runners-takn1 exists and is not the pool's: creating another name",
+    ]);
+  });
+
+  it('never picks a foreign name for a fresh create', () => {
+    const p = pool({ replicas: 1 });
+    // The same draws would give the same name: taken by a foreign VM, another one is picked.
+    const first = of(plan({ pool: p, vms: [], disks: [] }, NOW, seededRand(3)), 'createVm')[0];
+    const name = first?.vm.metadata.name ?? '';
+    const pl = plan({ pool: p, vms: [], disks: [], foreign: new Set([name]) }, NOW, seededRand(3));
+    const [again] = of(pl, 'createVm').map((c) => c.vm.metadata.name);
+    expect(again).not.toBe(name);
+    expect(again?.slice(0, -5)).toBe(name.slice(0, -5));
+    expect([...(again ?? '').slice(-5)].every((c) => ALPHABET.includes(c))).toBe(true);
+  });
+
   it('stamps free-since on a newly free disk and clears it on a used one', () => {
     const p = pool({ replicas: 1 });
     const a = steady(p, 'runners-aaaaa', { cache: 'runners-cache-usedup' });

@@ -42,6 +42,11 @@ export interface Observed {
   readonly pool: VirtualMachinePool;
   readonly vms: readonly VirtualMachine[];
   readonly disks: readonly VirtualDisk[];
+  /**
+   * Names a create found taken by a VM that is not the pool's (AlreadyExists): no longer pending,
+   * and not chosen again.
+   */
+  readonly foreign?: ReadonlySet<string>;
 }
 
 /** What a reconcile should do. */
@@ -164,7 +169,13 @@ class Planner {
     const isLive = (name: string, uid: string): boolean =>
       liveByName.get(name)?.metadata.uid === uid;
 
-    const pendingCreates = (intent.creates ?? []).filter((n) => !vmNames.has(n));
+    const foreign = this.obs.foreign ?? new Set<string>();
+    const pendingCreates = (intent.creates ?? []).filter((n) => !vmNames.has(n) && !foreign.has(n));
+    for (const n of intent.creates ?? [])
+      if (foreign.has(n) && !vmNames.has(n))
+        this.warnings.push(
+          `VirtualMachine ${n} exists and is not the pool's: creating another name`,
+        );
     const pendingDeletes = (intent.deletes ?? []).filter((d) => isLive(d.name, d.uid));
     const targets = recordedTargets(this.pool);
     const liveTargets = targets.filter((t) => isLive(t.name, t.uid));
@@ -178,7 +189,7 @@ class Planner {
         members: this.members,
         pendingCreates,
         leaving,
-        taken: new Set([...vmNames, ...pendingCreates]),
+        taken: new Set([...vmNames, ...pendingCreates, ...foreign]),
       },
       this.rand,
     );

@@ -45,6 +45,7 @@ export async function reconcilePool(
   const maxPasses = deps.maxPasses ?? 6;
   let actions = 0;
   let reason = '';
+  const foreign = new Set<string>();
   for (let pass = 1; pass <= maxPasses; pass++) {
     if (pass > 1 && reason !== '')
       await sleep(Math.floor(deps.rand() * 50 * 2 ** Math.min(pass, 5)));
@@ -64,7 +65,7 @@ export async function reconcilePool(
       reason = (!vms.ok ? vms : (disks as Failure)).message;
       continue;
     }
-    const p = plan({ pool, vms: vms.value, disks: disks.value }, deps.now(), deps.rand);
+    const p = plan({ pool, vms: vms.value, disks: disks.value, foreign }, deps.now(), deps.rand);
     for (const w of p.warnings) log.warn({ pool: `${namespace}/${name}` }, w);
     if (p.writeStatus || p.fenced) {
       const wrote = await kube.updatePoolStatus({ ...pool, status: p.status });
@@ -80,6 +81,7 @@ export async function reconcilePool(
     if (p.actions.length === 0) return { kind: 'converged', passes: pass, actions };
     const ex = await execute(kube, pool, p.actions, log);
     actions += ex.done;
+    for (const n of ex.foreign) foreign.add(n);
     if (ex.failed.length > 0 && !ex.retry) return { kind: 'failed', failures: ex.failed };
     reason = ex.retry ? 'an action lost a race or failed transiently' : '';
   }

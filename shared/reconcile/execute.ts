@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { VirtualMachinePool } from '../api/index.js';
 import type { Action } from '../domain/index.js';
-import { eventFor, recordedTargets, withTargets } from '../domain/index.js';
+import { eventFor, isMember, recordedTargets, withTargets } from '../domain/index.js';
 import type { Failure, Kube, Outcome } from '../kube/index.js';
 import { runBounded } from './batch.js';
 
@@ -18,12 +18,14 @@ export interface Execution {
   readonly retry: boolean;
   /** Permanent failures (invalid, forbidden), already reported as Events. */
   readonly failed: Failure[];
+  /** Names a VM create found taken by a VM that is not the pool's. */
+  readonly foreign: string[];
 }
 
 /** Concurrency for creates, updates and deletes. */
 export const PARALLEL = 16;
 
-type Step = 'done' | 'retry' | Failure;
+type Step = 'done' | 'retry' | Failure | { readonly foreign: string };
 
 function settle<T>(o: Outcome<T>, accept: readonly string[] = []): Step {
   if (o.ok || accept.includes(o.reason)) return 'done';
@@ -69,10 +71,14 @@ export async function execute(
         return settle(await kube.createDisk(ns, disk), ['alreadyExists']);
       }
       case 'createVm': {
+        const name = a.vm.metadata.name ?? '';
         const o = await kube.createVm(ns, a.vm);
-        if (o.ok) created.set(a.vm.metadata.name ?? '', o.value.metadata.uid ?? '');
-        if (o.ok || o.reason !== 'alreadyExists') report(a, o.ok, o.ok ? '' : o.message);
-        return settle(o, ['alreadyExists']);
+        if (o.ok) created.set(name, o.value.metadata.uid ?? '');
+        if (o.ok || o.reason !== 'alreadyExists') {
+          report(a, o.ok, o.ok ? '' : o.message);
+          return settle(o);
+        }
+        return taken(kube, pool, name);
       }
       case 'updateVm':
         return settle(await kube.updateVm(a.vm));
@@ -106,14 +112,18 @@ export async function execute(
     if (kind === 'claimDisk' && out.some((s) => s !== 'done')) break;
   }
   await Promise.all(events);
-  const failed = steps.filter((s): s is Failure => typeof s === 'object');
+  const failed = steps.filter((s): s is Failure => typeof s === 'object' && 'ok' in s);
+  const foreign = steps.flatMap((s) =>
+    typeof s === 'object' && 'foreign' in s ? [s.foreign] : [],
+  );
   for (const f of failed)
     log.warn({ reason: f.reason, code: f.code, err: f.message }, 'action failed');
   const skipped = actions.length - steps.length;
   return {
     done: steps.filter((s) => s === 'done').length,
-    retry: skipped > 0 || steps.some((s) => s === 'retry'),
+    retry: skipped > 0 || foreign.length > 0 || steps.some((s) => s === 'retry'),
     failed,
+    foreign,
   };
 }
 
@@ -126,6 +136,16 @@ function partition(actions: readonly Action[]): Array<[Action['kind'], Action[]]
     else out.push([a.kind, [a]]);
   }
   return out;
+}
+
+/**
+ * A create met AlreadyExists: our own earlier create (done), or a VM that is not a member holding
+ * the name, which would otherwise stay a pending create forever and keep the pool one short.
+ */
+async function taken(kube: Kube, pool: VirtualMachinePool, name: string): Promise<Step> {
+  const got = await kube.getVm(pool.metadata.namespace ?? '', name);
+  if (!got.ok) return settle(got);
+  return isMember(pool, got.value) ? 'done' : { foreign: name };
 }
 
 async function dropTargets(

@@ -178,6 +178,42 @@ describe('reconcile-pool end to end', () => {
     expect(after.map((m) => m.name)).toContain(before[1]!.name);
   });
 
+  it('gives up a recorded create whose name a VM outside the pool holds, and creates another', async () => {
+    await create(
+      'virtualmachinepools',
+      ns,
+      pool('taken', (p) => (p.spec.replicas = 0)),
+    );
+    await converged('taken', 0);
+    const outsider = 'taken-zzzzz';
+    const template = pool('taken').spec.virtualMachineTemplate;
+    await create('virtualmachines', ns, {
+      apiVersion: 'virtualization.deckhouse.io/v1alpha2',
+      kind: 'VirtualMachine',
+      metadata: { name: outsider },
+      spec: template.spec,
+    });
+    // As if an earlier reconcile recorded the name and crashed before its create.
+    await kubectl([
+      'patch',
+      'virtualmachinepool/taken',
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status: { intent: { creates: [outsider] } } }),
+    ]);
+    await eventually('the recorded create dropped', async () =>
+      (await status('taken')).intent === undefined ? true : undefined,
+    );
+    await kubectl(['scale', 'virtualmachinepool/taken', '--replicas=1']);
+    const [member] = await converged('taken', 1);
+    expect(member?.name).toMatch(/^taken-/);
+    expect(member?.name).not.toBe(outsider);
+    const vm = await read('virtualmachines', ns, outsider);
+    expect(vm?.metadata.ownerReferences).toBeUndefined();
+    expect(vm?.metadata.deletionTimestamp).toBeUndefined();
+  });
+
   it('keeps Stopped members instead of replacing them', async () => {
     await create(
       'virtualmachinepools',
