@@ -3,6 +3,7 @@ import nock from 'nock';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { VirtualMachinePool } from '../../shared/api/index.js';
 import { keys } from '../../shared/api/index.js';
+import { requestKey } from '../../shared/domain/index.js';
 import type { ClientCertificate } from '../../shared/http/index.js';
 import type { Status } from '../../shared/reconcile/index.js';
 import { mintCerts } from '../../test/functions/certs.js';
@@ -528,6 +529,48 @@ describe('scale-down-with: the CloudEvent path', () => {
     expect(written?.spec.replicas).toBe(2);
     scope.done();
     expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a redelivery (same source and id) after the target is gone → 202, no second PUT', async () => {
+    const p = explicitPool();
+    let written: VirtualMachinePool | undefined;
+    const first = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .reply(200, p)
+      .get(vmPath('ci', 'runners-aaaaa'))
+      .reply(200, vm(p, 'runners-aaaaa'))
+      .put(poolPath('ci', 'runners'), (body: VirtualMachinePool) => {
+        written = body;
+        return true;
+      })
+      .query(true)
+      .reply(200, (_uri, body) => body as object);
+    const init = event({ namespace: 'ci', pool: 'runners', targets: ['runners-aaaaa'] });
+    const app = build('none');
+    expect((await app.request('/', init)).status).toBe(202);
+    first.done();
+    const key = requestKey('https://10.96.0.1:443', new Headers(init.headers).get('ce-id')!);
+    expect(written?.metadata.annotations?.[keys.scaleDownRequests]).toBe(key);
+    // The reconcile removed the replica since; the pool remembers the request.
+    const second = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .reply(200, written)
+      .get(vmPath('ci', 'runners-aaaaa'))
+      .reply(404, statusBody(404, 'NotFound'));
+    const res = await app.request('/', init);
+    expect(res.status).toBe(202);
+    expect(await res.text()).toBe('');
+    second.done();
+    expect(unmatched.seen).toEqual([]);
+    // A new event naming the vanished replica is still refused.
+    const third = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .reply(200, written)
+      .get(vmPath('ci', 'runners-aaaaa'))
+      .reply(404, statusBody(404, 'NotFound'));
+    const again = event({ namespace: 'ci', pool: 'runners', targets: ['runners-aaaaa'] });
+    expect((await app.request('/', again)).status).toBe(400);
+    third.done();
   });
 
   it('a refused request (non-member) → 400, no PUT', async () => {

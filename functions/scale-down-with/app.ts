@@ -17,6 +17,7 @@ import {
   noContent,
   retryLater,
 } from '../../shared/http/index.js';
+import { requestKey } from '../../shared/domain/index.js';
 import type { Status } from '../../shared/reconcile/index.js';
 import { failure, scaleDownWith } from '../../shared/reconcile/index.js';
 import type { FunctionDeps } from '../../shared/runtime/index.js';
@@ -170,10 +171,14 @@ export function buildScaleDownApp(deps: ScaleDownAppDeps): Hono<NodeEnv> {
           `invalid ${SCALE_DOWN_WITH_EVENT} data: ${data.error.issues[0]?.message ?? ''}`,
         );
       const { namespace, pool, targets, dryRun } = data.data;
-      const result = await scaleDownWith(deps.kube, namespace, pool, {
-        targets,
-        ...(dryRun ? { dryRun } : {}),
-      });
+      // A broker redelivers with the same source and id: the key makes the retry idempotent.
+      const result = await scaleDownWith(
+        deps.kube,
+        namespace,
+        pool,
+        { targets, ...(dryRun ? { dryRun } : {}) },
+        { request: requestKey(event.source, event.id) },
+      );
       log.info(
         { pool: `${namespace}/${pool}`, code: result.code, message: result.message },
         'scaledownwith event',

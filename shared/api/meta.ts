@@ -37,6 +37,11 @@ export const keys = {
   createdGeneration: `${PREFIX}created-generation`,
   /** annotation on pools (vmpool's own): scaledownwith targets recorded with the decrement. */
   scaleDownTargets: `${PREFIX}scale-down-targets`,
+  /**
+   * annotation on pools (vmpool's own): keys of the latest scaledownwith CloudEvents carried out,
+   * space-separated, newest last, so a redelivery is answered as done instead of refused.
+   */
+  scaleDownRequests: `${PREFIX}scale-down-requests`,
 } as const;
 
 /** An ownerReference as the API server stores it. */

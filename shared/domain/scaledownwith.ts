@@ -10,7 +10,7 @@ import type {
   VirtualMachinePool,
 } from '../api/index.js';
 import { isMember, isTerminating, nameOf } from './membership.js';
-import { recordedTargets, withTargets } from './targets.js';
+import { recordedRequests, recordedTargets, withRequest, withTargets } from './targets.js';
 
 /** What happens to one named target. */
 export type TargetOutcome =
@@ -21,7 +21,9 @@ export type TargetOutcome =
   /** Already being deleted: not counted, so the pool neither shrinks for it nor deletes another. */
   | 'alreadyTerminating'
   /** Named again in the same request: counted once. */
-  | 'duplicate';
+  | 'duplicate'
+  /** The same request (by its key) was carried out before: nothing is done again. */
+  | 'alreadyDone';
 
 /** A refused request: HTTP code and the reference's message. */
 export interface Refusal {
@@ -38,6 +40,8 @@ export interface Accepted {
   /** The pool to write (replicas lowered, targets recorded); undefined when nothing changes. */
   readonly write: VirtualMachinePool | undefined;
   readonly replicas: { readonly from: number; readonly to: number };
+  /** The request's key is recorded on the pool: a redelivery of a request carried out before. */
+  readonly replay: boolean;
 }
 
 /** The reference's message for an empty target list. */
@@ -45,12 +49,15 @@ export const EMPTY_TARGETS = 'scaleDownWith requires a non-empty targets list';
 
 /**
  * Plans a scaledownwith. `vms` maps each distinct target name to the VM read for it (absent: not
- * found). Nothing is written for a refused request.
+ * found). Nothing is written for a refused request. A `request` key (see {@link requestKey}) is
+ * recorded with the write, and a request whose key is recorded is answered as done without looking
+ * at its targets, which may be long gone.
  */
 export function planScaleDownWith(
   pool: VirtualMachinePool,
   body: ScaleDownWithBody,
   vms: ReadonlyMap<string, VirtualMachine>,
+  request?: string,
 ): Refusal | Accepted {
   if (body.targets.length === 0) return { ok: false, code: 400, message: EMPTY_TARGETS };
   const dry = body.dryRun ?? [];
@@ -60,6 +67,17 @@ export function planScaleDownWith(
       ok: false,
       code: 400,
       message: `unsupported dryRun value "${unknownDry}": only "All" is allowed`,
+    };
+  const dryRun = dry.includes('All');
+  const from = pool.spec.replicas ?? 0;
+  if (request !== undefined && recordedRequests(pool).includes(request))
+    return {
+      ok: true,
+      dryRun,
+      outcomes: body.targets.map((target) => ({ target, outcome: 'alreadyDone' })),
+      write: undefined,
+      replicas: { from, to: from },
+      replay: true,
     };
   const ns = pool.metadata.namespace ?? '';
   for (const t of body.targets) {
@@ -94,15 +112,15 @@ export function planScaleDownWith(
     seen.add(target);
     return { target, outcome };
   });
-  const from = pool.spec.replicas ?? 0;
   const to = Math.max(0, from - added.length);
-  const dryRun = dry.includes('All');
-  const write =
+  let write =
     added.length === 0
       ? undefined
       : withTargets({ ...pool, spec: { ...pool.spec, replicas: to } }, [
           ...recordedTargets(pool),
           ...added,
         ]);
-  return { ok: true, dryRun, outcomes, write, replicas: { from, to } };
+  // Even a request with nothing to remove is remembered: its redelivery may find the targets gone.
+  if (request !== undefined && !dryRun) write = withRequest(write ?? pool, request);
+  return { ok: true, dryRun, outcomes, write, replicas: { from, to }, replay: false };
 }

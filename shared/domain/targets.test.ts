@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { keys } from '../api/index.js';
 import { pool } from '../../test/unit/builders.js';
-import { recordedTargets, withTargets } from './targets.js';
+import {
+  REMEMBERED_REQUESTS,
+  recordedRequests,
+  recordedTargets,
+  requestKey,
+  withRequest,
+  withTargets,
+} from './targets.js';
 
 describe('recorded scaledownwith targets', () => {
   it.each([
@@ -30,5 +37,34 @@ describe('recorded scaledownwith targets', () => {
   it('withTargets removes the annotation when no targets remain', () => {
     const p = pool({ annotations: { [keys.scaleDownTargets]: '[{"name":"a","uid":"u"}]' } });
     expect(withTargets(p, []).metadata.annotations).toEqual({});
+  });
+
+  it('requestKey: 16 hex characters, the same for the same event, different otherwise', () => {
+    const k = requestKey('src', 'id-1');
+    expect(k).toMatch(/^[0-9a-f]{16}$/);
+    expect(requestKey('src', 'id-1')).toBe(k);
+    expect(requestKey('src', 'id-2')).not.toBe(k);
+    expect(requestKey('src2', 'id-1')).not.toBe(k);
+    // The separator keeps "a" + "b\nc" apart from "a\nb" + "c".
+    expect(requestKey('a', 'b\nc')).not.toBe(requestKey('a\nb', 'c'));
+  });
+
+  it('recordedRequests ignores what is not a key', () => {
+    const good = requestKey('s', 'i');
+    const p = pool({ annotations: { [keys.scaleDownRequests]: `junk ${good}  ABCDEF0123456789` } });
+    expect(recordedRequests(p)).toEqual([good]);
+    expect(recordedRequests(pool())).toEqual([]);
+  });
+
+  it('withRequest appends once, forgets the oldest beyond the limit, keeps other annotations', () => {
+    let p = pool({ annotations: { other: 'x' } });
+    const all = Array.from({ length: REMEMBERED_REQUESTS + 3 }, (_, i) => requestKey('s', `e${i}`));
+    for (const k of all) p = withRequest(p, k);
+    p = withRequest(p, all.at(-1)!);
+    expect(recordedRequests(p)).toEqual(all.slice(3));
+    expect(p.metadata.annotations?.other).toBe('x');
+    const again = withRequest(p, all[5]!);
+    expect(recordedRequests(again).at(-1)).toBe(all[5]);
+    expect(recordedRequests(again)).toHaveLength(REMEMBERED_REQUESTS);
   });
 });

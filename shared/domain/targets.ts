@@ -1,9 +1,14 @@
 /**
- * scaledownwith targets recorded in the pool's annotation together with the replicas decrement.
+ * scaledownwith targets recorded in the pool's annotation together with the replicas decrement, and
+ * the keys of the requests carried out.
  * @module
  */
 import type { RecordedTarget, VirtualMachinePool } from '../api/index.js';
 import { RecordedTarget as RecordedTargetModel, keys } from '../api/index.js';
+import { fnv1a } from './hash.js';
+
+/** How many carried-out request keys a pool remembers (a broker redelivers within minutes). */
+export const REMEMBERED_REQUESTS = 32;
 
 /** The targets recorded on a pool (an unreadable annotation counts as none). */
 export function recordedTargets(pool: VirtualMachinePool): RecordedTarget[] {
@@ -30,5 +35,32 @@ export function withTargets(
     annotations[keys.scaleDownTargets] = JSON.stringify(
       targets.map((t) => ({ name: t.name, uid: t.uid })),
     );
+  return { ...pool, metadata: { ...pool.metadata, annotations } };
+}
+
+/**
+ * The key of a delivered request (CloudEvent `source` and `id`, which identify an event): 64 bits of
+ * two FNV-1a hashes, so the record stays small whatever the ids look like.
+ */
+export function requestKey(source: string, id: string): string {
+  // The source's length frames it, so no other (source, id) pair spells the same text.
+  const text = `${String(source.length)}:${source}${id}`;
+  // A suffix would only extend the first hash's state; a prefix starts the second from another one.
+  return fnv1a(text) + fnv1a(`#${text}`);
+}
+
+/** The request keys a pool remembers, oldest first. */
+export function recordedRequests(pool: VirtualMachinePool): string[] {
+  const text = pool.metadata.annotations?.[keys.scaleDownRequests] ?? '';
+  return text.split(' ').filter((k) => /^[0-9a-f]{16}$/.test(k));
+}
+
+/** The pool remembering `key` as carried out (the oldest keys beyond the limit forgotten). */
+export function withRequest(pool: VirtualMachinePool, key: string): VirtualMachinePool {
+  const remembered = [...recordedRequests(pool).filter((k) => k !== key), key];
+  const annotations = {
+    ...pool.metadata.annotations,
+    [keys.scaleDownRequests]: remembered.slice(-REMEMBERED_REQUESTS).join(' '),
+  };
   return { ...pool, metadata: { ...pool.metadata, annotations } };
 }

@@ -57,13 +57,21 @@ export function failure(code: number, message: string, name = ''): Status {
 /** An object name as the API server accepts it (RFC 1123 subdomain). */
 const OBJECT_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
+/** How a scaledownwith is carried out. */
+export interface ScaleDownWithOptions {
+  /** The key of a delivered request (see `requestKey`): recorded, and a redelivery answered as done. */
+  readonly request?: string;
+  /** Re-reads after a lost race; default 5. */
+  readonly attempts?: number;
+}
+
 /** Removes the named replicas of a pool atomically; answers with a Status (201 on success). */
 export async function scaleDownWith(
   kube: Kube,
   namespace: string,
   name: string,
   body: ScaleDownWithBody,
-  attempts = 5,
+  { request, attempts = 5 }: ScaleDownWithOptions = {},
 ): Promise<Status> {
   // The body is judged before anything is read, as the reference does: an empty list is a 400 even
   // for a pool that does not exist, and costs no API call.
@@ -98,7 +106,7 @@ export async function scaleDownWith(
       } else if (vm.reason === 'invalid') return failure(400, vm.message, name);
       else return failure(500, vm.message, name);
     }
-    const p = planScaleDownWith(pool, body, vms);
+    const p = planScaleDownWith(pool, body, vms, request);
     if (!p.ok) return failure(p.code, p.message, name);
     const causes = p.outcomes.map((o) => ({
       reason: o.outcome,
@@ -115,10 +123,12 @@ export async function scaleDownWith(
       details: { name, group: GROUP, kind: 'virtualmachinepools', causes },
     });
     const summary = `replicas ${p.replicas.from} -> ${p.replicas.to}`;
+    if (p.replay) return done('already carried out: a redelivered request');
     if (p.dryRun) return done(`dry run: nothing changed (would set ${summary})`);
+    const removes = p.outcomes.some((o) => o.outcome === 'removed');
     if (p.write === undefined) return done('nothing to remove');
     const wrote = await kube.updatePool(p.write);
-    if (wrote.ok) return done(summary);
+    if (wrote.ok) return done(removes ? summary : 'nothing to remove');
     if (wrote.reason === 'conflict') continue;
     if (wrote.reason === 'notFound')
       return failure(404, `virtualmachinepools.${GROUP} "${name}" not found`, name);

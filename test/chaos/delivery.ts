@@ -175,6 +175,7 @@ async function worker(
       }
       let targets: string[] = [];
       let dryRun = false;
+      const sdwId = `${tag}: scaledownwith`;
       if (mutation === 'scaledownwith') {
         const picked = dice.shuffle(start).slice(0, dice.range(1, Math.min(2, start.length)));
         targets = picked.map((m) => m.metadata.name);
@@ -216,9 +217,9 @@ async function worker(
               targets,
               ...(dryRun ? { dryRun: ['All'] } : {}),
             };
-            // A broker redelivers 503s; the request itself is idempotent (targets recorded by uid).
+            // A broker redelivers 503s with the same id; the request is idempotent by its key.
             for (let i = 0; i < 20; i++) {
-              const res = await sdw.request('/', eventInit(SCALE_DOWN_WITH_EVENT, body));
+              const res = await sdw.request('/', eventInit(SCALE_DOWN_WITH_EVENT, body, sdwId));
               bump(`scaledownwith ${res.status}`, fig.replies);
               if (res.status !== 503) {
                 if (res.status !== 202)
@@ -298,6 +299,15 @@ async function worker(
       }
       for (const v of await checkConverged(direct, obs, { pool: name, members }))
         fig.violations.push(`${tag}: ${v}`);
+      if (mutation === 'scaledownwith' && !dryRun) {
+        // A late redelivery (the broker lost our answer): done already, whatever became of the targets.
+        const body = { namespace: ns, pool: name, targets };
+        const res = await sdw.request('/', eventInit(SCALE_DOWN_WITH_EVENT, body, sdwId));
+        bump(`scaledownwith redelivered ${res.status}`, fig.replies);
+        const p = await direct.getPool(ns, name);
+        if (res.status !== 202 || !p.ok || p.value.spec.replicas !== replicas)
+          fig.violations.push(`${tag}: redelivered scaledownwith answered ${res.status}`);
+      }
       const q = await quiescent(app, kube, ns, name);
       if (q !== undefined) fig.violations.push(`${tag}: ${q}`);
       fig.trials++;
