@@ -49,7 +49,7 @@ afterAll(async () => {
 interface Observer {
   readonly maxMembers: number;
   readonly deleted: Set<string>;
-  readonly current: () => Map<string, { created: string; terminating: boolean }>;
+  readonly current: () => Map<string, { created: string; born: number; terminating: boolean }>;
   resetMax(): void;
   stop(): void;
 }
@@ -57,7 +57,7 @@ interface Observer {
 async function observe(pool: string): Promise<Observer> {
   const kc = new KubeConfig();
   kc.loadFromFile(cluster().info.kubeconfigPath);
-  const members = new Map<string, { created: string; terminating: boolean }>();
+  const members = new Map<string, { created: string; born: number; terminating: boolean }>();
   const deleted = new Set<string>();
   let max = 0;
   const ctl = await new Watch(kc).watch(
@@ -65,13 +65,21 @@ async function observe(pool: string): Promise<Observer> {
     { labelSelector: `${keys.pool}=${pool}` },
     (
       type: string,
-      obj: { metadata: { name: string; creationTimestamp: string; deletionTimestamp?: string } },
+      obj: {
+        metadata: {
+          name: string;
+          creationTimestamp: string;
+          deletionTimestamp?: string;
+          annotations?: Record<string, string>;
+        };
+      },
     ) => {
       const m = obj.metadata;
       if (type === 'DELETED') members.delete(m.name);
       else
         members.set(m.name, {
           created: m.creationTimestamp,
+          born: Number(m.annotations?.[keys.createdGeneration] ?? -1),
           terminating: m.deletionTimestamp !== undefined,
         });
       if (type === 'DELETED' || m.deletionTimestamp !== undefined) deleted.add(m.name);
@@ -160,11 +168,20 @@ describe('concurrent deliveries (L1, L2)', () => {
       if (codes.some((c) => c !== 202 && c !== 503))
         violations.push(`trial ${t}: codes ${codes.join(',')}`);
 
-      // L2: an unaddressed scale-down removes exactly the newest surplus (NewestFirst, ties by name).
+      // L2: an unaddressed scale-down removes exactly the newest surplus (NewestFirst; ties in
+      // creationTimestamp by the generation a member was planned at, then by name).
       const live = [...obs.current().entries()].filter(([, m]) => !m.terminating);
       const expected = live
         .sort(([a, x], [b, y]) =>
-          x.created < y.created ? -1 : x.created > y.created ? 1 : a < b ? -1 : 1,
+          x.created !== y.created
+            ? x.created < y.created
+              ? -1
+              : 1
+            : x.born !== y.born
+              ? x.born - y.born
+              : a < b
+                ? -1
+                : 1,
         )
         .slice(down)
         .map(([n]) => n)
