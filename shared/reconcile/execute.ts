@@ -43,6 +43,12 @@ export async function execute(
 ): Promise<Execution> {
   const ns = pool.metadata.namespace ?? '';
   const created = new Map<string, string>();
+  // A new VM's own disks follow its create at once, as a pipeline, instead of waiting for every VM.
+  const owned = new Map<string, Action[]>();
+  for (const a of actions)
+    if (a.kind === 'createDisk' && a.ownerVm !== undefined)
+      owned.set(a.ownerVm, [...(owned.get(a.ownerVm) ?? []), a]);
+  const followed = new Set<Action>();
   const events: Promise<unknown>[] = [];
   const steps: Step[] = [];
   const report = (a: Action, ok: boolean, error?: string): void => {
@@ -73,12 +79,14 @@ export async function execute(
       case 'createVm': {
         const name = a.vm.metadata.name ?? '';
         const o = await kube.createVm(ns, a.vm);
-        if (o.ok) created.set(name, o.value.metadata.uid ?? '');
-        if (o.ok || o.reason !== 'alreadyExists') {
-          report(a, o.ok, o.ok ? '' : o.message);
-          return settle(o);
+        if (o.ok || o.reason !== 'alreadyExists') report(a, o.ok, o.ok ? '' : o.message);
+        if (!o.ok) return o.reason === 'alreadyExists' ? taken(kube, pool, name) : settle(o);
+        created.set(name, o.value.metadata.uid ?? '');
+        for (const d of owned.get(name) ?? []) {
+          followed.add(d);
+          steps.push(await run(d));
         }
-        return taken(kube, pool, name);
+        return 'done';
       }
       case 'updateVm':
         return settle(await kube.updateVm(a.vm));
@@ -102,7 +110,8 @@ export async function execute(
   };
 
   const groups = partition(actions);
-  for (const [kind, group] of groups) {
+  for (const [kind, all] of groups) {
+    const group = all.filter((a) => !followed.has(a));
     const out =
       kind === 'createVm'
         ? await runBounded(group, PARALLEL, run, (s) => s === 'done')
