@@ -6,13 +6,15 @@
  * @module
  */
 import { CoreV1Api } from '@kubernetes/client-node';
+import { inject } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { buildGcApp } from '../../functions/disk-gc-tick/app.js';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
 import { SCALE_DOWN_WITH_EVENT, buildScaleDownApp } from '../../functions/scale-down-with/app.js';
-import { API_VERSION, PING, keys } from '../../shared/api/index.js';
+import { API_VERSION, AWAITING_RESTART, PING, keys } from '../../shared/api/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import { seededRandom } from '../simulator/rng.js';
+import { startSimulator } from '../simulator/simulator.js';
 import {
   adminKube,
   adminKubeConfig,
@@ -46,6 +48,11 @@ export interface DeliveryOptions {
   readonly label?: string;
   /** Collect every log line of the functions (at trace level) here. */
   readonly logLines?: string[];
+  /**
+   * Odd-numbered pools run beside the platform simulator: VMs go Pending → Running, their
+   * observedGeneration lags, and a deleted VM stays Terminating for a while behind a finalizer.
+   */
+  readonly platform?: boolean;
 }
 
 /** Figures of a run. */
@@ -56,6 +63,11 @@ export interface DeliveryFigures {
   duplicated: number;
   maxConcurrent: number;
   resyncTicks: number;
+  /** Pools run beside the platform simulator, and VMs seen Terminating there. */
+  simulatedPools: number;
+  terminatingSeen: number;
+  platformWaitMs: number;
+  platformRounds: number;
   replies: Record<string, number>;
   mutations: Record<string, number>;
   watchEvents: number;
@@ -95,6 +107,33 @@ export async function dropNamespace(name: string): Promise<void> {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * The simulated platform is at rest for a pool: no member Terminating, every member Running with its
+ * spec observed, and every disk of the pool Ready.
+ */
+async function platformSettled(kube: Kube, ns: string, pool: string): Promise<boolean> {
+  const [vms, disks] = await Promise.all([
+    kube.listVms(ns, `${keys.pool}=${pool}`),
+    kube.listDisks(ns, `${keys.pool}=${pool}`),
+  ]);
+  if (!vms.ok || !disks.ok) return false;
+  return (
+    vms.value.every(
+      (v) =>
+        v.metadata.deletionTimestamp === undefined &&
+        v.status?.phase === 'Running' &&
+        v.status.observedGeneration === v.metadata.generation &&
+        // An approved restart is still to come.
+        !(v.status.conditions ?? []).some(
+          (c) => c.type === AWAITING_RESTART && c.status === 'True',
+        ),
+    ) &&
+    disks.value.every(
+      (d) => d.metadata.deletionTimestamp !== undefined || d.status?.phase === 'Ready',
+    )
+  );
+}
+
 /** Runs `opts.trials` trials spread over the pools; returns the figures. */
 export async function runDeliveryChaos(opts: DeliveryOptions): Promise<DeliveryFigures> {
   const pools = opts.pools ?? 4;
@@ -105,6 +144,10 @@ export async function runDeliveryChaos(opts: DeliveryOptions): Promise<DeliveryF
     duplicated: 0,
     maxConcurrent: 0,
     resyncTicks: 0,
+    simulatedPools: 0,
+    terminatingSeen: 0,
+    platformWaitMs: 0,
+    platformRounds: 0,
     replies: {},
     mutations: {},
     watchEvents: 0,
@@ -140,6 +183,42 @@ async function worker(
   const sdw = buildScaleDownApp({ kube, log, acceptEvents: true });
   const later = (): Date => new Date(Date.now() + 2 * 3600_000);
   const gc = buildGcApp({ kube, log, now: later });
+  const sim =
+    opts.platform === true && w % 2 === 1
+      ? startSimulator({
+          kubeconfigPath: inject('cluster').kubeconfigPath,
+          namespace: ns,
+          seed: opts.seed + w,
+          jitter: 0.5,
+          delays: {
+            diskReady: 50,
+            vmPending: 50,
+            vmStarting: 100,
+            vmStopping: 50,
+            vmTerminating: 250,
+          },
+        })
+      : undefined;
+  if (sim !== undefined) fig.simulatedPools++;
+  /** Resync until vmpool converges and, beside the simulator, the platform has settled too. */
+  const settle = async (): Promise<{ ticks: number; converged: boolean }> => {
+    const t0 = performance.now();
+    let ticks = 0;
+    for (let round = 0; round < 60; round++) {
+      const r = await resync(app, ns);
+      ticks += r.ticks;
+      if (!r.converged || sim === undefined) return { ticks, converged: r.converged };
+      if (await platformSettled(direct, ns, name)) {
+        fig.platformWaitMs += performance.now() - t0;
+        // One more pass records the settled platform in the status.
+        const last = await resync(app, ns);
+        return { ticks: ticks + last.ticks, converged: last.converged };
+      }
+      fig.platformRounds++;
+      await sleep(100);
+    }
+    return { ticks, converged: false };
+  };
   const policy = POLICIES[w % POLICIES.length]!;
   const name = `p${w}`;
   let replicas = 2;
@@ -149,8 +228,14 @@ async function worker(
   };
   try {
     obs.holdReplicas(name, replicas);
-    await createPool(ns, chaosPool(ns, name, policy, replicas));
-    await resync(app, ns);
+    const spec = chaosPool(ns, name, policy, replicas) as {
+      spec: { virtualMachineTemplate: { spec: Record<string, unknown> } };
+    };
+    // Beside the simulator a spec change needs a restart: approve it, so a rollout completes.
+    if (sim !== undefined)
+      spec.spec.virtualMachineTemplate.spec.disruptions = { restartApprovalMode: 'Automatic' };
+    await createPool(ns, spec);
+    await settle();
     for (let t = 0; t < trials; t++) {
       const tag = `${ns}/${name} trial ${t}`;
       await obs.sync();
@@ -254,7 +339,7 @@ async function worker(
         if (c !== 202 && c !== 204 && c !== 503) fig.violations.push(`${tag}: reply ${c}`);
 
       obs.holdReplicas(name, replicas);
-      let r = await resync(app, ns);
+      let r = await settle();
       fig.resyncTicks += r.ticks;
       if (!r.converged) fig.violations.push(`${tag}: no convergence after ${r.ticks} resync ticks`);
       await obs.sync();
@@ -283,7 +368,7 @@ async function worker(
         });
         replicas = start.length;
         obs.holdReplicas(name, replicas);
-        r = await resync(app, ns);
+        r = await settle();
         fig.resyncTicks += r.ticks;
         await obs.sync();
       }
@@ -314,6 +399,8 @@ async function worker(
     }
   } finally {
     fig.watchEvents += obs.events;
+    fig.terminatingSeen += obs.terminatingSeen;
+    await sim?.stop();
     obs.checkDiskDeletions();
     fig.violations.push(...obs.violations.map((v) => `${ns}: ${v}`));
     obs.stop();

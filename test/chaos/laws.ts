@@ -52,9 +52,14 @@ export async function quiescent(
       namespace,
     }),
   );
-  const w = writesBetween(before, kube.counts());
-  if (w !== 0 || res.status !== 202)
-    return `L5: ${pool}: a reconcile with nothing to do answered ${res.status} and made ${w} writes`;
+  const after = kube.counts();
+  const w = writesBetween(before, after);
+  if (w !== 0 || res.status !== 202) {
+    const verbs = Object.keys(after)
+      .filter((k) => !k.includes(':') && (after[k] ?? 0) !== (before[k] ?? 0))
+      .map((k) => `${k} ${(after[k] ?? 0) - (before[k] ?? 0)}`);
+    return `L5: ${pool}: a reconcile with nothing to do answered ${res.status} and made ${w} writes (${verbs.join(', ')})`;
+  }
   return undefined;
 }
 

@@ -62,6 +62,8 @@ export class Observer {
   private readonly deletedUids = new Set<string>();
   private readonly aborts: Array<() => void> = [];
   private stopped = false;
+  /** VMs first seen Terminating (a finalizer held them), not gone at once. */
+  terminatingSeen = 0;
   private checkedDisks = 0;
   private readonly namespace: string;
 
@@ -165,6 +167,7 @@ export class Observer {
     this.history.set(name, versions);
     if (!live && !this.deletedUids.has(o.metadata.uid)) {
       this.deletedUids.add(o.metadata.uid);
+      if (type !== 'DELETED') this.terminatingSeen++;
       this.vmDeletions.push({ name, uid: o.metadata.uid, pool: poolOf(o), rv: rvOf(o) });
     }
     const pool = poolOf(o);

@@ -24,7 +24,12 @@ export function chaosSuite(sizes: ChaosSizes): void {
   describe(`chaos (seed ${CHAOS_SEED})`, () => {
     it(`1. delivery chaos: ${sizes.trials} trials`, async () => {
       const t0 = performance.now();
-      const f = await runDeliveryChaos({ trials: sizes.trials, seed: CHAOS_SEED, label: 'chaos' });
+      const f = await runDeliveryChaos({
+        trials: sizes.trials,
+        seed: CHAOS_SEED,
+        label: 'chaos',
+        platform: true,
+      });
       console.log(
         table('delivery chaos', [
           ['trials', f.trials],
@@ -33,6 +38,12 @@ export function chaosSuite(sizes: ChaosSizes): void {
           ['duplicated events', f.duplicated],
           ['max concurrent per pool', f.maxConcurrent],
           ['resync ticks', f.resyncTicks],
+          ['pools beside the platform simulator', f.simulatedPools],
+          ['VMs seen Terminating there', f.terminatingSeen],
+          [
+            'time waiting for the platform',
+            `${(f.platformWaitMs / 1000).toFixed(1)} s, ${f.platformRounds} extra rounds`,
+          ],
           ['replies', JSON.stringify(f.replies)],
           ['mutations', JSON.stringify(f.mutations)],
           ['watch events observed', f.watchEvents],
