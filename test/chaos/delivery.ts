@@ -23,6 +23,7 @@ import {
   editPool,
   quietLog,
   rng,
+  writesBetween,
 } from './kit.js';
 import type { Rng } from './kit.js';
 import {
@@ -209,10 +210,14 @@ async function worker(
       ticks += r.ticks;
       if (!r.converged || sim === undefined) return { ticks, converged: r.converged };
       if (await platformSettled(direct, ns, name)) {
-        fig.platformWaitMs += performance.now() - t0;
-        // One more pass records the settled platform in the status.
+        // Settled only when one more pass finds nothing to write: it may take the next rollout step.
+        const before = kube.counts();
         const last = await resync(app, ns);
-        return { ticks: ticks + last.ticks, converged: last.converged };
+        ticks += last.ticks;
+        if (last.converged && writesBetween(before, kube.counts()) === 0) {
+          fig.platformWaitMs += performance.now() - t0;
+          return { ticks, converged: true };
+        }
       }
       fig.platformRounds++;
       await sleep(100);
