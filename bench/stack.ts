@@ -5,14 +5,14 @@
  * event-driven). Counts deliveries and API requests, and knows when it is idle.
  * @module
  */
-import { Writable } from 'node:stream';
 import { buildReconcileApp } from '../functions/reconcile-pool/app.js';
-import { createLogger, serveApp } from '../shared/http/index.js';
+import { serveApp } from '../shared/http/index.js';
 import type { Logger } from '../shared/http/index.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { createKube } from '../shared/kube/index.js';
 import type { Kube, RequestCounts } from '../shared/kube/index.js';
 import { startPoolSources } from '../test/controlplane/adapter.js';
+import { testLog } from '../test/logs.js';
 
 /** A running reconcile-pool with its event sources. */
 export interface Stack {
@@ -30,14 +30,7 @@ export interface Stack {
 
 /** A logger that drops everything (a benchmark must not measure its own logging). */
 export function silentLog(name: string): Logger {
-  const level = process.env.BENCH_LOG;
-  if (level !== undefined && level !== '') return createLogger(name, { level, pretty: false });
-  const sink = new Writable({
-    write: (_c, _e, cb) => {
-      cb();
-    },
-  });
-  return createLogger(name, { destination: sink, level: 'silent' });
+  return testLog(name, process.env.BENCH_LOG || 'silent');
 }
 
 /** Starts reconcile-pool and the adapters for `namespaces`. */

@@ -10,7 +10,6 @@ import {
   list,
   guardNock,
   ref,
-  silentLog,
   statusBody,
   structuredEvent,
   testKube,
@@ -26,6 +25,7 @@ import {
   vm,
 } from '../../test/unit/builders.js';
 import { buildGcApp } from './app.js';
+import { testLog } from '../../test/logs.js';
 
 const PING = 'dev.knative.sources.ping';
 const SELECTOR = { labelSelector: keys.poolUid, limit: '500' };
@@ -33,7 +33,7 @@ const SELECTOR = { labelSelector: keys.poolUid, limit: '500' };
 function build() {
   const metrics = createFunctionMetrics();
   return {
-    app: buildGcApp({ kube: testKube(), log: silentLog(), metrics, now: () => NOW }),
+    app: buildGcApp({ kube: testKube(), log: testLog('test'), metrics, now: () => NOW }),
     metrics,
   };
 }

@@ -13,13 +13,13 @@ import {
   list,
   guardNock,
   ref,
-  silentLog,
   statusBody,
   structuredEvent,
   testKube,
 } from '../../test/functions/fixtures.js';
 import { NOW, disk, pool, seededRand, vm } from '../../test/unit/builders.js';
 import { buildReconcileApp } from './app.js';
+import { testLog } from '../../test/logs.js';
 
 const RES = 'dev.knative.apiserver.resource.';
 const REF = 'dev.knative.apiserver.ref.';
@@ -33,7 +33,7 @@ function build(rand: () => number = () => 0) {
   const metrics = createFunctionMetrics();
   const app = buildReconcileApp({
     kube: testKube(),
-    log: silentLog(),
+    log: testLog('test'),
     metrics,
     now: () => NOW,
     rand,

@@ -13,12 +13,12 @@ import {
   BASE,
   binaryEvent,
   guardNock,
-  silentLog,
   statusBody,
   testKube,
 } from '../../test/functions/fixtures.js';
 import { pool, vm } from '../../test/unit/builders.js';
 import { SCALE_DOWN_WITH_EVENT, buildScaleDownApp } from './app.js';
+import { testLog } from '../../test/logs.js';
 
 const SUB = 'subresources.virtualization.deckhouse.io';
 const SUB_BASE = `/apis/${SUB}/v1alpha2`;
@@ -53,7 +53,7 @@ function certOf(choice: CertChoice): ClientCertificate | undefined {
 function build(cert: CertChoice = 'proxy') {
   return buildScaleDownApp({
     kube: testKube(),
-    log: silentLog(),
+    log: testLog('test'),
     clientCert: () => certOf(cert),
     acceptEvents: true,
   });
@@ -651,7 +651,7 @@ describe('scale-down-with: the CloudEvent path', () => {
     expect(unmatched.seen).toEqual([]);
   });
   it('does not serve the unauthenticated CloudEvent path unless enabled', async () => {
-    const app = buildScaleDownApp({ kube: testKube(), log: silentLog() });
+    const app = buildScaleDownApp({ kube: testKube(), log: testLog('test') });
     const res = await app.request('/', {
       method: 'POST',
       headers: {

@@ -2,16 +2,10 @@ import nock from 'nock';
 import { describe, expect, it } from 'vitest';
 import type { VirtualMachine, VirtualMachinePool } from '../../shared/api/index.js';
 import { keys } from '../../shared/api/index.js';
-import {
-  API,
-  BASE,
-  guardNock,
-  silentLog,
-  statusBody,
-  testKube,
-} from '../../test/functions/fixtures.js';
+import { API, BASE, guardNock, statusBody, testKube } from '../../test/functions/fixtures.js';
 import { pool, runnersDiskTemplates, runnersVmTemplate } from '../../test/unit/builders.js';
 import { POOL_PATH, SCALE_PATH, buildValidateApp } from './app.js';
+import { testLog } from '../../test/logs.js';
 
 const GROUP = 'virtualization.deckhouse.io';
 const poolPath = (ns: string, name: string): string =>
@@ -28,7 +22,7 @@ interface ReviewResponse {
 }
 
 function build() {
-  return buildValidateApp({ kube: testKube(), log: silentLog() });
+  return buildValidateApp({ kube: testKube(), log: testLog('test') });
 }
 
 function review(request: Record<string, unknown>): object {

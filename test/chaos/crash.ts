@@ -19,11 +19,11 @@ import {
   crashingKube,
   createPool,
   editPool,
-  quietLog,
 } from './kit.js';
 import { checkConverged, expectedVictims, resync, retainDisks } from './laws.js';
 import type { Expect } from './laws.js';
 import { Observer } from './observer.js';
+import { testLog } from '../logs.js';
 
 /** The paths crashed at every step. */
 export const PATHS = ['scaleUpReuse', 'scaleDown', 'scaledownwith', 'rollout', 'gc'] as const;
@@ -39,7 +39,7 @@ export interface PathFigures {
   violations: string[];
 }
 
-const log = quietLog('crash');
+const log = testLog('crash');
 const LATER = 2 * 3600_000;
 
 /** Runs every crash point of every path (every `stride`-th when > 1), paths in parallel. */

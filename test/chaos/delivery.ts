@@ -21,7 +21,6 @@ import {
   chaosPool,
   createPool,
   editPool,
-  quietLog,
   rng,
   writesBetween,
 } from './kit.js';
@@ -36,6 +35,7 @@ import {
   retainDisks,
 } from './laws.js';
 import { Observer } from './observer.js';
+import { testLog } from '../logs.js';
 
 /** Options of a delivery-chaos run. */
 export interface DeliveryOptions {
@@ -179,7 +179,7 @@ async function worker(
   const obs = await Observer.start(ns);
   const direct = adminKube();
   const kube = opts.kubeFor?.(w) ?? adminKube();
-  const log = quietLog(`chaos-${w}`, opts.logLines);
+  const log = testLog(`chaos-${w}`, 'silent', opts.logLines);
   const app = buildReconcileApp({ kube, log, rand: seededRandom(opts.seed * 7 + w) });
   const sdw = buildScaleDownApp({ kube, log, acceptEvents: true });
   const later = (): Date => new Date(Date.now() + 2 * 3600_000);

@@ -18,8 +18,9 @@ import { POOL_PATH, SCALE_PATH, buildValidateApp } from '../../functions/scale-v
 import { PING, SUBRESOURCES_GROUP, VERSION } from '../../shared/api/index.js';
 import type { ClientCertificate } from '../../shared/http/index.js';
 import { dropNamespace, freshNamespace } from './delivery.js';
-import { adminKube, chaosPool, createPool, quietLog, writesIn } from './kit.js';
+import { adminKube, chaosPool, createPool, writesIn } from './kit.js';
 import { resync } from './laws.js';
+import { testLog } from '../logs.js';
 
 /** Figures of the fuzzing run. */
 export interface HostileFigures {
@@ -172,7 +173,7 @@ export async function runHostileInput(runs: number, seed: number): Promise<Hosti
     m[k] = (m[k] ?? 0) + 1;
   };
   const kube = adminKube();
-  const log = quietLog('hostile');
+  const log = testLog('hostile');
   const ns = await freshNamespace('hostile');
   const reconcile = buildReconcileApp({ kube, log });
   const gc = buildGcApp({ kube, log });

@@ -7,8 +7,6 @@ import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { inject } from 'vitest';
 import type { VirtualMachinePool } from '../../shared/api/index.js';
 import { GROUP, VERSION } from '../../shared/api/index.js';
-import { createLogger } from '../../shared/http/index.js';
-import type { Logger } from '../../shared/http/index.js';
 import type { Kube, KubeOptions, RequestCounts } from '../../shared/kube/index.js';
 import { createKube } from '../../shared/kube/index.js';
 import { seededRandom } from '../simulator/rng.js';
@@ -59,15 +57,6 @@ export function adminKubeConfig(): KubeConfig {
 /** A Kube straight to the API server (no faults). */
 export function adminKube(opts: KubeOptions = {}): Kube {
   return createKube(adminKubeConfig(), { reportingInstance: 'vmpool-chaos', ...opts });
-}
-
-/** A logger that drops everything (or collects lines when `lines` is given). */
-export function quietLog(name: string, lines?: string[], level = 'silent'): Logger {
-  return createLogger(name, {
-    level: lines === undefined ? level : 'trace',
-    pretty: false,
-    destination: { write: (l: string) => void lines?.push(l) },
-  });
 }
 
 /** Verbs that change something in the API server (a dry run changes nothing). */

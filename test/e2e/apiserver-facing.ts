@@ -12,11 +12,10 @@ import type { Agent } from 'node:https';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Writable } from 'node:stream';
 import { POOL_PATH, SCALE_PATH, buildValidateApp } from '../../functions/scale-validate/app.js';
 import { buildScaleDownApp } from '../../functions/scale-down-with/app.js';
 import { GROUP, SUBRESOURCES_GROUP, VERSION } from '../../shared/api/index.js';
-import { createLogger, serveApp } from '../../shared/http/index.js';
+import { serveApp } from '../../shared/http/index.js';
 import type { Logger, ServedApp } from '../../shared/http/index.js';
 import { createKube, loadKubeConfig } from '../../shared/kube/index.js';
 import type { KeyPair } from '../controlplane/certs.js';
@@ -24,6 +23,7 @@ import { kubeconfigYaml, mintLeaf } from '../controlplane/certs.js';
 import { runKubectl } from '../controlplane/kubectl.js';
 import { cluster, dropNamespace, eventually, newNamespace, servingCert } from './harness.js';
 import { runnersPool } from './pools.js';
+import { testLog } from '../logs.js';
 
 /** The APIService name: cluster-scoped, so one test file at a time may own it. */
 export const API_SERVICE = `${VERSION}.${SUBRESOURCES_GROUP}`;
@@ -52,14 +52,8 @@ export interface ApiserverFacing {
   stop(): Promise<void>;
 }
 
-function silent(name: string): Logger {
-  const sink = new Writable({
-    write: (_c, _e, cb) => {
-      cb();
-    },
-  });
-  return createLogger(name, { destination: sink, level: process.env.VMPOOL_E2E_LOG ?? 'silent' });
-}
+/** Function logs: silent unless `VMPOOL_E2E_LOG` names a level. */
+const silent = (name: string): Logger => testLog(name, process.env.VMPOOL_E2E_LOG || 'silent');
 
 type FetchApp = { fetch: (request: Request, env: never) => Response | Promise<Response> };
 

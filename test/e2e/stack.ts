@@ -5,10 +5,9 @@
  * @module
  */
 import { pingInit } from '../events.js';
-import { Writable } from 'node:stream';
 import { buildGcApp } from '../../functions/disk-gc-tick/app.js';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
-import { createLogger, serveApp } from '../../shared/http/index.js';
+import { serveApp } from '../../shared/http/index.js';
 import type { Logger, ServedApp } from '../../shared/http/index.js';
 import { createKube, loadKubeConfig } from '../../shared/kube/index.js';
 import type { Kube } from '../../shared/kube/index.js';
@@ -16,6 +15,7 @@ import { startPoolSources } from '../controlplane/adapter.js';
 import { startSimulator } from '../simulator/simulator.js';
 import type { Simulator } from '../simulator/simulator.js';
 import { cluster } from './harness.js';
+import { testLog } from '../logs.js';
 
 /** A running stack. */
 export interface Stack {
@@ -30,14 +30,8 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-function silent(name: string): Logger {
-  const sink = new Writable({
-    write: (_c, _e, cb) => {
-      cb();
-    },
-  });
-  return createLogger(name, { destination: sink, level: process.env.VMPOOL_E2E_LOG ?? 'silent' });
-}
+/** Function logs: silent unless `VMPOOL_E2E_LOG` names a level. */
+const silent = (name: string): Logger => testLog(name, process.env.VMPOOL_E2E_LOG || 'silent');
 
 /** Starts the stack for one namespace. `resyncMs` 0 disables the periodic resync tick. */
 export async function startStack(

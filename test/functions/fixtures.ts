@@ -14,8 +14,6 @@ import type {
 } from '../../shared/api/index.js';
 import { keys } from '../../shared/api/index.js';
 import { newDisk, newMember, plan, resolveRefs, templateHash } from '../../shared/domain/index.js';
-import { createLogger } from '../../shared/http/index.js';
-import type { Logger } from '../../shared/http/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import { createKube, kubeConfigFor } from '../../shared/kube/index.js';
 import { NOW, at, HOUR } from '../unit/builders.js';
@@ -26,11 +24,6 @@ export const API = 'https://k8s.test';
 export const BASE = '/apis/virtualization.deckhouse.io/v1alpha2';
 /** Path of events.k8s.io Events of a namespace. */
 export const eventsPath = (ns: string): string => `/apis/events.k8s.io/v1/namespaces/${ns}/events`;
-
-/** A logger that writes nothing. */
-export function silentLog(): Logger {
-  return createLogger('test', { level: 'silent', destination: { write: () => undefined } });
-}
 
 /** The real Kube funnel with instant retries and fixed jitter. */
 export function testKube(): Kube {
