@@ -170,12 +170,15 @@ class Planner {
       liveByName.get(name)?.metadata.uid === uid;
 
     const foreign = this.obs.foreign ?? new Set<string>();
-    const pendingCreates = (intent.creates ?? []).filter((n) => !vmNames.has(n) && !foreign.has(n));
-    for (const n of intent.creates ?? [])
-      if (foreign.has(n) && !vmNames.has(n))
+    const pendingCreates: string[] = [];
+    for (const n of intent.creates ?? []) {
+      if (vmNames.has(n)) continue;
+      if (!foreign.has(n)) pendingCreates.push(n);
+      else
         this.warnings.push(
           `VirtualMachine ${n} exists and is not the pool's: creating another name`,
         );
+    }
     const pendingDeletes = (intent.deletes ?? []).filter((d) => isLive(d.name, d.uid));
     const targets = recordedTargets(this.pool);
     const liveTargets = targets.filter((t) => isLive(t.name, t.uid));

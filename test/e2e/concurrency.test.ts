@@ -11,6 +11,8 @@ import { smallPool } from './members.js';
 import { startStack, type Stack } from './stack.js';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
 import { createLogger, serveApp, type ServedApp } from '../../shared/http/index.js';
+import { expectedVictims } from '../chaos/laws.js';
+import type { Seen } from '../chaos/observer.js';
 
 const TRIALS = Number(process.env.VMPOOL_CONCURRENCY_TRIALS ?? 8);
 const PARALLEL = 24;
@@ -49,7 +51,7 @@ afterAll(async () => {
 interface Observer {
   readonly maxMembers: number;
   readonly deleted: Set<string>;
-  readonly current: () => Map<string, { created: string; born: number; terminating: boolean }>;
+  readonly current: () => Map<string, Seen>;
   resetMax(): void;
   stop(): void;
 }
@@ -57,31 +59,16 @@ interface Observer {
 async function observe(pool: string): Promise<Observer> {
   const kc = new KubeConfig();
   kc.loadFromFile(cluster().info.kubeconfigPath);
-  const members = new Map<string, { created: string; born: number; terminating: boolean }>();
+  const members = new Map<string, Seen>();
   const deleted = new Set<string>();
   let max = 0;
   const ctl = await new Watch(kc).watch(
     `/apis/${GROUP}/${VERSION}/namespaces/${ns}/virtualmachines`,
     { labelSelector: `${keys.pool}=${pool}` },
-    (
-      type: string,
-      obj: {
-        metadata: {
-          name: string;
-          creationTimestamp: string;
-          deletionTimestamp?: string;
-          annotations?: Record<string, string>;
-        };
-      },
-    ) => {
+    (type: string, obj: Seen) => {
       const m = obj.metadata;
       if (type === 'DELETED') members.delete(m.name);
-      else
-        members.set(m.name, {
-          created: m.creationTimestamp,
-          born: Number(m.annotations?.[keys.createdGeneration] ?? -1),
-          terminating: m.deletionTimestamp !== undefined,
-        });
+      else members.set(m.name, obj);
       if (type === 'DELETED' || m.deletionTimestamp !== undefined) deleted.add(m.name);
       max = Math.max(max, members.size);
     },
@@ -168,24 +155,11 @@ describe('concurrent deliveries (L1, L2)', () => {
       if (codes.some((c) => c !== 202 && c !== 503))
         violations.push(`trial ${t}: codes ${codes.join(',')}`);
 
-      // L2: an unaddressed scale-down removes exactly the newest surplus (NewestFirst; ties in
-      // creationTimestamp by the generation a member was planned at, then by name).
-      const live = [...obs.current().entries()].filter(([, m]) => !m.terminating);
-      const expected = live
-        .sort(([a, x], [b, y]) =>
-          x.created !== y.created
-            ? x.created < y.created
-              ? -1
-              : 1
-            : x.born !== y.born
-              ? x.born - y.born
-              : a < b
-                ? -1
-                : 1,
-        )
-        .slice(down)
-        .map(([n]) => n)
-        .sort();
+      // L2: an unaddressed scale-down removes exactly the newest surplus (NewestFirst).
+      const live = [...obs.current().values()].filter(
+        (m) => m.metadata.deletionTimestamp === undefined,
+      );
+      const expected = [...expectedVictims(live, 'NewestFirst', live.length - down)].sort();
       obs.resetMax();
       await cluster().kubectl([
         'scale',
