@@ -506,8 +506,8 @@ describe('scale-down-with: the pool meta-resource', () => {
 describe('scale-down-with: the CloudEvent path', () => {
   const event = (data: unknown): RequestInit => binaryEvent(SCALE_DOWN_WITH_EVENT, data);
 
-  it('success → 202 with an empty body', async () => {
-    const p = explicitPool();
+  /** The calls of a request that removes `runners-aaaaa` from `p`; `written()` is the pool PUT. */
+  function removesOne(p: VirtualMachinePool) {
     let written: VirtualMachinePool | undefined;
     const scope = nock(API)
       .get(poolPath('ci', 'runners'))
@@ -520,54 +520,48 @@ describe('scale-down-with: the CloudEvent path', () => {
       })
       .query(true)
       .reply(200, (_uri, body) => body as object);
+    return { scope, written: () => written };
+  }
+
+  /** The reads of a request naming `runners-aaaaa` once the replica is gone. */
+  const targetGone = (p: VirtualMachinePool | undefined) =>
+    nock(API)
+      .get(poolPath('ci', 'runners'))
+      .reply(200, p)
+      .get(vmPath('ci', 'runners-aaaaa'))
+      .reply(404, statusBody(404, 'NotFound'));
+
+  it('success → 202 with an empty body', async () => {
+    const { scope, written } = removesOne(explicitPool());
     const res = await build('none').request(
       '/',
       event({ namespace: 'ci', pool: 'runners', targets: ['runners-aaaaa'] }),
     );
     expect(res.status).toBe(202);
     expect(await res.text()).toBe('');
-    expect(written?.spec.replicas).toBe(2);
+    expect(written()?.spec.replicas).toBe(2);
     scope.done();
     expect(unmatched.seen).toEqual([]);
   });
 
   it('a redelivery (same source and id) after the target is gone → 202, no second PUT', async () => {
-    const p = explicitPool();
-    let written: VirtualMachinePool | undefined;
-    const first = nock(API)
-      .get(poolPath('ci', 'runners'))
-      .reply(200, p)
-      .get(vmPath('ci', 'runners-aaaaa'))
-      .reply(200, vm(p, 'runners-aaaaa'))
-      .put(poolPath('ci', 'runners'), (body: VirtualMachinePool) => {
-        written = body;
-        return true;
-      })
-      .query(true)
-      .reply(200, (_uri, body) => body as object);
+    const first = removesOne(explicitPool());
     const init = event({ namespace: 'ci', pool: 'runners', targets: ['runners-aaaaa'] });
     const app = build('none');
     expect((await app.request('/', init)).status).toBe(202);
-    first.done();
+    first.scope.done();
+    const written = first.written();
     const key = requestKey('https://10.96.0.1:443', new Headers(init.headers).get('ce-id')!);
     expect(written?.metadata.annotations?.[keys.scaleDownRequests]).toBe(key);
     // The reconcile removed the replica since; the pool remembers the request.
-    const second = nock(API)
-      .get(poolPath('ci', 'runners'))
-      .reply(200, written)
-      .get(vmPath('ci', 'runners-aaaaa'))
-      .reply(404, statusBody(404, 'NotFound'));
+    const second = targetGone(written);
     const res = await app.request('/', init);
     expect(res.status).toBe(202);
     expect(await res.text()).toBe('');
     second.done();
     expect(unmatched.seen).toEqual([]);
     // A new event naming the vanished replica is still refused.
-    const third = nock(API)
-      .get(poolPath('ci', 'runners'))
-      .reply(200, written)
-      .get(vmPath('ci', 'runners-aaaaa'))
-      .reply(404, statusBody(404, 'NotFound'));
+    const third = targetGone(written);
     const again = event({ namespace: 'ci', pool: 'runners', targets: ['runners-aaaaa'] });
     expect((await app.request('/', again)).status).toBe(400);
     third.done();
