@@ -4,7 +4,7 @@
  * node_modules left external (what an unbundled image resolves at start).
  * @module
  */
-import { pingInit } from '../test/events.js';
+import { pingInit } from '../local/events.js';
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';

@@ -6,10 +6,10 @@
  */
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { ensureBinaries } from '../test/controlplane/binaries.js';
-import { startControlPlane } from '../test/controlplane/cluster.js';
-import type { ControlPlane } from '../test/controlplane/cluster.js';
-import { startProcess, stopPid, tail, waitFor } from '../test/controlplane/process.js';
+import { ensureBinaries } from '../local/controlplane/binaries.js';
+import { startControlPlane } from '../local/controlplane/cluster.js';
+import type { ControlPlane } from '../local/controlplane/cluster.js';
+import { startProcess, stopPid, tail, waitFor } from '../local/controlplane/process.js';
 
 /** Flags of the ReplicaSet controller manager, printed with the results. */
 export const REPLICASET_KCM_FLAGS = [

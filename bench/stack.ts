@@ -11,7 +11,7 @@ import type { Logger } from '../shared/http/index.js';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { createKube } from '../shared/kube/index.js';
 import type { Kube, RequestCounts } from '../shared/kube/index.js';
-import { startPoolSources } from '../test/controlplane/adapter.js';
+import { startPoolSources } from '../local/controlplane/adapter.js';
 import { testLog } from '../test/logs.js';
 
 /** A running reconcile-pool with its event sources. */

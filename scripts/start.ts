@@ -6,7 +6,7 @@
  *
  *   npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample]
  */
-import { pingInit } from '../test/events.js';
+import { pingInit } from '../local/events.js';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,18 +20,18 @@ import { poolCrd } from '../shared/api/index.js';
 import { createFunctionMetrics, createLogger, serveApp } from '../shared/http/index.js';
 import type { ServedApp } from '../shared/http/index.js';
 import { createKube } from '../shared/kube/index.js';
-import { startPoolSources } from '../test/controlplane/adapter.js';
-import { cachedBinaries, ensureBinaries } from '../test/controlplane/binaries.js';
-import { mintCa, mintLeaf } from '../test/controlplane/certs.js';
-import { startControlPlane } from '../test/controlplane/cluster.js';
-import type { ControlPlane } from '../test/controlplane/cluster.js';
-import { testCrds } from '../test/controlplane/crds.js';
-import { startSimulator } from '../test/simulator/simulator.js';
-import type { Simulator } from '../test/simulator/simulator.js';
-import { applyAll, deleteAll } from './local/apply.js';
-import { startBridge } from './local/bridge.js';
-import { SAMPLE_NAMESPACE, sample } from './local/sample.js';
-import { SCALE_DOWN_SERVICE, wiring } from './local/wiring.js';
+import { startPoolSources } from '../local/controlplane/adapter.js';
+import { cachedBinaries, ensureBinaries } from '../local/controlplane/binaries.js';
+import { mintCa, mintLeaf } from '../local/controlplane/certs.js';
+import { startControlPlane } from '../local/controlplane/cluster.js';
+import type { ControlPlane } from '../local/controlplane/cluster.js';
+import { testCrds } from '../local/controlplane/crds.js';
+import { startSimulator } from '../local/simulator/simulator.js';
+import type { Simulator } from '../local/simulator/simulator.js';
+import { applyAll, deleteAll } from '../local/apply.js';
+import { startBridge } from '../local/bridge.js';
+import { SAMPLE_NAMESPACE, sample } from '../local/sample.js';
+import { SCALE_DOWN_SERVICE, wiring } from '../local/wiring.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -198,7 +198,7 @@ async function main(): Promise<void> {
       bridge.stop();
     });
     say(
-      'the Knative adapter is not built (test/controlplane/build.sh knative): a built-in watch bridge sends the same CloudEvents',
+      'the Knative adapter is not built (local/controlplane/build.sh knative): a built-in watch bridge sends the same CloudEvents',
     );
   }
 

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { Hono } from 'hono';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { mintCa, mintLeaf } from '../../test/controlplane/certs.js';
+import { mintCa, mintLeaf } from '../../local/controlplane/certs.js';
 import type { NodeEnv } from './app.js';
 import { createHealth } from './health.js';
 import { serveApp } from './serve.js';

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { mintCa, mintLeaf } from '../../test/controlplane/certs.js';
+import { mintCa, mintLeaf } from '../../local/controlplane/certs.js';
 import { createKube } from './client.js';
 import { kubeConfigFor } from './config.js';
 

@@ -9,7 +9,7 @@ import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
 import { GROUP, VERSION, keys } from '../../shared/api/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import { collectDisks, reconcilePool, scaleDownWith } from '../../shared/reconcile/index.js';
-import { seededRandom } from '../simulator/rng.js';
+import { seededRandom } from '../../local/simulator/rng.js';
 import { dropNamespace, freshNamespace } from './delivery.js';
 import {
   Crash,

@@ -13,8 +13,8 @@ import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
 import { SCALE_DOWN_WITH_EVENT, buildScaleDownApp } from '../../functions/scale-down-with/app.js';
 import { API_VERSION, AWAITING_RESTART, PING, keys } from '../../shared/api/index.js';
 import type { Kube } from '../../shared/kube/index.js';
-import { seededRandom } from '../simulator/rng.js';
-import { startSimulator } from '../simulator/simulator.js';
+import { seededRandom } from '../../local/simulator/rng.js';
+import { startSimulator } from '../../local/simulator/simulator.js';
 import {
   adminKube,
   adminKubeConfig,

@@ -9,7 +9,7 @@ import type { VirtualMachinePool } from '../../shared/api/index.js';
 import { GROUP, VERSION } from '../../shared/api/index.js';
 import type { Kube, KubeOptions, RequestCounts } from '../../shared/kube/index.js';
 import { createKube } from '../../shared/kube/index.js';
-import { seededRandom } from '../simulator/rng.js';
+import { seededRandom } from '../../local/simulator/rng.js';
 
 /** The seed of a run: `VMPOOL_CHAOS_SEED`, or a fixed default so CI replays the same schedule. */
 export const CHAOS_SEED = Number(process.env.VMPOOL_CHAOS_SEED ?? 20_251_130);

@@ -12,7 +12,7 @@ import { DELETE, RETAIN, writesBetween } from './kit.js';
 import type { Observer, Seen } from './observer.js';
 import { diskRefsOf } from './observer.js';
 
-import { eventInit } from '../events.js';
+import { eventInit } from '../../local/events.js';
 
 export { eventInit };
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { inject } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { REPO_ROOT } from '../controlplane/binaries.js';
+import { REPO_ROOT } from '../../local/controlplane/binaries.js';
 import { servingCert } from '../e2e/harness.js';
 import { serveApp } from '../../shared/http/index.js';
 

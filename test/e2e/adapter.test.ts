@@ -1,9 +1,9 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GROUP, VERSION } from '../../shared/api/meta.js';
-import { startAdapter, type Adapter } from '../controlplane/adapter.js';
+import { startAdapter, type Adapter } from '../../local/controlplane/adapter.js';
 import { cluster, create, dropNamespace, eventually, newNamespace } from './harness.js';
-import { runnersPool } from './pools.js';
+import { runnersPool } from '../../local/guide.js';
 
 interface Received {
   headers: IncomingHttpHeaders;

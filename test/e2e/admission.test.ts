@@ -9,8 +9,8 @@ import { explicitReplicasMessage, explicitScaleMessage } from '../../shared/doma
 import { GROUP, VERSION } from '../../shared/api/index.js';
 import { startApiserverFacing, reportLatency, type ApiserverFacing } from './apiserver-facing.js';
 import { cluster, create, dropNamespace, newNamespace, read } from './harness.js';
-import { runnersPool } from './pools.js';
-import { toYaml } from '../controlplane/kubectl.js';
+import { runnersPool } from '../../local/guide.js';
+import { toYaml } from '../../local/controlplane/kubectl.js';
 
 let ns = '';
 let facing: ApiserverFacing;

@@ -18,11 +18,11 @@ import { GROUP, SUBRESOURCES_GROUP, VERSION } from '../../shared/api/index.js';
 import { serveApp } from '../../shared/http/index.js';
 import type { Logger, ServedApp } from '../../shared/http/index.js';
 import { createKube, loadKubeConfig } from '../../shared/kube/index.js';
-import type { KeyPair } from '../controlplane/certs.js';
-import { kubeconfigYaml, mintLeaf } from '../controlplane/certs.js';
-import { runKubectl } from '../controlplane/kubectl.js';
+import type { KeyPair } from '../../local/controlplane/certs.js';
+import { kubeconfigYaml, mintLeaf } from '../../local/controlplane/certs.js';
+import { runKubectl } from '../../local/controlplane/kubectl.js';
 import { cluster, dropNamespace, eventually, newNamespace, servingCert } from './harness.js';
-import { runnersPool } from './pools.js';
+import { runnersPool } from '../../local/guide.js';
 import { testLog } from '../logs.js';
 
 /** The APIService name: cluster-scoped, so one test file at a time may own it. */

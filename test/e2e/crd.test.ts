@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { celMessages } from '../../shared/api/pool.js';
 import { create, dropNamespace, errorText, newNamespace } from './harness.js';
-import { cdromPool, reclaimPool, runnersPool, runnersVm } from './pools.js';
+import { cdromPool, reclaimPool, runnersPool, runnersVm } from '../../local/guide.js';
 
 type Pool = ReturnType<typeof runnersPool>;
 type Mutable = Record<string, unknown>;

@@ -9,7 +9,7 @@ import {
   read,
   type Obj,
 } from './harness.js';
-import { runnersPool, runnersVm } from './pools.js';
+import { runnersPool, runnersVm } from '../../local/guide.js';
 
 let ns = '';
 beforeAll(async () => {

@@ -4,9 +4,9 @@
  * @module
  */
 import type { TestProject } from 'vitest/node';
-import { ensureBinaries } from '../controlplane/binaries.js';
-import { startControlPlane } from '../controlplane/cluster.js';
-import { platformCrdDir } from '../controlplane/crds.js';
+import { ensureBinaries } from '../../local/controlplane/binaries.js';
+import { startControlPlane } from '../../local/controlplane/cluster.js';
+import { platformCrdDir } from '../../local/controlplane/crds.js';
 
 /** What tests get through `inject('cluster')`. */
 export interface ClusterInfo {

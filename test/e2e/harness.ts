@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inject } from 'vitest';
 import { API_VERSION, GROUP, VERSION } from '../../shared/api/meta.js';
-import { mintServingCert, type KeyPair } from '../controlplane/certs.js';
-import { runKubectl, toYaml } from '../controlplane/kubectl.js';
+import { mintServingCert, type KeyPair } from '../../local/controlplane/certs.js';
+import { runKubectl, toYaml } from '../../local/controlplane/kubectl.js';
 
 /** A JSON object from the API server. */
 export type Obj = Record<string, unknown> & { metadata: Record<string, unknown> };

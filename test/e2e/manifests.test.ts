@@ -13,7 +13,7 @@ import { parseAllDocuments } from 'yaml';
 import { SUBRESOURCES_GROUP } from '../../shared/api/index.js';
 import { FUNCTIONS } from '../../scripts/build.js';
 import { POOL_PATH, SCALE_PATH } from '../../functions/scale-validate/app.js';
-import { toYaml } from '../controlplane/kubectl.js';
+import { toYaml } from '../../local/controlplane/kubectl.js';
 import { cluster } from './harness.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');

@@ -4,7 +4,7 @@
  */
 import { GROUP, VERSION, keys } from '../../shared/api/index.js';
 import { cluster, type Obj } from './harness.js';
-import { runnersPool } from './pools.js';
+import { runnersPool } from '../../local/guide.js';
 
 /** A member VM as the tests look at it. */
 export interface Member {

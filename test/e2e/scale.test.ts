@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/api/meta.js';
 import { cluster, create, dropNamespace, newNamespace, read, res } from './harness.js';
-import { runnersPool } from './pools.js';
+import { runnersPool } from '../../local/guide.js';
 
 let ns = '';
 beforeAll(async () => {

@@ -28,7 +28,7 @@ import {
   type Obj,
 } from './harness.js';
 import { members as readMembers, smallPool } from './members.js';
-import { runnersVm } from './pools.js';
+import { runnersVm } from '../../local/guide.js';
 import { startStack, type Stack } from './stack.js';
 
 let ns = '';

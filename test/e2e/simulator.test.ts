@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AWAITING_RESTART } from '../../shared/api/vm.js';
-import { SIM_FINALIZER, startSimulator, type Simulator } from '../simulator/simulator.js';
+import { SIM_FINALIZER, startSimulator, type Simulator } from '../../local/simulator/simulator.js';
 import {
   cluster,
   create,
@@ -10,7 +10,7 @@ import {
   read,
   type Obj,
 } from './harness.js';
-import { runnersVm } from './pools.js';
+import { runnersVm } from '../../local/guide.js';
 
 let ns = '';
 let sim: Simulator;

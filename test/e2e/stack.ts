@@ -4,16 +4,16 @@
  * pool) in Resource mode, the platform simulator, and PingSource-like resync and GC ticks.
  * @module
  */
-import { pingInit } from '../events.js';
+import { pingInit } from '../../local/events.js';
 import { buildGcApp } from '../../functions/disk-gc-tick/app.js';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
 import { serveApp } from '../../shared/http/index.js';
 import type { Logger, ServedApp } from '../../shared/http/index.js';
 import { createKube, loadKubeConfig } from '../../shared/kube/index.js';
 import type { Kube } from '../../shared/kube/index.js';
-import { startPoolSources } from '../controlplane/adapter.js';
-import { startSimulator } from '../simulator/simulator.js';
-import type { Simulator } from '../simulator/simulator.js';
+import { startPoolSources } from '../../local/controlplane/adapter.js';
+import { startSimulator } from '../../local/simulator/simulator.js';
+import type { Simulator } from '../../local/simulator/simulator.js';
 import { cluster } from './harness.js';
 import { testLog } from '../logs.js';
 

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { create, cluster, dropNamespace, errorText, newNamespace, servingCert } from './harness.js';
-import { runnersPool } from './pools.js';
+import { runnersPool } from '../../local/guide.js';
 
 let ns = '';
 let server: Server;

@@ -16,7 +16,7 @@ import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundles, FUNCTIONS, OPTIONAL_PEERS } from '../../scripts/build.js';
 import type { BuiltBundle, FunctionName } from '../../scripts/build.js';
-import { mintCa, mintLeaf } from '../controlplane/certs.js';
+import { mintCa, mintLeaf } from '../../local/controlplane/certs.js';
 
 const HTTPS: readonly FunctionName[] = ['scale-validate', 'scale-down-with'];
 

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { mintCa, mintLeaf, type KeyPair } from '../controlplane/certs.js';
+import { mintCa, mintLeaf, type KeyPair } from '../../local/controlplane/certs.js';
 
 /** PEM certificates of one test run. */
 export interface TestCerts {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AWAITING_RESTART } from '../../shared/api/vm.js';
-import { nextDiskStatus, nextVmStatus, type Memory } from '../simulator/lifecycle.js';
-import { seededRandom } from '../simulator/rng.js';
+import { nextDiskStatus, nextVmStatus, type Memory } from '../../local/simulator/lifecycle.js';
+import { seededRandom } from '../../local/simulator/rng.js';
 
 type Vm = { metadata: Record<string, unknown>; spec: Record<string, unknown>; status?: object };
 

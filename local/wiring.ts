@@ -4,8 +4,8 @@
  * kube-proxy runs).
  * @module
  */
-import { SUBRESOURCES_GROUP, VERSION } from '../../shared/api/index.js';
-import { POOL_PATH, SCALE_PATH } from '../../functions/scale-validate/app.js';
+import { SUBRESOURCES_GROUP, VERSION } from '../shared/api/index.js';
+import { POOL_PATH, SCALE_PATH } from '../functions/scale-validate/app.js';
 
 /** Where the local HTTPS functions listen, and the CA that signed their certificate. */
 export interface LocalEndpoints {

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { Watch } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { GROUP, VERSION } from '../../shared/api/index.js';
+import { GROUP, VERSION } from '../shared/api/index.js';
 
 const VERBS: Readonly<Record<string, string>> = {
   ADDED: 'add',

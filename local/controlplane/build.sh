@@ -3,7 +3,7 @@
 # Knative ApiServerSource receive adapter from the Go module proxy, and caches the binaries outside
 # the repository, keyed by the module files, so a second run (and a fresh clone) is a no-op.
 #
-#   test/controlplane/build.sh [k8s|knative|all]     (default: all)
+#   local/controlplane/build.sh [k8s|knative|all]     (default: all)
 #
 # Cache root: $VMPOOL_CACHE_DIR, else $XDG_CACHE_HOME/vmpool, else ~/.cache/vmpool.
 # Prints the bin directory of each part on stdout as "<part>=<dir>".

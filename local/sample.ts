@@ -2,8 +2,8 @@
  * The sample pool of the user guide (`runners`), in its own namespace.
  * @module
  */
-import { API_VERSION } from '../../shared/api/index.js';
-import { runnersPool } from '../../test/e2e/pools.js';
+import { API_VERSION } from '../shared/api/index.js';
+import { runnersPool } from './guide.js';
 
 /** Namespace of the sample. */
 export const SAMPLE_NAMESPACE = 'vmpool-demo';

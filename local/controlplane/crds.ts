@@ -26,7 +26,7 @@ export const PLATFORM_CRD_FILES = [
 ] as const;
 
 /** Directory of the minimal fixtures shipped with the repository. */
-export const FIXTURE_CRD_DIR = join(REPO_ROOT, 'test', 'fixtures', 'crds');
+export const FIXTURE_CRD_DIR = join(REPO_ROOT, 'local', 'crds');
 
 /** Parses every YAML document of a string into objects (empty documents dropped). */
 export function parseManifests(text: string): KubeObject[] {
