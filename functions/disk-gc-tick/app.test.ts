@@ -7,8 +7,9 @@ import {
   API,
   BASE,
   binaryEvent,
-  list,
+  failingList,
   guardNock,
+  list,
   ref,
   statusBody,
   structuredEvent,
@@ -186,11 +187,7 @@ describe('disk-gc-tick', () => {
   });
 
   it('a list that keeps failing → 503 and nothing deleted', async () => {
-    const scope = nock(API)
-      .get(`${BASE}/virtualdisks`)
-      .query(SELECTOR)
-      .times(3)
-      .reply(500, statusBody(500, 'InternalError'));
+    const scope = failingList(`${BASE}/virtualdisks`, SELECTOR);
     const res = await build().app.request('/', binaryEvent(PING));
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).not.toBeNull();

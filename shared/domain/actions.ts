@@ -39,6 +39,16 @@ export type Action =
   /** Drop carried-out scaledownwith targets from the pool (a main-resource write on a fresh read). */
   | { readonly kind: 'dropTargets'; readonly names: readonly string[] };
 
+/** The action of one kind. */
+export type ActionOf<K extends Action['kind']> = Extract<Action, { readonly kind: K }>;
+export type ClaimDisk = ActionOf<'claimDisk'>;
+export type CreateDisk = ActionOf<'createDisk'>;
+export type CreateVm = ActionOf<'createVm'>;
+export type UpdateVm = ActionOf<'updateVm'>;
+export type DeleteVm = ActionOf<'deleteVm'>;
+export type UpdateDisk = ActionOf<'updateDisk'>;
+export type DeleteDisk = ActionOf<'deleteDisk'>;
+
 /** True for actions that must be fenced by the intent write (creates and deletes). */
 export function isFenced(a: Action): boolean {
   return (
@@ -50,49 +60,51 @@ export function isFenced(a: Action): boolean {
   );
 }
 
-/** The events.k8s.io Event recorded for an action's outcome, in the reference's words. */
-export function eventFor(
-  a: Action,
-  ok: boolean,
-  error = '',
-): { type: 'Normal' | 'Warning'; reason: string; note: string; action: string } | undefined {
+/** An events.k8s.io Event about an action. */
+export interface ActionEvent {
+  readonly type: 'Normal' | 'Warning';
+  readonly reason: string;
+  readonly note: string;
+  readonly action: string;
+}
+
+const normal = (reason: string, note: string, action: string): ActionEvent => ({
+  type: 'Normal',
+  reason,
+  note,
+  action,
+});
+const warning = (reason: string, note: string, action: string): ActionEvent => ({
+  type: 'Warning',
+  reason,
+  note,
+  action,
+});
+
+/** The Event recorded for an action's outcome, in the reference's words. */
+export function eventFor(a: Action, ok: boolean, error = ''): ActionEvent | undefined {
   switch (a.kind) {
-    case 'createVm':
+    case 'createVm': {
+      const name = a.vm.metadata.name ?? '';
       return ok
-        ? {
-            type: 'Normal',
-            reason: 'SuccessfulCreate',
-            note: `Created VirtualMachine "${a.vm.metadata.name ?? ''}".`,
-            action: 'Create',
-          }
-        : {
-            type: 'Warning',
-            reason: 'FailedCreate',
-            note: `Failed to create a VirtualMachine from the template: ${error}`,
-            action: 'Create',
-          };
+        ? normal('SuccessfulCreate', `Created VirtualMachine "${name}".`, 'Create')
+        : warning(
+            'FailedCreate',
+            `Failed to create a VirtualMachine from the template: ${error}`,
+            'Create',
+          );
+    }
     case 'deleteVm':
       return ok
-        ? {
-            type: 'Normal',
-            reason: 'SuccessfulDelete',
-            note: `Deleted VirtualMachine "${a.name}".`,
-            action: 'Delete',
-          }
-        : {
-            type: 'Warning',
-            reason: 'FailedDelete',
-            note: `Failed to delete VirtualMachine "${a.name}": ${error}`,
-            action: 'Delete',
-          };
+        ? normal('SuccessfulDelete', `Deleted VirtualMachine "${a.name}".`, 'Delete')
+        : warning(
+            'FailedDelete',
+            `Failed to delete VirtualMachine "${a.name}": ${error}`,
+            'Delete',
+          );
     case 'deleteDisk':
       return ok
-        ? {
-            type: 'Normal',
-            reason: 'DiskDeleted',
-            note: `Deleted VirtualDisk "${a.name}" (${a.why}).`,
-            action: 'Delete',
-          }
+        ? normal('DiskDeleted', `Deleted VirtualDisk "${a.name}" (${a.why}).`, 'Delete')
         : undefined;
     case 'claimDisk':
     case 'createDisk':

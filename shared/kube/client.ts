@@ -27,7 +27,7 @@ import {
   VirtualMachine,
   VirtualMachinePool,
 } from '../api/index.js';
-import { Counter } from './counts.js';
+import { RequestTally } from './counts.js';
 import type { RequestHook, RequestOutcome, Verb } from './counts.js';
 import { defaultReportingInstance, poolEventBody } from './event.js';
 import { NO_HTTP_STATUS, classify, failure } from './failure.js';
@@ -164,7 +164,7 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
   const fieldManager = opts.fieldManager ?? 'vmpool';
   const pageSize = opts.pageSize ?? 500;
   const reportingInstance = opts.reportingInstance ?? defaultReportingInstance();
-  const counter = new Counter();
+  const tally = new RequestTally();
   const callOpts: ConfigurationOptions = {
     middleware: [keepAliveMiddleware(), timeoutMiddleware(opts.timeoutMs ?? 15_000)],
     middlewareMergeStrategy: 'append',
@@ -187,7 +187,7 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
           ? { outcome: c.failure }
           : { outcome: c.failure, retryAfterMs: c.retryAfterMs };
     }
-    counter.add(verb, outcomeOf(result.outcome));
+    tally.add(verb, outcomeOf(result.outcome));
     opts.onRequest?.(verb, outcomeOf(result.outcome), (performance.now() - started) / 1000);
     return result;
   }
@@ -436,6 +436,6 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
       );
     },
 
-    counts: () => counter.snapshot(),
+    counts: () => tally.snapshot(),
   };
 }

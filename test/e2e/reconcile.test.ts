@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../shared/api/index.js';
 import { cluster, create, dropNamespace, eventually, newNamespace, read } from './harness.js';
-import { listObjects, members as readMembers, smallPool, type Member } from './members.js';
+import { listObjects, members as readMembers, type Member } from './members.js';
+import { smallPool } from '../../local/guide.js';
 import { startStack, type Stack } from './stack.js';
 
 let ns = '';
