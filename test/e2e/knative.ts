@@ -69,14 +69,15 @@ export function kustomizations(root: string = join(REPO_ROOT, 'knative')): strin
 }
 
 /**
- * A cluster admin's checkout: a copy of knative/ in a temporary directory, with the plain-TLS
- * certificate files made by `overlays/plain-tls/certs/self-signed.sh`. The repository's own tree is
- * never written to. Returns the directory that holds `knative/`.
+ * A cluster admin's checkout: a copy of knative/ in a temporary directory, with (`certs`, the
+ * default) the plain-TLS certificate files made by `overlays/plain-tls/certs/self-signed.sh`. The
+ * repository's own tree is never written to. Returns the directory that holds `knative/`.
  */
-export async function adminCheckout(): Promise<string> {
+export async function adminCheckout(opts: { certs?: boolean } = {}): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'vmpool-knative-'));
   cpSync(join(REPO_ROOT, 'knative'), join(dir, 'knative'), { recursive: true });
-  await promisify(execFile)(join(dir, 'knative/overlays/plain-tls/certs/self-signed.sh'), []);
+  if (opts.certs ?? true)
+    await promisify(execFile)(join(dir, 'knative/overlays/plain-tls/certs/self-signed.sh'), []);
   return dir;
 }
 
