@@ -79,17 +79,21 @@ exists() {
   kubectl get "$1" "$2" "${ns[@]}" -o name >/dev/null 2>&1
 }
 
-# ready WHAT KIND NAME NAMESPACE CONDITION CONTROLLER: a condition that must be True.
+# ready WHAT KIND NAME NAMESPACE CONDITION CONTROLLER: a condition that must be True (one request).
 ready() {
-  local what=$1 kind=$2 name=$3 ns=$4 type=$5 controller=$6
-  if ! exists "$kind" "$name" "$ns"; then
-    fail "$what: not found (was the install step applied?)"
+  local what=$1 kind=$2 name=$3 ns=$4 type=$5 controller=$6 args=() line
+  [ -n "$ns" ] && args=(-n "$ns")
+  local c="{.status.conditions[?(@.type==\"$type\")]"
+  if ! line=$(kubectl get "$kind" "$name" "${args[@]}" -o "jsonpath=${c}.status}{\"\t\"}${c}.reason}{\"\t\"}${c}.message}" 2>&1); then
+    if [[ "$line" == *NotFound* || "$line" == *"not found"* ]]; then
+      fail "$what: not found (was the install step applied?)"
+    else
+      fail "$what: cannot read it: $line"
+    fi
     return
   fi
   local status reason message
-  status=$(get "$kind" "$name" "$ns" "{.status.conditions[?(@.type==\"$type\")].status}")
-  reason=$(get "$kind" "$name" "$ns" "{.status.conditions[?(@.type==\"$type\")].reason}")
-  message=$(get "$kind" "$name" "$ns" "{.status.conditions[?(@.type==\"$type\")].message}")
+  IFS=$'\t' read -r status reason message <<<"$line"
   if [ "$status" = True ]; then
     ok "$what: $type"
   elif [ -z "$status" ]; then
@@ -99,15 +103,14 @@ ready() {
   fi
 }
 
-# deployment NAMESPACE NAME WHAT: at least one replica available (all, for vmpool's own).
+# deployment NAMESPACE NAME WHAT: at least one replica available (one request).
 deployment() {
-  local ns=$1 name=$2 what=$3 want have
-  if ! exists deployment "$name" "$ns"; then
+  local ns=$1 name=$2 what=$3 line want have
+  if ! line=$(kubectl get deployment "$name" -n "$ns" -o 'jsonpath={.spec.replicas} {.status.availableReplicas}' 2>/dev/null); then
     fail "$what: deployment $ns/$name not found"
     return 1
   fi
-  want=$(get deployment "$name" "$ns" '{.spec.replicas}')
-  have=$(get deployment "$name" "$ns" '{.status.availableReplicas}')
+  read -r want have <<<"$line"
   have=${have:-0}
   if [ "$have" -ge 1 ]; then
     ok "$what: deployment $ns/$name has $have of ${want:-1} replicas available"
@@ -120,14 +123,17 @@ deployment() {
 # components WHAT NAMESPACE DEPLOYMENT...: a system component is up when each of its Deployments has
 # an available replica; one line for the whole component.
 components() {
-  local what=$1 ns=$2 missing="" down="" d have
+  local what=$1 ns=$2 missing="" down="" d have listed
   shift 2
+  # One request per namespace: name=available of every Deployment.
+  listed=$(kubectl get deployments -n "$ns" \
+    -o 'jsonpath={range .items[*]}{.metadata.name}={.status.availableReplicas}{"\n"}{end}' 2>/dev/null)
   for d in "$@"; do
-    if ! exists deployment "$d" "$ns"; then
+    if ! grep -q "^$d=" <<<"$listed"; then
       missing+=" $d"
       continue
     fi
-    have=$(get deployment "$d" "$ns" '{.status.availableReplicas}')
+    have=$(grep "^$d=" <<<"$listed" | cut -d= -f2)
     [ "${have:-0}" -ge 1 ] || down+=" $d"
   done
   if [ -n "$missing" ]; then
@@ -163,13 +169,17 @@ check_prerequisites() {
     ok "Kubernetes $git"
   fi
 
-  local crd
-  for crd in services.serving.knative.dev apiserversources.sources.knative.dev \
-    pingsources.sources.knative.dev brokers.eventing.knative.dev triggers.eventing.knative.dev; do
-    exists crd "$crd" "" || fail "CRD $crd missing: install Knative Serving and Eventing (see Prerequisites)"
+  local crd crds knative=(services.serving.knative.dev apiserversources.sources.knative.dev
+    pingsources.sources.knative.dev brokers.eventing.knative.dev triggers.eventing.knative.dev)
+  local platform=(virtualmachines.virtualization.deckhouse.io virtualdisks.virtualization.deckhouse.io)
+  crds=$(kubectl get crd --ignore-not-found -o name "${knative[@]}" "${platform[@]}" 2>/dev/null)
+  for crd in "${knative[@]}"; do
+    grep -qx "customresourcedefinition.apiextensions.k8s.io/$crd" <<<"$crds" ||
+      fail "CRD $crd missing: install Knative Serving and Eventing (see Prerequisites)"
   done
-  for crd in virtualmachines.virtualization.deckhouse.io virtualdisks.virtualization.deckhouse.io; do
-    exists crd "$crd" "" || fail "CRD $crd missing: the virtualization platform is not installed"
+  for crd in "${platform[@]}"; do
+    grep -qx "customresourcedefinition.apiextensions.k8s.io/$crd" <<<"$crds" ||
+      fail "CRD $crd missing: the virtualization platform is not installed"
   done
 
   components "Knative Serving" knative-serving controller activator autoscaler webhook
@@ -199,12 +209,11 @@ check_prerequisites() {
     ok "Broker channel: $(grep 'kind:' <<<"$template" | head -1 | sed 's/^ *//')"
   fi
 
-  if ! exists crd "$POOL_CRD" ""; then
+  local pool_crd established intent
+  if ! pool_crd=$(kubectl get crd "$POOL_CRD" -o 'jsonpath={.status.conditions[?(@.type=="Established")].status} {.spec.versions[?(@.name=="v1alpha2")].schema.openAPIV3Schema.properties.status.properties.intent.type}' 2>/dev/null); then
     fail "CRD $POOL_CRD missing: step 1 of the install (kubectl apply --server-side --field-manager=vmpool -k knative/crd)"
   else
-    local established intent
-    established=$(get crd "$POOL_CRD" "" '{.status.conditions[?(@.type=="Established")].status}')
-    intent=$(get crd "$POOL_CRD" "" '{.spec.versions[?(@.name=="v1alpha2")].schema.openAPIV3Schema.properties.status.properties.intent.type}')
+    read -r established intent <<<"$pool_crd"
     if [ "$established" != True ]; then
       fail "CRD $POOL_CRD is not Established yet"
     elif [ "$intent" != object ]; then
@@ -248,11 +257,10 @@ check_controller() {
     ready "Certificate $NS/vmpool-serving" certificates.cert-manager.io vmpool-serving "$NS" Ready cert-manager
   fi
   local keys
-  keys=$(get secret vmpool-tls "$NS" '{.data.tls\.crt}{" "}{.data.tls\.key}{" "}{.data.ca\.crt}')
-  read -r -a keys <<<"$keys"
-  if ! exists secret vmpool-tls "$NS"; then
+  if ! keys=$(kubectl get secret vmpool-tls -n "$NS" \
+    -o 'jsonpath={.data.tls\.crt}{" "}{.data.tls\.key}' 2>/dev/null); then
     fail "Secret $NS/vmpool-tls not found: with cert-manager it appears once the Certificate is issued; with plain TLS, overlays/plain-tls/certs holds the files"
-  elif [ "${#keys[@]}" -lt 2 ]; then
+  elif ! read -r -a keys <<<"$keys" || [ "${#keys[@]}" -lt 2 ]; then
     fail "Secret $NS/vmpool-tls has no tls.crt or no tls.key"
   else
     ok "Secret $NS/vmpool-tls"
@@ -263,15 +271,17 @@ check_controller() {
   deployment "$NS" scale-down-with "scale-down-with"
 
   # The webhook: a caBundle on every entry, then a dry-run pool create that runs it.
-  local hook=vmpool-scale-validate
-  if ! exists validatingwebhookconfiguration "$hook" ""; then
+  local hook=vmpool-scale-validate entries
+  # One line per webhook entry: x, then its caBundle (empty when unset).
+  if ! entries=$(kubectl get validatingwebhookconfiguration "$hook" \
+    -o 'jsonpath={range .webhooks[*]}x{.clientConfig.caBundle}{"\n"}{end}' 2>/dev/null); then
     fail "ValidatingWebhookConfiguration $hook not found"
   else
     local n bundles
-    n=$(get validatingwebhookconfiguration "$hook" "" '{range .webhooks[*]}x{end}')
-    bundles=$(get validatingwebhookconfiguration "$hook" "" '{range .webhooks[*]}{.clientConfig.caBundle}{"\n"}{end}' | grep -c .)
-    if [ "$bundles" -lt "${#n}" ]; then
-      fail "ValidatingWebhookConfiguration $hook: $((${#n} - bundles)) of ${#n} webhooks have no caBundle (cert-manager's cainjector, or overlays/plain-tls, sets it)"
+    n=$(grep -c . <<<"$entries")
+    bundles=$(grep -c '^x.' <<<"$entries")
+    if [ "$bundles" -lt "$n" ]; then
+      fail "ValidatingWebhookConfiguration $hook: $((n - bundles)) of $n webhooks have no caBundle (cert-manager's cainjector, or overlays/plain-tls, sets it)"
     else
       ok "ValidatingWebhookConfiguration $hook: caBundle set"
     fi
@@ -295,7 +305,7 @@ spec:
 EOF
     )
     if [[ "$answer" == *"failed calling webhook"* ]]; then
-      fail "the admission webhook does not answer, so every pool write is refused: ${answer#*failed calling webhook }"
+      fail "the admission webhook does not answer, so every pool write is refused (are scale-validate's pods ready, is vmpool-tls the certificate the caBundle trusts?): ${answer#*failed calling webhook }"
     elif [[ "$answer" == *"denied the request"* ]]; then
       ok "the admission webhook answers (it refused the probe pool: ${answer#*denied the request: })"
     elif [[ "$answer" == *virtualmachinepool* ]]; then
