@@ -69,14 +69,14 @@ fail() {
 
 # get KIND NAME NAMESPACE JSONPATH: prints the value, or nothing when the object does not exist.
 get() {
-  local ns=()
-  [ -n "$3" ] && ns=(-n "$3")
-  kubectl get "$1" "$2" "${ns[@]}" -o "jsonpath=$4" 2>/dev/null
+  local in=()
+  [ -n "$3" ] && in=(-n "$3")
+  kubectl get "$1" "$2" ${in[@]+"${in[@]}"} -o "jsonpath=$4" 2>/dev/null
 }
 exists() {
-  local ns=()
-  [ -n "$3" ] && ns=(-n "$3")
-  kubectl get "$1" "$2" "${ns[@]}" -o name >/dev/null 2>&1
+  local in=()
+  [ -n "$3" ] && in=(-n "$3")
+  kubectl get "$1" "$2" ${in[@]+"${in[@]}"} -o name >/dev/null 2>&1
 }
 
 # ready WHAT KIND NAME NAMESPACE CONDITION CONTROLLER: a condition that must be True (one request).
@@ -84,7 +84,7 @@ ready() {
   local what=$1 kind=$2 name=$3 ns=$4 type=$5 controller=$6 args=() line
   [ -n "$ns" ] && args=(-n "$ns")
   local c="{.status.conditions[?(@.type==\"$type\")]"
-  if ! line=$(kubectl get "$kind" "$name" "${args[@]}" -o "jsonpath=${c}.status}{\"\t\"}${c}.reason}{\"\t\"}${c}.message}" 2>&1); then
+  if ! line=$(kubectl get "$kind" "$name" ${args[@]+"${args[@]}"} -o "jsonpath=${c}.status}{\"\n\"}${c}.reason}{\"\n\"}${c}.message}" 2>&1); then
     if [[ "$line" == *NotFound* || "$line" == *"not found"* ]]; then
       fail "$what: not found (was the install step applied?)"
     else
@@ -93,7 +93,12 @@ ready() {
     return
   fi
   local status reason message
-  IFS=$'\t' read -r status reason message <<<"$line"
+  # One field per line: empty ones (no reason) keep their place.
+  {
+    read -r status
+    read -r reason
+    IFS= read -r message
+  } <<<"$line"
   if [ "$status" = True ]; then
     ok "$what: $type"
   elif [ -z "$status" ]; then
