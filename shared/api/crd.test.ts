@@ -24,7 +24,7 @@ function walk(node: unknown, visit: (n: Json) => void): void {
 
 describe('the VirtualMachinePool CRD generated from the models', () => {
   it('is the file knative/ ships (run `npm run crd` after changing shared/api)', () => {
-    const file = fileURLToPath(new URL('../../knative/base/crd.yaml', import.meta.url));
+    const file = fileURLToPath(new URL('../../knative/crd/crd.yaml', import.meta.url));
     expect(parse(readFileSync(file, 'utf8'))).toEqual(poolCrd());
   });
 
