@@ -74,11 +74,25 @@ export type VirtualMachineTemplate = z.infer<typeof VirtualMachineTemplate>;
 export const ScaleDownPolicy = z.enum(['NewestFirst', 'OldestFirst', 'Explicit']);
 export type ScaleDownPolicy = z.infer<typeof ScaleDownPolicy>;
 
+/** How members leave on a scale-down (vmpool's own; absent: deleted at once, as the reference). */
+export const ScaleDown = z
+  .looseObject({
+    drainTimeout: z
+      .string()
+      .optional()
+      .describe(
+        'Drain before removal: a leaving member is first annotated vmpool.virtualization.deckhouse.io/drain-requested (RFC 3339 time) and deleted once annotated vmpool.virtualization.deckhouse.io/drained: "true", or when this Go duration (e.g. 10m) has passed. Absent or 0: deleted at once.',
+      ),
+  })
+  .describe('How members leave the pool on a scale-down.');
+export type ScaleDown = z.infer<typeof ScaleDown>;
+
 /** `spec` of a pool. */
 export const PoolSpec = z
   .looseObject({
     replicas: z.int32().min(0).optional(),
     scaleDownPolicy: ScaleDownPolicy,
+    scaleDown: ScaleDown.optional(),
     virtualMachineTemplate: VirtualMachineTemplate,
     virtualDiskTemplates: z
       .array(DiskTemplate)
@@ -135,6 +149,18 @@ export const PoolStatus = z.looseObject({
   desiredTemplateHash: z.string().optional(),
   updatedReplicas: z.int32().optional(),
   restartPendingReplicas: z.int32().optional(),
+  protectedReplicas: z
+    .int32()
+    .optional()
+    .describe(
+      'Surplus replicas kept because only members annotated vmpool.virtualization.deckhouse.io/protected: "true" could leave.',
+    ),
+  drainingReplicas: z
+    .int32()
+    .optional()
+    .describe(
+      'Members asked to leave that are draining (annotated vmpool.virtualization.deckhouse.io/drain-requested), still counted in replicas.',
+    ),
   selector: z.string().optional(),
   conditions: z
     .array(Condition)

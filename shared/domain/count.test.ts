@@ -35,7 +35,7 @@ describe('decideCount', () => {
     ];
     const c = decideCount(observe(observed(p, members)), seededRandom(1));
     expect(names(c.victims)).toEqual(['runners-aaaaa']);
-    expect(c.deletes.map((d) => [d.name, d.why])).toEqual([
+    expect(c.departures.map((d) => [d.vm.metadata.name, d.why])).toEqual([
       ['runners-aaaaa', 'scaleDown'],
       ['runners-ccccc', 'target'],
     ]);
