@@ -151,7 +151,7 @@ describe('scale-down-with: discovery', () => {
     });
   });
 
-  it('GET /apis/<group>/v1alpha2 lists only the scaledownwith subresource (the meta-resource would shadow the CRD in kubectl)', async () => {
+  it('GET /apis/<group>/v1alpha2 lists only the scaledownwith and victims subresources (the meta-resource would shadow the CRD in kubectl)', async () => {
     const res = await build().request(SUB_BASE);
     const doc = (await res.json()) as {
       kind: string;
@@ -162,6 +162,7 @@ describe('scale-down-with: discovery', () => {
     expect(doc.groupVersion).toBe(`${SUB}/v1alpha2`);
     expect(doc.resources.map((r) => [r.name, r.kind, r.namespaced, r.verbs])).toEqual([
       ['virtualmachinepools/scaledownwith', 'VirtualMachinePoolScaleDownWith', true, ['create']],
+      ['virtualmachinepools/victims', 'VirtualMachinePoolVictims', true, ['get']],
     ]);
   });
 });

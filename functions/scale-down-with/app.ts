@@ -1,6 +1,7 @@
 /**
  * scale-down-with: the aggregated API `POST …/virtualmachinepools/{name}/scaledownwith` that removes
- * named replicas atomically, and the same request as a CloudEvent for event-driven autoscalers.
+ * named replicas atomically, `GET …/victims?count=N` that previews a scale-down's victims, and the
+ * removal as a CloudEvent for event-driven autoscalers.
  * @module
  */
 import type { Context, Hono } from 'hono';
@@ -14,6 +15,7 @@ import {
 } from '../../shared/api/index.js';
 import type { AppDeps, ClientCertificate, NodeEnv } from '../../shared/http/index.js';
 import {
+  apiResponse,
   badRequest,
   buildFunctionApp,
   clientCertificate,
@@ -21,13 +23,12 @@ import {
   createAccessCheck,
   eventReply,
   parseBody,
-  poolNotFound,
   resolveDeps,
   statusFailure,
   statusResponse,
 } from '../../shared/http/index.js';
 import { requestKey } from '../../shared/domain/index.js';
-import { scaleDownWith } from '../../shared/reconcile/index.js';
+import { poolMeta, poolVictims, scaleDownWith } from '../../shared/reconcile/index.js';
 import { apiGroup, apiGroupList, resourceList } from './discovery.js';
 
 /** Dependencies; the certificate source is injectable for tests. */
@@ -42,7 +43,8 @@ export interface ScaleDownAppDeps extends AppDeps {
   readonly acceptEvents?: boolean;
 }
 
-const BASE = `/apis/${SUBRESOURCES_GROUP}/${VERSION}`;
+const API_VERSION = `${SUBRESOURCES_GROUP}/${VERSION}`;
+const BASE = `/apis/${API_VERSION}`;
 const POOL = `${BASE}/namespaces/:ns/virtualmachinepools/:name`;
 const EXPECTED = 'expected VirtualMachinePoolScaleDownWith {"targets": [...], "dryRun": [...]}';
 
@@ -66,14 +68,14 @@ export function buildScaleDownApp(input: ScaleDownAppDeps): Hono<NodeEnv> {
   app.get(POOL, async (c) => {
     const { ns: namespace, name } = c.req.param();
     const refused = await checkAccess(c, { verb: 'get', namespace, name });
-    if (refused !== undefined) return statusResponse(refused);
-    const got = await kube.getPool(namespace, name);
-    if (!got.ok)
-      return statusResponse(
-        got.reason === 'notFound' ? poolNotFound(name) : statusFailure(500, got.message, name),
-      );
-    const apiVersion = `${SUBRESOURCES_GROUP}/${VERSION}`;
-    return c.json({ apiVersion, kind: 'VirtualMachinePool', metadata: got.value.metadata });
+    return apiResponse(refused ?? (await poolMeta(kube, namespace, name, API_VERSION)));
+  });
+
+  app.get(`${POOL}/victims`, async (c) => {
+    const { ns: namespace, name } = c.req.param();
+    const refused = await checkAccess(c, { verb: 'get', namespace, name, subresource: 'victims' });
+    const count = c.req.query('count');
+    return apiResponse(refused ?? (await poolVictims(kube, namespace, name, count, API_VERSION)));
   });
 
   app.post(`${POOL}/scaledownwith`, async (c) => {

@@ -23,9 +23,8 @@ export interface Candidate {
   readonly crowd: number;
 }
 
-/** A ranked victim. */
-export interface Ranked {
-  readonly vm: VirtualMachine;
+/** A ranked victim, with its keys when it was picked and the key that picked it. */
+export interface Ranked extends Candidate {
   readonly reason: RankReason;
 }
 
@@ -104,32 +103,38 @@ export function rankVictims(
   n: number = candidates.length,
 ): Ranked[] {
   const onNode = occupancy(staying);
-  const left = candidates.map((vm) => ({ vm, cost: deletionCost(vm).value }));
+  let left = candidates.map((vm) => ({ vm, cost: deletionCost(vm).value }));
   const out: Ranked[] = [];
   while (out.length < n && left.length > 0) {
     const scored = left.map((c): Candidate => ({ ...c, crowd: onNodeOf(c.vm, onNode) }));
-    let best = 0;
-    for (let i = 1; i < scored.length; i++)
-      if (compareVictims(scored[i]!, scored[best]!, policy) < 0) best = i;
-    let second: number | undefined;
-    for (let i = 0; i < scored.length; i++)
-      if (
-        i !== best &&
-        (second === undefined || compareVictims(scored[i]!, scored[second]!, policy) < 0)
-      )
-        second = i;
-    const chosen = scored[best]!;
-    const runnerUp = second === undefined ? undefined : scored[second];
+    const [chosen, runnerUp] = bestTwo(scored, policy);
+    if (chosen === undefined) break;
     const reason =
       runnerUp === undefined
         ? 'OnlyCandidate'
         : (decide(chosen, runnerUp, policy)?.reason ?? 'Name');
-    out.push({ vm: chosen.vm, reason });
+    out.push({ ...chosen, reason });
     const node = nodeOf(chosen.vm);
     if (node !== undefined) onNode.set(node, (onNode.get(node) ?? 1) - 1);
-    left.splice(best, 1);
+    left = left.filter((c) => c.vm !== chosen.vm);
   }
   return out;
+}
+
+/** The first and second candidates by the comparator (one pass, no sort). */
+function bestTwo(
+  scored: readonly Candidate[],
+  policy: RankingPolicy,
+): [Candidate | undefined, Candidate | undefined] {
+  let first: Candidate | undefined;
+  let second: Candidate | undefined;
+  for (const c of scored) {
+    if (first === undefined || compareVictims(c, first, policy) < 0) {
+      second = first;
+      first = c;
+    } else if (second === undefined || compareVictims(c, second, policy) < 0) second = c;
+  }
+  return [first, second];
 }
 
 function onNodeOf(vm: VirtualMachine, onNode: ReadonlyMap<string, number>): number {

@@ -88,8 +88,11 @@ export async function execute(
         }
         return 'done';
       }
-      case 'updateVm':
-        return settle(await kube.updateVm(a.vm));
+      case 'updateVm': {
+        const o = await kube.updateVm(a.vm);
+        if (o.ok) report(a, true);
+        return settle(o);
+      }
       case 'updateDisk':
         return settle(await kube.updateDisk(a.disk));
       case 'deleteVm': {
