@@ -279,3 +279,39 @@ describe('helpers', () => {
     expect(sameStatus(a as never, b as never)).toBe(want);
   });
 });
+
+describe('computeStatus: protection and drains', () => {
+  it('reports the held surplus and Progressing False ScaleDownBlockedByProtection', () => {
+    const p = pool({ replicas: 1, generation: 3 });
+    const members = [on(p, 'a'), on(p, 'b'), on(p, 'c')];
+    const s = computeStatus(p, members, H, {}, NOW, { protectedHeld: 2, draining: 0 });
+    expect(s.protectedReplicas).toBe(2);
+    expect(s.drainingReplicas).toBe(0);
+    expect(cond(s.conditions, 'Progressing')).toMatchObject({
+      status: 'False',
+      reason: 'ScaleDownBlockedByProtection',
+      message:
+        'Scale-down to 1 replicas waits: 2 surplus replicas are protected (annotation vmpool.virtualization.deckhouse.io/protected: "true").',
+    });
+  });
+
+  it('counts draining members and says so while converging', () => {
+    const p = pool({ replicas: 2 });
+    const members = [on(p, 'a'), on(p, 'b'), on(p, 'c')];
+    const s = computeStatus(p, members, H, {}, NOW, { protectedHeld: 0, draining: 1 });
+    expect(s.drainingReplicas).toBe(1);
+    expect(s.replicas).toBe(3);
+    expect(cond(s.conditions, 'Progressing')).toMatchObject({
+      status: 'True',
+      reason: 'ReplicasProgressing',
+      message: 'Converging to 2 replicas (currently 3, 1 draining).',
+    });
+  });
+
+  it('reports zeros by default (no knob set: nothing held, nothing draining)', () => {
+    const p = pool({ replicas: 1 });
+    const s = computeStatus(p, [on(p, 'a')], H, {}, NOW);
+    expect([s.protectedReplicas, s.drainingReplicas]).toEqual([0, 0]);
+    expect(cond(s.conditions, 'Progressing')).toBeUndefined();
+  });
+});
