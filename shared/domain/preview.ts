@@ -30,7 +30,9 @@ export interface VictimPreview {
 /** A member already asked to leave (not part of the next scale-down). */
 export interface LeavingPreview {
   readonly name: string;
+  /** A scale-down chose it, or a scaledownwith named it. */
   readonly why: 'scaleDown' | 'target';
+  /** Asked to drain (and since when); it is deleted once drained or timed out. */
   readonly draining: boolean;
   readonly drainRequested?: string;
 }
@@ -38,9 +40,12 @@ export interface LeavingPreview {
 /** The answer of the preview. */
 export interface Preview {
   readonly policy: ScaleDownPolicy;
+  /** How many victims were asked for (`victims` may be shorter: see `message`). */
   readonly count: number;
+  /** In removal order; protected ones last, as those a scale-down would wait for. */
   readonly victims: readonly VictimPreview[];
   readonly leaving: readonly LeavingPreview[];
+  /** Why fewer victims than asked, or why none (Explicit); empty otherwise. */
   readonly message: string;
 }
 

@@ -281,31 +281,37 @@ describe('helpers', () => {
 });
 
 describe('computeStatus: protection and drains', () => {
-  it('reports the held surplus and Progressing False ScaleDownBlockedByProtection', () => {
-    const p = pool({ replicas: 1, generation: 3 });
-    const members = [on(p, 'a'), on(p, 'b'), on(p, 'c')];
-    const s = computeStatus(p, members, H, {}, NOW, { protectedHeld: 2, draining: 0 });
-    expect(s.protectedReplicas).toBe(2);
-    expect(s.drainingReplicas).toBe(0);
-    expect(cond(s.conditions, 'Progressing')).toMatchObject({
-      status: 'False',
-      reason: 'ScaleDownBlockedByProtection',
-      message:
-        'Scale-down to 1 replicas waits: 2 surplus replicas are protected (annotation vmpool.virtualization.deckhouse.io/protected: "true").',
-    });
-  });
-
-  it('counts draining members and says so while converging', () => {
-    const p = pool({ replicas: 2 });
-    const members = [on(p, 'a'), on(p, 'b'), on(p, 'c')];
-    const s = computeStatus(p, members, H, {}, NOW, { protectedHeld: 0, draining: 1 });
-    expect(s.drainingReplicas).toBe(1);
-    expect(s.replicas).toBe(3);
-    expect(cond(s.conditions, 'Progressing')).toMatchObject({
-      status: 'True',
-      reason: 'ReplicasProgressing',
-      message: 'Converging to 2 replicas (currently 3, 1 draining).',
-    });
+  it.each([
+    {
+      what: 'the held surplus: Progressing False ScaleDownBlockedByProtection',
+      replicas: 1,
+      leaving: { protectedHeld: 2, draining: 0 },
+      progressing: {
+        status: 'False',
+        reason: 'ScaleDownBlockedByProtection',
+        message:
+          'Scale-down to 1 replicas waits: 2 surplus replicas are protected (annotation vmpool.virtualization.deckhouse.io/protected: "true").',
+      },
+    },
+    {
+      what: 'draining members, counted in replicas, said while converging',
+      replicas: 2,
+      leaving: { protectedHeld: 0, draining: 1 },
+      progressing: {
+        status: 'True',
+        reason: 'ReplicasProgressing',
+        message: 'Converging to 2 replicas (currently 3, 1 draining).',
+      },
+    },
+  ])('reports $what', ({ replicas, leaving, progressing }) => {
+    const p = pool({ replicas });
+    const s = computeStatus(p, [on(p, 'a'), on(p, 'b'), on(p, 'c')], H, {}, NOW, leaving);
+    expect([s.replicas, s.protectedReplicas, s.drainingReplicas]).toEqual([
+      3,
+      leaving.protectedHeld,
+      leaving.draining,
+    ]);
+    expect(cond(s.conditions, 'Progressing')).toMatchObject(progressing);
   });
 
   it('reports zeros by default (no knob set: nothing held, nothing draining)', () => {

@@ -2,7 +2,9 @@
  * Fleet control end to end, with kubectl as a user types it: scale-in protection, deletion cost and
  * spread over nodes (the simulator places VMs on two nodes), the victims preview through the
  * aggregated API, scaledownwith refusing a protected VM, and drain before removal (drained, timed
- * out, cancelled by a scale-up). `VMPOOL_E2E_TRANSCRIPT=1` prints what kubectl showed.
+ * out, cancelled by a scale-up). No resync tick runs here: an annotation a user or an agent sets on
+ * a VM reaches reconcile-pool as a VM event, and a drain timeout is acted on by the recheck
+ * reconcile-pool schedules at the deadline. `VMPOOL_E2E_TRANSCRIPT=1` prints what kubectl showed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SUBRESOURCES_GROUP, VERSION, keys } from '../../shared/api/index.js';
@@ -23,7 +25,7 @@ const NODES = ['node-a', 'node-b'];
 
 beforeAll(async () => {
   ns = await newNamespace('fleet');
-  stack = await startStack(ns, { nodes: NODES });
+  stack = await startStack(ns, { nodes: NODES, resyncMs: 0 });
   facing = await startApiserverFacing(ns);
 });
 afterAll(async () => {
