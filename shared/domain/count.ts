@@ -5,6 +5,7 @@
  * @module
  */
 import type { VirtualMachine } from '../api/index.js';
+import { keys } from '../api/index.js';
 import { byCancelOrder, drainTimeoutMs, isDraining } from './drain.js';
 import { nameOf } from './membership.js';
 import type { Rand } from './names.js';
@@ -126,7 +127,7 @@ function costWarnings(view: View, leaving: ReadonlySet<string>): string[] {
     return bad === undefined || leaving.has(nameOf(m)) || isProtected(m)
       ? []
       : [
-          `VirtualMachine ${nameOf(m)}: deletion cost "${bad}" is not an int32; counted as 0 (annotation vmpool.virtualization.deckhouse.io/deletion-cost)`,
+          `VirtualMachine ${nameOf(m)}: deletion cost "${bad}" is not an int32; counted as 0 (annotation ${keys.deletionCost})`,
         ];
   });
 }
