@@ -42,6 +42,8 @@ export interface Deletion {
   readonly annotations: Readonly<Record<string, string>>;
   /** Its deletionTimestamp (undefined when it vanished at once). */
   readonly at?: string;
+  /** When the watch delivered the deletion (ms since the epoch): no earlier than the deletion. */
+  readonly seen: number;
 }
 
 const rvOf = (o: Seen): number => Number(o.metadata.resourceVersion);
@@ -185,6 +187,7 @@ export class Observer {
         rv: rvOf(o),
         annotations: o.metadata.annotations ?? {},
         ...(o.metadata.deletionTimestamp === undefined ? {} : { at: o.metadata.deletionTimestamp }),
+        seen: Date.now(),
       });
     }
     const pool = poolOf(o);
@@ -222,6 +225,7 @@ export class Observer {
         pool: poolOf(o),
         rv: rvOf(o),
         annotations: o.metadata.annotations ?? {},
+        seen: Date.now(),
       });
     }
   }
