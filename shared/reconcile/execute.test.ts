@@ -196,4 +196,28 @@ describe('execute: every outcome of the funnel', () => {
     });
     expect(out).toEqual({ done: 1, retry: false, failed: [], foreign: [] });
   });
+
+  it('Events a user looks for: a disk create refused, a disk grown, a disk collected', async () => {
+    const refused = await run([retainDisk('runners-cache-aaaaaa')], {
+      createDisk: () => fail('forbidden', 'quota exceeded'),
+    });
+    const [warning] = refused.f.of('recordEvent').map((c) => c.args[1] as PoolEvent);
+    expect(warning).toMatchObject({ type: 'Warning', reason: 'FailedCreate' });
+    expect(warning?.note).toBe(
+      'Failed to create VirtualDisk "runners-cache-aaaaaa": quota exceeded',
+    );
+    const big = disk(p, 'runners-cache-bbbbbb', { size: '50Gi' });
+    const grown = await run([
+      { kind: 'updateDisk', disk: big, why: ['grow'] },
+      { kind: 'claimDisk', disk: big, forVm: 'runners-aaaaa', grownTo: '50Gi' },
+      { kind: 'claimDisk', disk: big, forVm: 'runners-bbbbb' },
+      deleteDisk('runners-cache-cccccc'),
+    ]);
+    const notes = grown.f.of('recordEvent').map((c) => c.args[1] as PoolEvent);
+    expect(notes.map((e) => e.reason)).toEqual(['DiskSizeGrown', 'DiskSizeGrown', 'DiskCollected']);
+    expect(notes[0]?.note).toBe(
+      'Grew VirtualDisk "runners-cache-bbbbbb" to 50Gi, the size of its template.',
+    );
+    expect(notes[2]?.note).toContain('free for longer than its template ttl');
+  });
 });
