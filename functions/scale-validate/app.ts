@@ -22,11 +22,13 @@ function answer(
   uid: string,
   allowed: boolean,
   status?: { code: number; message: string },
+  warnings: readonly string[] = [],
 ): Response {
   const response = {
     uid,
     allowed,
     ...(status ? { status: { ...status, reason: allowed ? undefined : 'Forbidden' } } : {}),
+    ...(warnings.length > 0 ? { warnings } : {}),
   };
   return Response.json({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response });
 }
@@ -50,11 +52,11 @@ export function buildValidateApp(input: AppDeps): Hono<NodeEnv> {
     const verdict = await reviewAdmission(req, kube);
     const outcome = verdict.allowed ? 'allowed' : 'denied';
     metrics.reconciles.inc({ function: 'scale-validate', outcome });
-    if (verdict.allowed) return answer(req.uid, true);
+    if (verdict.allowed) return answer(req.uid, true, undefined, verdict.warnings);
     const { code, message } = verdict;
     const pool = `${req.namespace ?? ''}/${req.name ?? ''}`;
     log.info({ pool, op: req.operation, sub: req.subResource ?? '', message }, 'denied');
-    return answer(req.uid, false, { code, message });
+    return answer(req.uid, false, { code, message }, verdict.warnings);
   };
   app.post(POOL_PATH, handler);
   app.post(SCALE_PATH, handler);
