@@ -27,6 +27,8 @@ import {
   VirtualMachine,
   VirtualMachinePool,
 } from '../api/index.js';
+import { activeBudget } from './budget.js';
+import type { ActiveBudget } from './budget.js';
 import { RequestTally } from './counts.js';
 import type { RequestHook, RequestOutcome, Verb } from './counts.js';
 import { defaultReportingInstance, poolEventBody } from './event.js';
@@ -36,6 +38,7 @@ import type { RetryPolicy } from './retry.js';
 import type {
   AccessDecision,
   AccessQuestion,
+  Failure,
   Kube,
   Outcome,
   PoolEvent,
@@ -68,11 +71,21 @@ const POOLS: Plural = 'virtualmachinepools';
 const VMS: Plural = 'virtualmachines';
 const DISKS: Plural = 'virtualdisks';
 
-/** Aborts each request after `ms`; node-fetch then rejects with an AbortError (→ transient). */
+/**
+ * Aborts each request after `ms`, or sooner when the request's {@link CallBudget} says so (its
+ * deadline, its timeout, its signal); node-fetch then rejects with an AbortError (→ transient).
+ */
 function timeoutMiddleware(ms: number): ObservableMiddleware {
   return {
     pre(ctx: RequestContext): Observable<RequestContext> {
-      ctx.setSignal(AbortSignal.timeout(ms));
+      const budget = activeBudget();
+      let t = budget?.timeoutMs === undefined ? ms : Math.min(ms, budget.timeoutMs);
+      if (budget?.deadline !== undefined)
+        t = Math.max(1, Math.min(t, Math.ceil(budget.deadline - performance.now())));
+      const timeout = AbortSignal.timeout(t);
+      ctx.setSignal(
+        budget?.signal === undefined ? timeout : AbortSignal.any([timeout, budget.signal]),
+      );
       return new Observable(Promise.resolve(ctx));
     },
     post(ctx: ResponseContext): Observable<ResponseContext> {
@@ -116,6 +129,26 @@ function keepAliveMiddleware(): ObservableMiddleware {
       return new Observable(Promise.resolve(ctx));
     },
   };
+}
+
+/**
+ * The failure of a call its budget no longer allows: the caller went away, or its deadline passed
+ * (`last` is the error of the attempt that ran out of time). Transient: a later request may succeed.
+ */
+function overBudget(
+  budget: ActiveBudget | undefined,
+  last?: string,
+  nextAt: number = performance.now(),
+): Failure | undefined {
+  if (budget === undefined) return undefined;
+  const why = last === undefined ? '' : ` (${last})`;
+  if (budget.signal?.aborted === true)
+    return failure('transient', NO_HTTP_STATUS, `the request was cancelled${why}`);
+  if (budget.deadline !== undefined && nextAt >= budget.deadline - 1) {
+    const total = budget.totalMs === undefined ? '' : ` within ${String(budget.totalMs)} ms`;
+    return failure('transient', NO_HTTP_STATUS, `the API server did not answer${total}${why}`);
+  }
+  return undefined;
 }
 
 function outcomeOf(o: Outcome<unknown>): RequestOutcome {
@@ -192,17 +225,28 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
     return result;
   }
 
-  /** {@link once}, retried while transient and attempts remain. */
+  /**
+   * {@link once}, retried while transient and attempts remain, within the request's budget: nothing
+   * is sent once its signal aborted or its deadline passed, and no retry waits past the deadline.
+   */
   async function call<T>(
     verb: Verb,
     send: () => Promise<unknown>,
     parse: (raw: unknown) => Outcome<T>,
     attempts: number = policy.attempts,
   ): Promise<Outcome<T>> {
+    const budget = activeBudget();
+    const limit = Math.min(attempts, budget?.attempts ?? attempts);
     for (let attempt = 1; ; attempt++) {
+      const spent = overBudget(budget);
+      if (spent !== undefined) return spent;
       const r = await once(verb, send, parse);
-      if (r.outcome.ok || r.outcome.reason !== 'transient' || attempt >= attempts) return r.outcome;
-      await pause(backoffMs(policy, attempt - 1, random, r.retryAfterMs));
+      if (r.outcome.ok || r.outcome.reason !== 'transient') return r.outcome;
+      const wait = backoffMs(policy, attempt - 1, random, r.retryAfterMs);
+      const stop = overBudget(budget, r.outcome.message, performance.now() + wait);
+      if (stop !== undefined) return stop;
+      if (attempt >= limit) return r.outcome;
+      await pause(wait);
     }
   }
 
