@@ -186,6 +186,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         `--requestheader-client-ca-file=${certs.frontProxyCa.certPath}`,
         '--requestheader-allowed-names=front-proxy-client',
         '--requestheader-username-headers=X-Remote-User',
+        // Published in extension-apiserver-authentication, so aggregated APIs may trust the uid.
+        '--requestheader-uid-headers=X-Remote-Uid',
         '--requestheader-group-headers=X-Remote-Group',
         '--requestheader-extra-headers-prefix=X-Remote-Extra-',
         `--proxy-client-cert-file=${certs.frontProxyClient.certPath}`,

@@ -5,6 +5,7 @@
  */
 import { Agent as HttpsAgent } from 'node:https';
 import {
+  AuthenticationV1Api,
   AuthorizationV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -18,7 +19,7 @@ import type {
   RequestContext,
   ResponseContext,
 } from '@kubernetes/client-node';
-import type { z } from 'zod';
+import { z } from 'zod';
 import {
   API_VERSION,
   GROUP,
@@ -43,7 +44,23 @@ import type {
   Outcome,
   PoolEvent,
   Preconditions,
+  TokenIdentity,
 } from './types.js';
+
+/** The status of a TokenReview answer (the fields vmpool reads). */
+const TokenReviewStatus = z.looseObject({
+  authenticated: z.boolean().optional(),
+  audiences: z.array(z.string()).optional(),
+  error: z.string().optional(),
+  user: z
+    .looseObject({
+      username: z.string().optional(),
+      uid: z.string().optional(),
+      groups: z.array(z.string()).optional(),
+      extra: z.record(z.string(), z.array(z.string())).optional(),
+    })
+    .optional(),
+});
 
 /** Options of {@link createKube}; all have production defaults, tests override the clock and dice. */
 export interface KubeOptions {
@@ -191,6 +208,7 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
   const core = kc.makeApiClient(CoreV1Api);
   const events = kc.makeApiClient(EventsV1Api);
   const authz = kc.makeApiClient(AuthorizationV1Api);
+  const authn = kc.makeApiClient(AuthenticationV1Api);
   const policy: RetryPolicy = { ...defaultRetryPolicy, ...opts.retry };
   const pause = opts.sleep ?? sleep;
   const random = opts.random ?? Math.random;
@@ -464,6 +482,44 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
               typeof status.reason === 'string' && status.reason !== ''
                 ? { allowed: status.allowed, reason: status.reason }
                 : { allowed: status.allowed },
+          };
+        },
+      );
+    },
+
+    tokenReview(token, audiences): Promise<Outcome<TokenIdentity>> {
+      const body = {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenReview',
+        spec: { token, audiences: [...audiences] },
+      };
+      return call(
+        'tokenReview',
+        // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- see recordEvent
+        () => authn.createTokenReview({ body }, callOpts),
+        (raw): Outcome<TokenIdentity> => {
+          const parsed = TokenReviewStatus.safeParse((raw as { status?: unknown }).status);
+          if (!parsed.success)
+            return failure('invalid', NO_HTTP_STATUS, 'TokenReview answer has no status');
+          const st = parsed.data;
+          const user = st.user;
+          return {
+            ok: true,
+            value: {
+              authenticated: st.authenticated === true,
+              audiences: st.audiences ?? [],
+              ...(user?.username === undefined
+                ? {}
+                : {
+                    user: {
+                      username: user.username,
+                      ...(user.uid === undefined ? {} : { uid: user.uid }),
+                      groups: user.groups ?? [],
+                      extra: user.extra ?? {},
+                    },
+                  }),
+              ...(st.error === undefined || st.error === '' ? {} : { error: st.error }),
+            },
           };
         },
       );
