@@ -21,7 +21,12 @@ import { coalesce, reconcilePool, reconcileScope, scopeOf } from '../../shared/r
 export function buildReconcileApp(input: AppDeps): Hono<NodeEnv> {
   const deps = resolveDeps(input);
   const { kube, metrics } = deps;
-  const app = buildFunctionApp({ name: 'reconcile-pool', log: deps.log, metrics });
+  const app = buildFunctionApp({
+    name: 'reconcile-pool',
+    log: deps.log,
+    metrics,
+    health: deps.health,
+  });
   // One event per created object would otherwise start a herd of identical reconciles of one pool.
   const reconcileOne = coalesce(
     (_deps: unknown, namespace: string, name: string) => `${namespace}/${name}`,

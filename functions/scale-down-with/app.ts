@@ -36,8 +36,14 @@ const EXPECTED = 'expected VirtualMachinePoolScaleDownWith {"targets": [...], "d
 /** The aggregated API server app; every error it answers is a metav1.Status. */
 export function buildScaleDownApp(input: ScaleDownAppDeps): Hono<NodeEnv> {
   const deps = resolveDeps(input);
-  const { kube, log, metrics } = deps;
-  const app = buildFunctionApp({ name: 'scale-down-with', log, metrics, statusPrefix: '/apis' });
+  const { kube, log, metrics, health } = deps;
+  const app = buildFunctionApp({
+    name: 'scale-down-with',
+    log,
+    metrics,
+    health,
+    statusPrefix: '/apis',
+  });
   const checkAccess = createAccessCheck({
     kube,
     now: deps.now,

@@ -38,8 +38,8 @@ export const DEFAULT_EVENTS_AUDIENCE = 'apps/deployment/vmpool-system/scale-down
 
 /** The CloudEvent app: `POST /` takes one scaledownwith event from an authenticated sender. */
 export function buildScaleDownEventsApp(input: ScaleDownEventsDeps): Hono<NodeEnv> {
-  const { kube, log, metrics } = resolveDeps(input);
-  const app = buildFunctionApp({ name: 'scale-down-with-events', log, metrics });
+  const { kube, log, metrics, health } = resolveDeps(input);
+  const app = buildFunctionApp({ name: 'scale-down-with-events', log, metrics, health });
   const checkSender = createEventAccessCheck({
     kube,
     group: SUBRESOURCES_GROUP,

@@ -33,10 +33,10 @@ function answer(
 
 /** The webhook app: both paths take any AdmissionReview v1 and dispatch on resource and subresource. */
 export function buildValidateApp(input: AppDeps): Hono<NodeEnv> {
-  const { kube, log, metrics } = resolveDeps(input);
+  const { kube, log, metrics, health } = resolveDeps(input);
   // An UPDATE review carries the pool twice: the cap is this function's own, above the default.
   const maxBodyBytes = ADMISSION_MAX_BODY_BYTES;
-  const app = buildFunctionApp({ name: 'scale-validate', log, metrics, maxBodyBytes });
+  const app = buildFunctionApp({ name: 'scale-validate', log, metrics, health, maxBodyBytes });
   const handler = async (c: Context<NodeEnv>): Promise<Response> => {
     const parsed = await parseBody(c, AdmissionReview);
     if (!parsed.ok) {

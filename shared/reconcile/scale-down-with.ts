@@ -96,9 +96,7 @@ async function readTargets(
   pool: VirtualMachinePool,
   targets: readonly string[],
   seen: Map<string, VirtualMachine>,
-): Promise<
-  { failed: Status } | { vms: Map<string, VirtualMachine>; judged: ReadonlySet<string> }
-> {
+): Promise<{ failed: Status } | { vms: Map<string, VirtualMachine>; judged: ReadonlySet<string> }> {
   const namespace = pool.metadata.namespace ?? '';
   const vms = new Map<string, VirtualMachine>();
   const judged = new Set<string>();
