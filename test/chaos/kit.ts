@@ -100,9 +100,16 @@ export function chaosPool(
   };
 }
 
-/** Creates a pool (vmpool itself never creates pools, so the funnel has no call for it). */
-export async function createPool(namespace: string, manifest: object): Promise<void> {
-  await adminKubeConfig().makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+/**
+ * Creates a pool (vmpool itself never creates pools, so the funnel has no call for it), on the
+ * shared plane unless `kc` names another.
+ */
+export async function createPool(
+  namespace: string,
+  manifest: object,
+  kc: KubeConfig = adminKubeConfig(),
+): Promise<void> {
+  await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
     group: GROUP,
     version: VERSION,
     plural: 'virtualmachinepools',
