@@ -162,6 +162,10 @@ export class Observer {
     }
   }
 
+  private halted(): boolean {
+    return this.stopped;
+  }
+
   stop(): void {
     this.stopped = true;
     for (const a of this.aborts) a();
@@ -265,7 +269,8 @@ export class Observer {
           else if (had.metadata.resourceVersion !== o.metadata.resourceVersion)
             this.seen(plural, into, 'MODIFIED', o);
         }
-        if (this.stopped) return;
+        // stop() may have come while the list was read.
+        if (this.halted()) return;
         await this.watch(plural, into, l.metadata.resourceVersion);
         this.resumes++;
         return;

@@ -7,7 +7,7 @@
  * on everything the API server stored, L2 for the scaledownwith, L5 at the end.
  * @module
  */
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import { inject } from 'vitest';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
 import { startPoolSources } from '../../local/controlplane/adapter.js';
@@ -89,7 +89,7 @@ async function runOne(
   const kc = new KubeConfig();
   kc.loadFromFile(cp.kubeconfigPath);
   const ns = `restart-${component}`;
-  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
+  await cp.kubectl(['create', 'namespace', ns]);
   const kube: Kube = createKube(kc, { reportingInstance: 'vmpool-chaos-restart' });
   const app = buildReconcileApp({ kube, log: testLog(`restart-${component}`) });
   let restartedAt = Number.POSITIVE_INFINITY;
