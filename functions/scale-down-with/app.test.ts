@@ -1,7 +1,5 @@
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import type { OutgoingHttpHeaders } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import nock from 'nock';
@@ -9,12 +7,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { VirtualMachinePool } from '../../shared/api/index.js';
 import { MAX_TARGETS, keys } from '../../shared/api/index.js';
 import { serveApp } from '../../shared/http/index.js';
+import { requestText } from '../../local/controlplane/http.js';
+import type { Answer } from '../../local/controlplane/http.js';
 import { TARGET_READS } from '../../shared/reconcile/index.js';
 import type { ClientCertificate } from '../../shared/http/index.js';
 import type { Status } from '../../shared/http/index.js';
 import { mintCerts } from '../../test/functions/certs.js';
 import type { TestCerts } from '../../test/functions/certs.js';
-import { API, BASE, guardNock, statusBody, testKube } from '../../test/functions/fixtures.js';
+import type { ReviewOfRights } from '../../test/functions/fixtures.js';
+import {
+  API,
+  BASE,
+  guardNock,
+  reviewOfRights,
+  statusBody,
+  testKube,
+} from '../../test/functions/fixtures.js';
 import { pool, vm } from '../../test/unit/builders.js';
 import { buildScaleDownApp } from './app.js';
 import type { ScaleDownAppDeps } from './app.js';
@@ -23,7 +31,6 @@ import { testLog } from '../../test/logs.js';
 const SUB = 'subresources.virtualization.deckhouse.io';
 const SUB_BASE = `/apis/${SUB}/v1alpha2`;
 const CM = '/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication';
-const SAR = '/apis/authorization.k8s.io/v1/subjectaccessreviews';
 const poolPath = (ns: string, name: string): string =>
   `${BASE}/namespaces/${ns}/virtualmachinepools/${name}`;
 const vmPath = (ns: string, name: string): string =>
@@ -80,30 +87,6 @@ function frontProxyDocument(uidHeaders = '["X-Remote-Uid"]') {
 /** kube-system's extension-apiserver-authentication ConfigMap with the minted CA. */
 function frontProxyConfigMap(): nock.Scope {
   return nock(API).get(CM).reply(200, frontProxyDocument());
-}
-
-interface SarBody {
-  spec: {
-    user: string;
-    uid?: string;
-    groups: string[];
-    extra?: Record<string, string[]>;
-    resourceAttributes: Record<string, string>;
-  };
-}
-
-/** The SubjectAccessReview answer; the request body lands in `seen`. */
-function sar(allowed: boolean, seen: SarBody[] = []): nock.Scope {
-  return nock(API)
-    .post(SAR, (body: SarBody) => {
-      seen.push(body);
-      return true;
-    })
-    .query(true)
-    .reply(201, (_uri, body) => ({
-      ...(body as object),
-      status: allowed ? { allowed: true } : { allowed: false, reason: 'no RBAC policy matched' },
-    }));
 }
 
 /** A request the front proxy forwards for alice. */
@@ -237,8 +220,8 @@ describe('scale-down-with: authentication and authorization', () => {
   });
 
   it('SubjectAccessReview denied → 403, and the review asked the right question', async () => {
-    const seen: SarBody[] = [];
-    const scopes = [frontProxyConfigMap(), sar(false, seen)];
+    const seen: ReviewOfRights[] = [];
+    const scopes = [frontProxyConfigMap(), reviewOfRights(false, seen)];
     const res = await build().request(
       scaleDownPath('ci', 'runners'),
       forwarded({ targets: ['runners-aaaaa'] }),
@@ -269,11 +252,11 @@ describe('scale-down-with: authentication and authorization', () => {
   it('the front-proxy CA is read once per app, not per request', async () => {
     const app = build();
     const cm = frontProxyConfigMap();
-    const denied = sar(false);
+    const denied = reviewOfRights(false);
     expect(
       (await app.request(scaleDownPath('ci', 'runners'), forwarded({ targets: ['a'] }))).status,
     ).toBe(403);
-    const denied2 = sar(false);
+    const denied2 = reviewOfRights(false);
     expect(
       (await app.request(scaleDownPath('ci', 'runners'), forwarded({ targets: ['a'] }))).status,
     ).toBe(403);
@@ -305,7 +288,7 @@ describe('scale-down-with: POST scaledownwith', () => {
     scope.on('request', (req: { method: string }) => {
       methods.push(req.method);
     });
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(
       scaleDownPath('ci', 'runners'),
       // runners-aaaaa twice: counted once.
@@ -342,7 +325,7 @@ describe('scale-down-with: POST scaledownwith', () => {
       .reply(200, vm(p, 'runners-aaaaa'))
       .get(vmPath('ci', 'other-zzzzz'))
       .reply(200, foreign);
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(
       scaleDownPath('ci', 'runners'),
       forwarded({ targets: ['runners-aaaaa', 'other-zzzzz'] }),
@@ -366,7 +349,7 @@ describe('scale-down-with: POST scaledownwith', () => {
       .reply(200, explicitPool())
       .get(vmPath('ci', 'runners-nope0'))
       .reply(404, statusBody(404, 'NotFound'));
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(
       scaleDownPath('ci', 'runners'),
       forwarded({ targets: ['runners-nope0'] }),
@@ -381,7 +364,7 @@ describe('scale-down-with: POST scaledownwith', () => {
   });
 
   it('an empty target list → 400 with the reference message, nothing read or written', async () => {
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(scaleDownPath('ci', 'runners'), forwarded({ targets: [] }));
     expect(res.status).toBe(400);
     expect((await statusOf(res)).message).toBe('scaleDownWith requires a non-empty targets list');
@@ -396,7 +379,7 @@ describe('scale-down-with: POST scaledownwith', () => {
       .reply(200, p)
       .get(vmPath('ci', 'runners-aaaaa'))
       .reply(200, vm(p, 'runners-aaaaa'));
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(
       scaleDownPath('ci', 'runners'),
       forwarded({ targets: ['runners-aaaaa'], dryRun: ['All'] }),
@@ -437,7 +420,7 @@ describe('scale-down-with: POST scaledownwith', () => {
       })
       .query(true)
       .reply(200, (_uri, body) => body as object);
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(
       scaleDownPath('ci', 'runners'),
       forwarded({ targets: ['runners-aaaaa'] }),
@@ -451,7 +434,7 @@ describe('scale-down-with: POST scaledownwith', () => {
 
   it('a pool that does not exist → 404 Status', async () => {
     const scope = nock(API).get(poolPath('ci', 'ghost')).reply(404, statusBody(404, 'NotFound'));
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(scaleDownPath('ci', 'ghost'), forwarded({ targets: ['x'] }));
     expect(res.status).toBe(404);
     expect(await statusOf(res)).toMatchObject({
@@ -465,7 +448,7 @@ describe('scale-down-with: POST scaledownwith', () => {
   });
 
   it('a body that is not JSON → 400', async () => {
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(scaleDownPath('ci', 'runners'), forwarded('{"targets": ['));
     expect(res.status).toBe(400);
     expect((await statusOf(res)).message).toContain('expected VirtualMachinePoolScaleDownWith');
@@ -474,7 +457,7 @@ describe('scale-down-with: POST scaledownwith', () => {
   });
 
   it('a body of the wrong shape → 400', async () => {
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(
       scaleDownPath('ci', 'runners'),
       forwarded({ targets: 'runners-aaaaa' }),
@@ -487,9 +470,9 @@ describe('scale-down-with: POST scaledownwith', () => {
 
 describe('scale-down-with: the pool meta-resource', () => {
   it('GET returns the pool metadata under the subresources group', async () => {
-    const seen: SarBody[] = [];
+    const seen: ReviewOfRights[] = [];
     const scope = nock(API).get(poolPath('ci', 'runners')).reply(200, explicitPool());
-    const others = [frontProxyConfigMap(), sar(true, seen)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true, seen)];
     const res = await build().request(`${SUB_BASE}/namespaces/ci/virtualmachinepools/runners`, {
       headers: { 'X-Remote-User': 'alice' },
     });
@@ -546,7 +529,7 @@ describe('scale-down-with: the identity the front proxy sends', () => {
     });
 
     /** POSTs a scaledownwith to a fresh server as the front proxy does: a header line per value. */
-    async function post(headers: OutgoingHttpHeaders): Promise<{ status: number; body: string }> {
+    async function post(headers: Record<string, string | string[]>): Promise<Answer> {
       const app = buildScaleDownApp({ kube: testKube(), log: testLog('test') });
       const served = serveApp(app, {
         port: 0,
@@ -556,28 +539,12 @@ describe('scale-down-with: the identity the front proxy sends', () => {
       });
       const { port } = await served.listening;
       try {
-        return await new Promise((resolve, reject) => {
-          const req = httpsRequest(
-            {
-              host: '127.0.0.1',
-              port,
-              method: 'POST',
-              path: scaleDownPath('ci', 'runners'),
-              ca: certs.caPem,
-              cert: certs.proxyPem,
-              key: certs.proxyKeyPem,
-              headers: { 'content-type': 'application/json', ...headers },
-            },
-            (res) => {
-              let body = '';
-              res.on('data', (d: Buffer) => (body += d.toString()));
-              res.on('end', () => {
-                resolve({ status: res.statusCode ?? 0, body });
-              });
-            },
-          );
-          req.on('error', reject);
-          req.end(JSON.stringify({ targets: ['runners-aaaaa'] }));
+        return await requestText({
+          url: `https://127.0.0.1:${String(port)}${scaleDownPath('ci', 'runners')}`,
+          ca: certs.caPem,
+          client: { certPem: certs.proxyPem, keyPem: certs.proxyKeyPem },
+          headers,
+          body: { targets: ['runners-aaaaa'] },
         });
       } finally {
         await served.close();
@@ -585,8 +552,8 @@ describe('scale-down-with: the identity the front proxy sends', () => {
     }
 
     it('a group named "a,system:masters" stays one group; uid and every extra value reach the review', async () => {
-      const seen: SarBody[] = [];
-      const scopes = [frontProxyConfigMap(), sar(false, seen)];
+      const seen: ReviewOfRights[] = [];
+      const scopes = [frontProxyConfigMap(), reviewOfRights(false, seen)];
       const res = await post({
         'X-Remote-User': 'bob',
         'X-Remote-Uid': 'uid-of-bob',
@@ -605,8 +572,11 @@ describe('scale-down-with: the identity the front proxy sends', () => {
     });
 
     it('X-Remote-Uid is ignored when the API server does not publish it as a uid header', async () => {
-      const seen: SarBody[] = [];
-      const scopes = [nock(API).get(CM).reply(200, frontProxyDocument('')), sar(false, seen)];
+      const seen: ReviewOfRights[] = [];
+      const scopes = [
+        nock(API).get(CM).reply(200, frontProxyDocument('')),
+        reviewOfRights(false, seen),
+      ];
       await post({ 'X-Remote-User': 'bob', 'X-Remote-Uid': 'forged' });
       for (const scope of scopes) scope.done();
       expect(seen[0]?.spec.uid).toBeUndefined();
@@ -620,19 +590,19 @@ describe('scale-down-with: the front-proxy CA cache', () => {
     const app = build('proxy', { now: () => new Date(t) });
     const ask = () =>
       app.request(scaleDownPath('ci', 'runners'), forwarded({ targets: ['runners-aaaaa'] }));
-    const first = [frontProxyConfigMap(), sar(false)];
+    const first = [frontProxyConfigMap(), reviewOfRights(false)];
     expect((await ask()).status).toBe(403);
     for (const s of first) s.done();
     // A minute later the read fails (three attempts): the copy read before is still trusted.
     t += 61_000;
     const failing = nock(API).get(CM).times(3).reply(500, statusBody(500, 'InternalError'));
-    const stale = sar(false);
+    const stale = reviewOfRights(false);
     expect((await ask()).status).toBe(403);
     failing.done();
     stale.done();
     // Within the retry interval nothing is read again.
     t += 1_000;
-    const quiet = sar(false);
+    const quiet = reviewOfRights(false);
     expect((await ask()).status).toBe(403);
     quiet.done();
     expect(unmatched.seen).toEqual([]);
@@ -656,7 +626,7 @@ describe('scale-down-with: the front-proxy CA cache', () => {
     });
     const ask = () =>
       app.request(scaleDownPath('ci', 'runners'), forwarded({ targets: ['runners-aaaaa'] }));
-    const first = [frontProxyConfigMap(), sar(false)];
+    const first = [frontProxyConfigMap(), reviewOfRights(false)];
     expect((await ask()).status).toBe(403);
     for (const s of first) s.done();
     // The cluster moved to a new front-proxy CA (the rogue CA stands in for it) ten seconds later.
@@ -669,7 +639,7 @@ describe('scale-down-with: the front-proxy CA cache', () => {
         ...doc,
         data: { ...doc.data, 'requestheader-client-ca-file': certs.rogueCaPem },
       });
-    const second = sar(false);
+    const second = reviewOfRights(false);
     expect((await ask()).status).toBe(403);
     rotated.done();
     second.done();
@@ -734,7 +704,7 @@ describe('scale-down-with: bounded work per request', () => {
       log: testLog('test'),
       clientCert: () => certOf('proxy'),
     });
-    const scopes = [frontProxyConfigMap(), sar(true)];
+    const scopes = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await app.request(scaleDownPath('ci', 'runners'), forwarded({ targets }));
     expect(res.status).toBe(400);
     expect((await statusOf(res)).message).toContain(`at most ${String(MAX_TARGETS)} targets`);
@@ -765,7 +735,7 @@ describe('scale-down-with: bounded work per request', () => {
       log: testLog('test'),
       clientCert: () => certOf('proxy'),
     });
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const targets = Array.from({ length: 40 }, (_, i) => `runners-${String(i)}`);
     const res = await app.request(scaleDownPath('ci', 'runners'), {
       ...forwarded({ targets }),
@@ -789,7 +759,7 @@ describe('scale-down-with: audit', () => {
       log: testLog('test', 'silent', lines),
       clientCert: () => certOf('proxy'),
     });
-    const scopes = [frontProxyConfigMap(), sar(false)];
+    const scopes = [frontProxyConfigMap(), reviewOfRights(false)];
     await app.request(scaleDownPath('ci', 'runners'), forwarded({ targets: ['runners-aaaaa'] }));
     for (const s of scopes) s.done();
     const audit = lines

@@ -12,9 +12,11 @@ import {
   BASE,
   binaryEvent,
   guardNock,
+  reviewOfRights,
   statusBody,
   testKube,
 } from '../../test/functions/fixtures.js';
+import type { ReviewOfRights } from '../../test/functions/fixtures.js';
 import { testLog } from '../../test/logs.js';
 import { pool, vm } from '../../test/unit/builders.js';
 import { buildScaleDownApp } from './app.js';
@@ -24,7 +26,6 @@ const AUD = 'apps/deployment/vmpool-system/scale-down-with';
 const TOKEN = 'eyJhbGciOiJSUzI1NiJ9.sender.sig';
 const SA = 'system:serviceaccount:ci:autoscaler';
 const TOKEN_REVIEW = '/apis/authentication.k8s.io/v1/tokenreviews';
-const SAR = '/apis/authorization.k8s.io/v1/subjectaccessreviews';
 const poolPath = (ns: string, name: string): string =>
   `${BASE}/namespaces/${ns}/virtualmachinepools/${name}`;
 const vmPath = (ns: string, name: string): string =>
@@ -42,14 +43,6 @@ function build(lines?: string[]) {
 
 interface Review {
   spec: { token: string; audiences: string[] };
-}
-interface SarBody {
-  spec: {
-    user: string;
-    uid?: string;
-    groups: string[];
-    resourceAttributes: Record<string, string>;
-  };
 }
 
 /** The API server's TokenReview: the sender's token is valid for the audience, or not. */
@@ -74,18 +67,8 @@ function tokenReview(
     .reply(201, (_uri, b) => ({ ...(b as object), status }));
 }
 
-function sar(allowed: boolean, seen: SarBody[] = []): nock.Scope {
-  return nock(API)
-    .post(SAR, (b: SarBody) => {
-      seen.push(b);
-      return true;
-    })
-    .query(true)
-    .reply(201, (_uri, b) => ({ ...(b as object), status: { allowed } }));
-}
-
 /** An authenticated sender with the right. */
-const sender = (): nock.Scope[] => [tokenReview(), sar(true)];
+const sender = (): nock.Scope[] => [tokenReview(), reviewOfRights(true)];
 
 const explicitPool = (): VirtualMachinePool => pool({ scaleDownPolicy: 'Explicit', replicas: 3 });
 
@@ -118,8 +101,8 @@ describe('scale-down-with events: who may send', () => {
 
   it('a sender without the right → 403, nothing read or written; the reviews asked the right questions', async () => {
     const reviews: Review[] = [];
-    const sars: SarBody[] = [];
-    const scopes = [tokenReview(undefined, reviews), sar(false, sars)];
+    const sars: ReviewOfRights[] = [];
+    const scopes = [tokenReview(undefined, reviews), reviewOfRights(false, sars)];
     const res = await build().request('/', withAuth(`Bearer ${TOKEN}`));
     expect(res.status).toBe(403);
     for (const s of scopes) s.done();
@@ -169,7 +152,7 @@ describe('scale-down-with events: who may send', () => {
 
   it('audit: the sender (user, groups), the event source and id, the pool and the outcome', async () => {
     const lines: string[] = [];
-    const scopes = [tokenReview(), sar(false)];
+    const scopes = [tokenReview(), reviewOfRights(false)];
     const init = withAuth(`Bearer ${TOKEN}`);
     await build(lines).request('/', init);
     for (const s of scopes) s.done();
