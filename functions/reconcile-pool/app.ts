@@ -15,7 +15,13 @@ import {
   resolveDeps,
   retryLater,
 } from '../../shared/http/index.js';
-import { coalesce, reconcilePool, reconcileScope, scopeOf } from '../../shared/reconcile/index.js';
+import {
+  coalesce,
+  invalidScope,
+  reconcilePool,
+  reconcileScope,
+  scopeOf,
+} from '../../shared/reconcile/index.js';
 
 /** The reconcile-pool HTTP app: `POST /` takes one CloudEvent. */
 export function buildReconcileApp(input: AppDeps): Hono<NodeEnv> {
@@ -39,6 +45,8 @@ export function buildReconcileApp(input: AppDeps): Hono<NodeEnv> {
       if (!parsed.ok)
         return badRequest(`not an ApiServerSource or PingSource event: ${parsed.message}`);
       const scope = await scopeOf(parsed.data, kube);
+      const bad = invalidScope(scope);
+      if (bad !== undefined) return badRequest(bad);
       const results = await reconcileScope({ ...deps, log }, scope, reconcileOne);
       for (const r of results) {
         metrics.reconciles.inc({ function: 'reconcile-pool', outcome: r.outcome.kind });
