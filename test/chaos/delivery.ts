@@ -385,9 +385,15 @@ async function worker(
         fig.violations.push(`${tag}: ${v}`);
       if (mutation === 'scaledownwith' && !dryRun) {
         // A late redelivery (the broker lost our answer): done already, whatever became of the targets.
+        // As the broker does, a 503 is delivered again (under injected faults, the sender's
+        // TokenReview or SubjectAccessReview may fail like any other call).
         const body = { namespace: ns, pool: name, targets };
-        const res = await sdw.request('/', sdwEvent(body, sdwId));
+        let res = await sdw.request('/', sdwEvent(body, sdwId));
         bump(`scaledownwith redelivered ${res.status}`, fig.replies);
+        for (let i = 0; i < 20 && res.status === 503; i++) {
+          res = await sdw.request('/', sdwEvent(body, sdwId));
+          bump(`scaledownwith redelivered ${res.status}`, fig.replies);
+        }
         const p = await direct.getPool(ns, name);
         if (res.status !== 202 || !p.ok || p.value.spec.replicas !== replicas)
           fig.violations.push(`${tag}: redelivered scaledownwith answered ${res.status}`);
