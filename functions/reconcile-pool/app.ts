@@ -15,13 +15,24 @@ import {
   resolveDeps,
   retryLater,
 } from '../../shared/http/index.js';
-import { coalesce, reconcilePool, reconcileScope, scopeOf } from '../../shared/reconcile/index.js';
+import {
+  coalesce,
+  invalidScope,
+  reconcilePool,
+  reconcileScope,
+  scopeOf,
+} from '../../shared/reconcile/index.js';
 
 /** The reconcile-pool HTTP app: `POST /` takes one CloudEvent. */
 export function buildReconcileApp(input: AppDeps): Hono<NodeEnv> {
   const deps = resolveDeps(input);
   const { kube, metrics } = deps;
-  const app = buildFunctionApp({ name: 'reconcile-pool', log: deps.log, metrics });
+  const app = buildFunctionApp({
+    name: 'reconcile-pool',
+    log: deps.log,
+    metrics,
+    health: deps.health,
+  });
   // One event per created object would otherwise start a herd of identical reconciles of one pool.
   const reconcileOne = coalesce(
     (_deps: unknown, namespace: string, name: string) => `${namespace}/${name}`,
@@ -34,6 +45,8 @@ export function buildReconcileApp(input: AppDeps): Hono<NodeEnv> {
       if (!parsed.ok)
         return badRequest(`not an ApiServerSource or PingSource event: ${parsed.message}`);
       const scope = await scopeOf(parsed.data, kube);
+      const bad = invalidScope(scope);
+      if (bad !== undefined) return badRequest(bad);
       const results = await reconcileScope({ ...deps, log }, scope, reconcileOne);
       for (const r of results) {
         metrics.reconciles.inc({ function: 'reconcile-pool', outcome: r.outcome.kind });
