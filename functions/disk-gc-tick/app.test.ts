@@ -7,6 +7,7 @@ import {
   API,
   BASE,
   binaryEvent,
+  eventsPath,
   failingList,
   guardNock,
   list,
@@ -104,6 +105,7 @@ describe('disk-gc-tick', () => {
     const c = cluster();
     const methods: string[] = [];
     let deleteBody: unknown;
+    let event: { reason?: string; note?: string } = {};
     const scope = nock(API)
       .get(`${BASE}/virtualdisks`)
       .query(SELECTOR)
@@ -119,7 +121,12 @@ describe('disk-gc-tick', () => {
         return true;
       })
       .query(true)
-      .reply(200, statusBody(200, ''));
+      .reply(200, statusBody(200, ''))
+      .post(eventsPath('ci'), (body: { reason?: string; note?: string }) => {
+        event = body;
+        return true;
+      })
+      .reply(201, {});
     scope.on('request', (req: { method: string }) => {
       methods.push(req.method);
     });
@@ -129,8 +136,10 @@ describe('disk-gc-tick', () => {
     expect(await res.text()).toBe('');
     scope.done();
     expect(unmatched.seen).toEqual([]);
-    // Exactly three lists, then one delete.
-    expect(methods).toEqual(['GET', 'GET', 'GET', 'DELETE']);
+    // Exactly three lists, then one delete and its Event on the pool.
+    expect(methods).toEqual(['GET', 'GET', 'GET', 'DELETE', 'POST']);
+    expect(event.reason).toBe('DiskCollected');
+    expect(event.note).toContain('free for longer than its template ttl');
     expect(deleteBody).toMatchObject({
       kind: 'DeleteOptions',
       propagationPolicy: 'Background',

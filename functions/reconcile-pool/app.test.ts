@@ -686,6 +686,29 @@ describe('reconcile-pool: what it answers', () => {
       const res = await build().app.request('/', binaryEvent(`${RES}update`, { kind: 'X' }));
       expect(res.status).toBe(400);
     });
+
+    it.each([
+      [
+        'a pool in namespace ".."',
+        `${RES}update`,
+        { ...pool(), metadata: { ...pool().metadata, namespace: '..' } },
+      ],
+      [
+        'a pool named "a/b"',
+        `${RES}update`,
+        { ...pool(), metadata: { ...pool().metadata, name: 'a/b' } },
+      ],
+      [
+        'a Reference to a VM in "../x"',
+        `${REF}update`,
+        { apiVersion: VM_API, kind: 'VirtualMachine', name: 'v', namespace: '../x' },
+      ],
+      ['a tick for namespace "A_B"', PING, { namespace: 'A_B' }],
+    ])('%s: names no object can have → 400 before any API call', async (_what, type, data) => {
+      const res = await build().app.request('/', binaryEvent(type, data));
+      expect(res.status).toBe(400);
+      expect(unmatched.seen).toEqual([]);
+    });
   });
 
   it('a body over 1 MiB → 413', async () => {

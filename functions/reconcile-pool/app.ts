@@ -19,6 +19,7 @@ import type { Rechecks, ScopedOutcome } from '../../shared/reconcile/index.js';
 import {
   coalesce,
   createRechecks,
+  invalidScope,
   reconcilePool,
   reconcileScope,
   scopeOf,
@@ -34,7 +35,12 @@ export function buildReconcileApp(input: ReconcileAppDeps): Hono<NodeEnv> {
   const deps = resolveDeps(input);
   const rechecks = input.rechecks ?? createRechecks(deps.now);
   const { kube, metrics } = deps;
-  const app = buildFunctionApp({ name: 'reconcile-pool', log: deps.log, metrics });
+  const app = buildFunctionApp({
+    name: 'reconcile-pool',
+    log: deps.log,
+    metrics,
+    health: deps.health,
+  });
   // One event per created object would otherwise start a herd of identical reconciles of one pool.
   const reconcileOne = coalesce(
     (_deps: unknown, namespace: string, name: string) => `${namespace}/${name}`,
@@ -58,6 +64,8 @@ export function buildReconcileApp(input: ReconcileAppDeps): Hono<NodeEnv> {
       if (!parsed.ok)
         return badRequest(`not an ApiServerSource or PingSource event: ${parsed.message}`);
       const scope = await scopeOf(parsed.data, kube);
+      const bad = invalidScope(scope);
+      if (bad !== undefined) return badRequest(bad);
       const results = await reconcileScope({ ...deps, log }, scope, reconcileOne);
       recheck(results);
       for (const r of results) {

@@ -1,10 +1,23 @@
-/** Entry point of the scale-down-with aggregated API server (HTTPS: TLS_CERT_FILE, TLS_KEY_FILE). */
+/**
+ * Entry point of scale-down-with: the aggregated API (HTTPS with TLS_CERT_FILE, TLS_KEY_FILE on
+ * PORT) and, with SCALEDOWNWITH_EVENTS=enabled, the authenticated CloudEvent form on EVENTS_PORT
+ * (default 8080; HTTPS too with EVENTS_TLS=enabled), whose senders' tokens must be issued for
+ * EVENTS_AUDIENCE.
+ */
 import { runFunction } from '../../shared/runtime/index.js';
 import { buildScaleDownApp } from './app.js';
+import { DEFAULT_EVENTS_AUDIENCE, buildScaleDownEventsApp } from './events.js';
 
-runFunction(
-  'scale-down-with',
-  (deps) =>
-    buildScaleDownApp({ ...deps, acceptEvents: process.env.SCALEDOWNWITH_EVENTS === 'enabled' }),
-  { ...process.env, requestClientCert: true },
-);
+const env = process.env;
+runFunction('scale-down-with', buildScaleDownApp, { ...env, requestClientCert: true });
+if (env.SCALEDOWNWITH_EVENTS === 'enabled') {
+  const audience = env.EVENTS_AUDIENCE ?? DEFAULT_EVENTS_AUDIENCE;
+  const tls =
+    env.EVENTS_TLS === 'enabled'
+      ? { TLS_CERT_FILE: env.TLS_CERT_FILE, TLS_KEY_FILE: env.TLS_KEY_FILE }
+      : {};
+  runFunction('scale-down-with-events', (deps) => buildScaleDownEventsApp({ ...deps, audience }), {
+    PORT: env.EVENTS_PORT ?? '8080',
+    ...tls,
+  });
+}

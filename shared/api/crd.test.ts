@@ -111,4 +111,26 @@ describe('the VirtualMachinePool CRD generated from the models', () => {
     const tmpl = spec.properties.virtualMachineTemplate as { properties: Record<string, Json> };
     expect(tmpl.properties.spec?.required).toBeUndefined();
   });
+
+  it('explains every field: each property has a description (kubectl explain shows it)', () => {
+    const bare: string[] = [];
+    const visit = (node: Json, path: string): void => {
+      const props = (node.properties ?? {}) as Record<string, Json>;
+      for (const [name, prop] of Object.entries(props)) {
+        // The root's metadata may carry nothing but its type (the API server owns that schema).
+        if (path === '' && name === 'metadata') continue;
+        if (typeof prop.description !== 'string' || prop.description.length < 10)
+          bare.push(`${path}.${name}`);
+        visit(prop, `${path}.${name}`);
+      }
+      if (typeof node.items === 'object' && node.items !== null)
+        visit(node.items as Json, `${path}[]`);
+    };
+    visit(schema, '');
+    expect(bare).toEqual([]);
+    const spec = schema.properties.spec as {
+      properties: Record<string, Json>;
+    };
+    expect(String(spec.properties.replicas?.description)).toContain('kubectl scale');
+  });
 });

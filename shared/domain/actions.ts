@@ -2,7 +2,7 @@
  * The side effects a plan asks for, executed in order by the functions through shared/kube.
  * @module
  */
-import type { VirtualDisk, VirtualMachine } from '../api/index.js';
+import type { Quantity, VirtualDisk, VirtualMachine } from '../api/index.js';
 import { keys } from '../api/index.js';
 
 /** Why a VM is updated. */
@@ -22,7 +22,13 @@ export type DiskUpdateWhy = 'claim' | 'freeSince' | 'inUse' | 'grow';
 export type Action =
   /** Take a free Retain disk for a member: clears free-since under the disk's resourceVersion, so a
    * concurrent GC delete (conditioned on the old one) fails. Must succeed before dependent creates. */
-  | { readonly kind: 'claimDisk'; readonly disk: VirtualDisk; readonly forVm: string }
+  | {
+      readonly kind: 'claimDisk';
+      readonly disk: VirtualDisk;
+      readonly forVm: string;
+      /** The template's size, when the claim also grows the disk to it. */
+      readonly grownTo?: Quantity;
+    }
   /** Create a disk; `ownerVm` names a VM created earlier in the same pass whose uid the owner needs. */
   | { readonly kind: 'createDisk'; readonly disk: VirtualDisk; readonly ownerVm?: string }
   | { readonly kind: 'createVm'; readonly vm: VirtualMachine }
@@ -135,16 +141,38 @@ export function eventFor(a: Action, ok: boolean, error = ''): ActionEvent | unde
           );
     case 'deleteDisk':
       return ok
-        ? normal('DiskDeleted', `Deleted VirtualDisk "${a.name}" (${a.why}).`, 'Delete')
+        ? normal('DiskCollected', `Deleted VirtualDisk "${a.name}": ${COLLECTED[a.why]}.`, 'Delete')
         : undefined;
+    case 'createDisk':
+      return ok
+        ? undefined
+        : warning(
+            'FailedCreate',
+            `Failed to create VirtualDisk "${a.disk.metadata.name ?? ''}": ${error}`,
+            'Create',
+          );
+    case 'updateDisk':
+      return ok && a.why.includes('grow') ? grown(a.disk) : undefined;
+    case 'claimDisk':
+      return ok && a.grownTo !== undefined ? grown(a.disk) : undefined;
     case 'updateVm':
       return ok ? drainEvent(a) : undefined;
-    case 'claimDisk':
-    case 'createDisk':
-    case 'updateDisk':
     case 'dropTargets':
       return undefined;
   }
+}
+
+/** Why a disk was collected, in the Event's words. */
+const COLLECTED: Readonly<Record<DeleteDisk['why'], string>> = {
+  gc: 'free for longer than its template ttl, beyond the keep most recently freed',
+  removedTemplate: 'its disk template was removed from the pool and nothing references it',
+  deletePolicy: 'its disk template is now reclaimed with onScaleDown: Delete and it is free',
+};
+
+function grown(disk: VirtualDisk): ActionEvent {
+  const size = String(disk.spec.persistentVolumeClaim?.size ?? '');
+  const note = `Grew VirtualDisk "${disk.metadata.name ?? ''}" to ${size}, the size of its template.`;
+  return normal('DiskSizeGrown', note, 'Update');
 }
 
 function drainEvent(a: UpdateVm): ActionEvent | undefined {

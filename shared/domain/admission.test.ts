@@ -197,7 +197,11 @@ describe('admitRequest / afterDryRun / afterPoolRead (the pure adjudication)', (
   });
 
   it('relays the VM API: a refusal is the pool’s (422), an outage says what could not be checked (500)', () => {
-    expect(afterDryRun({ ok: true, value: {} })).toEqual({ allowed: true });
+    expect(afterDryRun({ ok: true, value: { warnings: [] } })).toEqual({ allowed: true });
+    expect(afterDryRun({ ok: true, value: { warnings: ['unknown field "spec.cpus"'] } })).toEqual({
+      allowed: true,
+      warnings: ['unknown field "spec.virtualMachineTemplate.spec.cpus"'],
+    });
     expect(afterDryRun({ ok: false, reason: 'invalid', message: 'cores: must be >= 1' })).toEqual({
       allowed: false,
       code: 422,
@@ -224,5 +228,24 @@ describe('admitRequest / afterDryRun / afterPoolRead (the pure adjudication)', (
       code: 500,
       message: 'cannot read VirtualMachinePool "runners": down',
     });
+  });
+});
+
+describe('disk template sizes only grow', () => {
+  const sized = (size: string) => {
+    const p = pool();
+    p.spec.virtualDiskTemplates[1]!.spec.persistentVolumeClaim = { size };
+    return p;
+  };
+
+  it('refuses lowering a size, naming the template and both sizes; allows raising it', () => {
+    expect(decidePoolWrite(sized('40Gi'), sized('50Gi'))).toEqual({
+      allowed: false,
+      message:
+        'virtualDiskTemplates "cache": persistentVolumeClaim.size cannot be lowered from 50Gi to 40Gi; disks only grow',
+    });
+    expect(decidePoolWrite(sized('60Gi'), sized('50Gi'))).toEqual({ allowed: true });
+    expect(decidePoolWrite(sized('51200Mi'), sized('50Gi'))).toEqual({ allowed: true });
+    expect(decidePoolWrite(sized('40Gi'), undefined)).toEqual({ allowed: true });
   });
 });

@@ -8,7 +8,7 @@ import { VirtualMachinePool as PoolModel, Scale, parseWith } from '../api/index.
 import { canonicalJson } from './hash.js';
 import { vmFromTemplate } from './member.js';
 import { recordedTargets } from './targets.js';
-import { validatePool } from './validation.js';
+import { sizeDecrease, validatePool } from './validation.js';
 
 /** The verdict of an admission check. */
 export type Decision =
@@ -47,6 +47,8 @@ export function decidePoolWrite(
 ): Decision {
   const first = validatePool(pool)[0];
   if (first !== undefined) return { allowed: false, message: first.message };
+  const shrunk = old === undefined ? undefined : sizeDecrease(pool, old);
+  if (shrunk !== undefined) return { allowed: false, message: shrunk };
   if (old === undefined || pool.spec.scaleDownPolicy !== 'Explicit') return ALLOW;
   const decrease = (old.spec.replicas ?? 0) - (pool.spec.replicas ?? 0);
   if (decrease <= 0) return ALLOW;
@@ -58,9 +60,13 @@ export function decidePoolWrite(
 }
 
 /** An admission answer with the HTTP-like code the API server reports to the caller. */
-export type Verdict =
+export type Verdict = (
   | { readonly allowed: true }
-  | { readonly allowed: false; readonly code: number; readonly message: string };
+  | { readonly allowed: false; readonly code: number; readonly message: string }
+) & {
+  /** Shown by kubectl as `Warning: …`; the write goes ahead if allowed. */
+  readonly warnings?: readonly string[];
+};
 
 const ADMIT: Verdict = { allowed: true };
 
@@ -135,9 +141,30 @@ function refuse(code: number, message: string): AdmissionStep {
   return verdict({ allowed: false, code, message });
 }
 
-/** The answer once the VM API judged the template's VM: its refusal is the pool's. */
-export function afterDryRun(dry: CallOutcome<unknown>): Verdict {
-  if (dry.ok) return ADMIT;
+/** How many of the VM API's warnings are relayed, and how long each may be (kubectl shows them all). */
+const MAX_WARNINGS = 10;
+const MAX_WARNING_LENGTH = 256;
+
+/**
+ * A warning of the VM API about the template's VM, in the pool's terms: a field path of the VM
+ * (`spec.cpus`) is one of the template (`spec.virtualMachineTemplate.spec.cpus`).
+ */
+export function templateWarning(text: string): string {
+  const relayed = text.replace(/"spec\./g, '"spec.virtualMachineTemplate.spec.');
+  return relayed.length > MAX_WARNING_LENGTH
+    ? `${relayed.slice(0, MAX_WARNING_LENGTH - 1)}…`
+    : relayed;
+}
+
+/**
+ * The answer once the VM API judged the template's VM: its refusal is the pool's, and what it would
+ * silently drop (a misspelt field) comes back as warnings.
+ */
+export function afterDryRun(dry: CallOutcome<{ readonly warnings: readonly string[] }>): Verdict {
+  if (dry.ok) {
+    const warnings = dry.value.warnings.slice(0, MAX_WARNINGS).map(templateWarning);
+    return warnings.length === 0 ? ADMIT : { allowed: true, warnings };
+  }
   if (dry.reason === 'invalid' || dry.reason === 'forbidden')
     return {
       allowed: false,

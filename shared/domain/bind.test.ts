@@ -31,6 +31,7 @@ describe('bindDisks', () => {
     const claimed = d.claims[0]!.disk;
     expect(claimed.metadata.annotations?.[keys.freeSince]).toBeUndefined();
     expect(claimed.spec.persistentVolumeClaim?.size).toBe('50Gi');
+    expect(d.claims[0]!.grownTo).toBe('50Gi');
     const vmName = d.vmCreates[0]!.vm.metadata.name ?? '';
     expect(d.claims[0]!.forVm).toBe(vmName);
     expect(d.retainCreates).toEqual([]);

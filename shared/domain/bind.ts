@@ -217,9 +217,12 @@ function createRetain(view: View, ledger: Ledger, name: string, t: DiskTemplate)
  * like any disk of the pool, grown to its template's size in the same write.
  */
 function claim(view: View, ledger: Ledger, disk: VirtualDisk, vm: string): void {
-  let next = stampFree(disk, undefined);
   const own = view.poolDisk.get(nameOf(disk));
   const size = own?.template === undefined ? undefined : growthOf(own.template, disk);
-  if (size !== undefined) next = withSize(next, size);
-  ledger.claims.push({ kind: 'claimDisk', disk: next, forVm: vm });
+  const next = stampFree(disk, undefined);
+  ledger.claims.push(
+    size === undefined
+      ? { kind: 'claimDisk', disk: next, forVm: vm }
+      : { kind: 'claimDisk', disk: withSize(next, size), forVm: vm, grownTo: size },
+  );
 }

@@ -1,6 +1,7 @@
 import nock from 'nock';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { VirtualMachine, VirtualMachinePool } from '../api/index.js';
+import { withCallBudget } from './budget.js';
 import { createKube } from './client.js';
 import type { KubeOptions } from './client.js';
 import { kubeConfigFor } from './config.js';
@@ -286,6 +287,73 @@ describe('retries', () => {
   });
 });
 
+describe('the budget of a request', () => {
+  it('a slow API server: each call times out within the budget and no retry outlives it', async () => {
+    nock(API)
+      .get(`${BASE}/namespaces/ns/virtualmachinepools/p1`)
+      .times(5)
+      .delay(5_000)
+      .reply(200, pool());
+    // Real sleeps: the deadline is measured in real time.
+    const k = createKube(kubeConfigFor(), { reportingInstance: 't', retry: { attempts: 5 } });
+    const t0 = performance.now();
+    const r = await withCallBudget({ totalMs: 600, timeoutMs: 250 }, () => k.getPool('ns', 'p1'));
+    const took = performance.now() - t0;
+    expect(took).toBeLessThan(900);
+    expect(r.ok).toBe(false);
+    expect(!r.ok && r.reason).toBe('transient');
+    expect(!r.ok && r.message).toMatch(/^the API server did not answer within 600 ms/);
+    expect(k.counts().get).toBeLessThanOrEqual(3);
+  });
+
+  it('fewer attempts than the policy', async () => {
+    nock(API)
+      .get(`${BASE}/namespaces/ns/virtualmachinepools/p1`)
+      .times(3)
+      .reply(503, status(503, 'ServiceUnavailable'));
+    const k = kube();
+    await withCallBudget({ attempts: 1 }, () => k.getPool('ns', 'p1'));
+    expect(k.counts().get).toBe(1);
+  });
+
+  it('an aborted signal cancels the call in flight and sends nothing more', async () => {
+    nock(API)
+      .get(`${BASE}/namespaces/ns/virtualmachinepools/p1`)
+      .delay(5_000)
+      .reply(200, pool())
+      .get(`${BASE}/namespaces/ns/virtualmachines/v1`)
+      .reply(200, vm('v1'));
+    const k = kube();
+    const gone = new AbortController();
+    const t0 = performance.now();
+    const [p, v] = await withCallBudget({ signal: gone.signal }, async () => {
+      const first = k.getPool('ns', 'p1');
+      setTimeout(() => {
+        gone.abort();
+      }, 50);
+      const p1 = await first;
+      return [p1, await k.getVm('ns', 'v1')] as const;
+    });
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(!p.ok && p.message).toMatch(/^the request was cancelled/);
+    expect(!v.ok && v.message).toBe('the request was cancelled');
+    // One request went out (and was cut); the second never left.
+    expect(k.counts()).toEqual({ get: 1, 'get:transient': 1 });
+  });
+
+  it('budgets nest: the inner one cannot extend the outer', async () => {
+    nock(API)
+      .get(`${BASE}/namespaces/ns/virtualmachinepools/p1`)
+      .times(3)
+      .reply(503, status(503, 'ServiceUnavailable'));
+    const k = kube();
+    await withCallBudget({ attempts: 2 }, () =>
+      withCallBudget({ attempts: 5 }, () => k.getPool('ns', 'p1')),
+    );
+    expect(k.counts().get).toBe(2);
+  });
+});
+
 describe('writes', () => {
   it('createVm POSTs the object with apiVersion/kind filled in and fieldManager', async () => {
     const body = VirtualMachine.parse({
@@ -327,7 +395,7 @@ describe('writes', () => {
   it('dryRunCreateVm sends dryRun=All; a refusal is invalid', async () => {
     const scope = nock(API)
       .post(`${BASE}/namespaces/ns/virtualmachines`)
-      .query({ dryRun: 'All', fieldManager: 'vmpool' })
+      .query({ dryRun: 'All', fieldManager: 'vmpool', fieldValidation: 'Warn' })
       .reply(422, status(422, 'Invalid', 'spec.cpu.cores: Invalid value'));
     const k = kube();
     const r = await k.dryRunCreateVm('ns', VirtualMachine.parse(vm('x')));
@@ -339,6 +407,18 @@ describe('writes', () => {
       message: 'spec.cpu.cores: Invalid value',
     });
     expect(k.counts()).toEqual({ dryRun: 1, 'dryRun:invalid': 1 });
+  });
+
+  it('dryRunCreateVm asks to be warned of unknown fields and returns the warnings', async () => {
+    const scope = nock(API)
+      .post(`${BASE}/namespaces/ns/virtualmachines`)
+      .query({ dryRun: 'All', fieldManager: 'vmpool', fieldValidation: 'Warn' })
+      .reply(201, vm('x'), {
+        Warning: ['299 - "unknown field \\"spec.cpus\\""', '299 - "duplicate field \\"a\\""'],
+      });
+    const r = await kube().dryRunCreateVm('ns', VirtualMachine.parse(vm('x')));
+    scope.done();
+    expect(r.ok && r.value.warnings).toEqual(['unknown field "spec.cpus"', 'duplicate field "a"']);
   });
 
   it('updates are PUTs carrying metadata.resourceVersion', async () => {

@@ -53,6 +53,27 @@ export interface AccessQuestion {
   readonly verb: string;
 }
 
+/** What a dry-run create answered: the object as it would be stored, and the API server's warnings. */
+export interface DryRun {
+  readonly vm: VirtualMachine;
+  readonly warnings: readonly string[];
+}
+
+/** What a TokenReview says about a bearer token. */
+export interface TokenIdentity {
+  readonly authenticated: boolean;
+  /** The audiences the token is valid for among those asked (empty: the API server's own). */
+  readonly audiences: readonly string[];
+  readonly user?: {
+    readonly username: string;
+    readonly uid?: string;
+    readonly groups: readonly string[];
+    readonly extra: Readonly<Record<string, readonly string[]>>;
+  };
+  /** Why the token was not authenticated, in the API server's words. */
+  readonly error?: string;
+}
+
 /** Requests made, by verb and outcome, for benchmarks and metrics. */
 export type RequestCounts = Readonly<Record<string, number>>;
 
@@ -71,8 +92,11 @@ export interface Kube {
   getVm(namespace: string, name: string): Promise<Outcome<VirtualMachine>>;
   createVm(namespace: string, vm: VirtualMachine): Promise<Outcome<VirtualMachine>>;
   createDisk(namespace: string, disk: VirtualDisk): Promise<Outcome<VirtualDisk>>;
-  /** Server-side dry-run create (nothing is stored); the VM API's refusal comes back as `invalid`. */
-  dryRunCreateVm(namespace: string, vm: VirtualMachine): Promise<Outcome<VirtualMachine>>;
+  /**
+   * Server-side dry-run create (nothing is stored) with field validation set to warn: the VM API's
+   * refusal comes back as `invalid`, fields it does not know as warnings.
+   */
+  dryRunCreateVm(namespace: string, vm: VirtualMachine): Promise<Outcome<DryRun>>;
   updateVm(vm: VirtualMachine): Promise<Outcome<VirtualMachine>>;
   updateDisk(disk: VirtualDisk): Promise<Outcome<VirtualDisk>>;
   /** PUT of the main resource (spec, metadata), conditioned on its resourceVersion. */
@@ -84,6 +108,8 @@ export interface Kube {
   /** Records an events.k8s.io/v1 Event regarding the pool (best effort). */
   recordEvent(pool: VirtualMachinePool, event: PoolEvent): Promise<Outcome<undefined>>;
   subjectAccessReview(question: AccessQuestion): Promise<Outcome<AccessDecision>>;
+  /** Asks the API server who a bearer token belongs to, if it is valid for one of `audiences`. */
+  tokenReview(token: string, audiences: readonly string[]): Promise<Outcome<TokenIdentity>>;
   /** Reads a ConfigMap's data (for the front-proxy CA in kube-system). */
   getConfigMapData(namespace: string, name: string): Promise<Outcome<Record<string, string>>>;
   /** Requests made so far, keyed `verb` and `verb:outcome`. */

@@ -196,4 +196,60 @@ describe('execute: every outcome of the funnel', () => {
     });
     expect(out).toEqual({ done: 1, retry: false, failed: [], foreign: [] });
   });
+
+  it('Events a user looks for: a disk create refused, a disk grown, a disk collected', async () => {
+    const refused = await run([retainDisk('runners-cache-aaaaaa')], {
+      createDisk: () => fail('forbidden', 'quota exceeded'),
+    });
+    const [warning] = refused.f.of('recordEvent').map((c) => c.args[1] as PoolEvent);
+    expect(warning).toMatchObject({ type: 'Warning', reason: 'FailedCreate' });
+    expect(warning?.note).toBe(
+      'Failed to create VirtualDisk "runners-cache-aaaaaa": quota exceeded',
+    );
+    const big = disk(p, 'runners-cache-bbbbbb', { size: '50Gi' });
+    const grown = await run([
+      { kind: 'updateDisk', disk: big, why: ['grow'] },
+      { kind: 'claimDisk', disk: big, forVm: 'runners-aaaaa', grownTo: '50Gi' },
+      { kind: 'claimDisk', disk: big, forVm: 'runners-bbbbb' },
+      deleteDisk('runners-cache-cccccc'),
+    ]);
+    const notes = grown.f.of('recordEvent').map((c) => c.args[1] as PoolEvent);
+    expect(notes.map((e) => e.reason)).toEqual(['DiskSizeGrown', 'DiskSizeGrown', 'DiskCollected']);
+    expect(notes[0]?.note).toBe(
+      'Grew VirtualDisk "runners-cache-bbbbbb" to 50Gi, the size of its template.',
+    );
+    expect(notes[2]?.note).toContain('free for longer than its template ttl');
+  });
+});
+
+describe('execute: nothing left unhandled', () => {
+  it('an Event call that fails while an action fails too never becomes an unhandled rejection', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => {
+      unhandled.push(reason);
+    };
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const f = fakeKube(
+        {
+          // The Event of the create fails a little later, after execute has already given up.
+          recordEvent: () =>
+            new Promise((_resolve, reject) =>
+              setTimeout(() => {
+                reject(new Error('event call broke'));
+              }, 20),
+            ),
+          deleteVm: () => Promise.reject(new Error('delete broke')),
+        },
+        p,
+      );
+      await expect(
+        execute(f.kube, p, [createVm('runners-aaaaa'), deleteVm('runners-bbbbb')], log),
+      ).rejects.toThrow('delete broke');
+      await new Promise((r) => setTimeout(r, 100));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
 });

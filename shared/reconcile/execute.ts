@@ -53,13 +53,24 @@ export async function execute(
   const steps: Step[] = [];
   const report = (a: Action, ok: boolean, error?: string): void => {
     const ev = eventFor(a, ok, error);
-    if (ev !== undefined) events.push(kube.recordEvent(pool, ev));
+    // Caught where it starts: an action that throws leaves execute before the Events are awaited,
+    // and a rejection nobody handles would end the process.
+    if (ev !== undefined)
+      events.push(
+        kube.recordEvent(pool, ev).catch((err: unknown) => {
+          log.warn({ err, reason: ev.reason }, 'recording an Event failed');
+        }),
+      );
   };
 
   const run = async (a: Action): Promise<Step> => {
     switch (a.kind) {
       case 'claimDisk':
-        return settle(await kube.updateDisk(a.disk));
+      case 'updateDisk': {
+        const o = await kube.updateDisk(a.disk);
+        if (o.ok) report(a, true);
+        return settle(o);
+      }
       case 'createDisk': {
         let disk = a.disk;
         if (a.ownerVm !== undefined) {
@@ -74,7 +85,9 @@ export async function execute(
             },
           };
         }
-        return settle(await kube.createDisk(ns, disk), ['alreadyExists']);
+        const o = await kube.createDisk(ns, disk);
+        if (!o.ok && o.reason !== 'alreadyExists') report(a, false, o.message);
+        return settle(o, ['alreadyExists']);
       }
       case 'createVm': {
         const name = a.vm.metadata.name ?? '';
@@ -93,8 +106,6 @@ export async function execute(
         if (o.ok) report(a, true);
         return settle(o);
       }
-      case 'updateDisk':
-        return settle(await kube.updateDisk(a.disk));
       case 'deleteVm': {
         const o = await kube.deleteVm(ns, a.name, { uid: a.uid });
         if (o.ok || (o.reason !== 'notFound' && o.reason !== 'conflict'))

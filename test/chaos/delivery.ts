@@ -8,7 +8,7 @@
 import { inject } from 'vitest';
 import { buildGcApp } from '../../functions/disk-gc-tick/app.js';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
-import { buildScaleDownApp } from '../../functions/scale-down-with/app.js';
+import { buildScaleDownEventsApp } from '../../functions/scale-down-with/events.js';
 import {
   API_VERSION,
   AWAITING_RESTART,
@@ -19,7 +19,16 @@ import {
 import type { Kube } from '../../shared/kube/index.js';
 import { seededRandom } from '../../local/simulator/rng.js';
 import { startSimulator } from '../../local/simulator/simulator.js';
-import { adminKube, chaosPool, createPool, editPool, rng, writesBetween } from './kit.js';
+import {
+  SENDER_AUDIENCE,
+  adminKube,
+  chaosPool,
+  createPool,
+  editPool,
+  rng,
+  senderToken,
+  writesBetween,
+} from './kit.js';
 import type { Rng } from './kit.js';
 import {
   checkConverged,
@@ -169,7 +178,13 @@ async function worker(
   const kube = opts.kubeFor?.(w) ?? adminKube();
   const log = testLog(`chaos-${w}`, 'silent', opts.logLines);
   const app = buildReconcileApp({ kube, log, rand: seededRandom(opts.seed * 7 + w) });
-  const sdw = buildScaleDownApp({ kube, log, acceptEvents: true });
+  const sdw = buildScaleDownEventsApp({ kube, log, audience: SENDER_AUDIENCE });
+  // The broker's delivery of a sender's event: its OIDC token for the function's audience.
+  const authorization = await senderToken(ns);
+  const sdwEvent = (data: unknown, id: string): RequestInit => {
+    const init = eventInit(SCALE_DOWN_WITH_EVENT, data, id);
+    return { ...init, headers: { ...(init.headers as Record<string, string>), authorization } };
+  };
   const later = (): Date => new Date(Date.now() + 2 * 3600_000);
   const gc = buildGcApp({ kube, log, now: later });
   const sim =
@@ -327,7 +342,7 @@ async function worker(
               ...(dryRun ? { dryRun: ['All'] } : {}),
             };
             if (refused) {
-              const res = await sdw.request('/', eventInit(SCALE_DOWN_WITH_EVENT, body, sdwId));
+              const res = await sdw.request('/', sdwEvent(body, sdwId));
               bump(`scaledownwith protected ${res.status}`, fig.replies);
               if (res.status !== 503)
                 fig.violations.push(`${tag}: protected target answered ${res.status}`);
@@ -335,7 +350,7 @@ async function worker(
             }
             // A broker redelivers 503s with the same id; the request is idempotent by its key.
             for (let i = 0; i < 20; i++) {
-              const res = await sdw.request('/', eventInit(SCALE_DOWN_WITH_EVENT, body, sdwId));
+              const res = await sdw.request('/', sdwEvent(body, sdwId));
               bump(`scaledownwith ${res.status}`, fig.replies);
               if (res.status !== 503) {
                 if (res.status !== 202)
@@ -428,9 +443,15 @@ async function worker(
         fig.violations.push(`${tag}: ${v}`);
       if (mutation === 'scaledownwith' && !dryRun && !refused) {
         // A late redelivery (the broker lost our answer): done already, whatever became of the targets.
+        // As the broker does, a 503 is delivered again (under injected faults, the sender's
+        // TokenReview or SubjectAccessReview may fail like any other call).
         const body = { namespace: ns, pool: name, targets };
-        const res = await sdw.request('/', eventInit(SCALE_DOWN_WITH_EVENT, body, sdwId));
+        let res = await sdw.request('/', sdwEvent(body, sdwId));
         bump(`scaledownwith redelivered ${res.status}`, fig.replies);
+        for (let i = 0; i < 20 && res.status === 503; i++) {
+          res = await sdw.request('/', sdwEvent(body, sdwId));
+          bump(`scaledownwith redelivered ${res.status}`, fig.replies);
+        }
         const p = await direct.getPool(ns, name);
         if (res.status !== 202 || !p.ok || p.value.spec.replicas !== replicas)
           fig.violations.push(`${tag}: redelivered scaledownwith answered ${res.status}`);

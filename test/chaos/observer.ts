@@ -7,6 +7,7 @@
  * @module
  */
 import { CustomObjectsApi, Watch } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { GROUP, VERSION, keys } from '../../shared/api/index.js';
 import { adminKubeConfig } from './kit.js';
 
@@ -63,6 +64,8 @@ export class Observer {
   readonly diskDeletions: Deletion[] = [];
   /** Events seen, for the figures. */
   events = 0;
+  /** Watches resumed after they ended. */
+  resumes = 0;
   private readonly history = new Map<string, Version[]>();
   private readonly hold = new Map<string, number>();
   private readonly retired = new Set<string>();
@@ -73,14 +76,19 @@ export class Observer {
   terminatingSeen = 0;
   private checkedDisks = 0;
   private readonly namespace: string;
+  private readonly kc: KubeConfig;
 
-  private constructor(namespace: string) {
+  private constructor(namespace: string, kc: KubeConfig) {
     this.namespace = namespace;
+    this.kc = kc;
   }
 
-  /** Starts watching VMs and disks of `namespace` (from now; the namespace should be fresh). */
-  static async start(namespace: string): Promise<Observer> {
-    const o = new Observer(namespace);
+  /**
+   * Starts watching VMs and disks of `namespace` (from now; the namespace should be fresh), on the
+   * shared plane unless `kc` names another.
+   */
+  static async start(namespace: string, kc: KubeConfig = adminKubeConfig()): Promise<Observer> {
+    const o = new Observer(namespace, kc);
     await Promise.all([o.watch('virtualmachines', o.vms), o.watch('virtualdisks', o.disks)]);
     return o;
   }
@@ -121,7 +129,7 @@ export class Observer {
 
   /** Waits until the observer has seen everything a fresh list returns. */
   async sync(timeoutMs = 15_000): Promise<void> {
-    const api = adminKubeConfig().makeApiClient(CustomObjectsApi);
+    const api = this.kc.makeApiClient(CustomObjectsApi);
     const listed = async (plural: string): Promise<Map<string, string>> => {
       const l = (await api.listNamespacedCustomObject({
         group: GROUP,
@@ -164,6 +172,10 @@ export class Observer {
           );
       }
     }
+  }
+
+  private halted(): boolean {
+    return this.stopped;
   }
 
   stop(): void {
@@ -230,28 +242,63 @@ export class Observer {
     }
   }
 
+  /** One watch event (or a change a relist found), recorded and checked. */
+  private seen(plural: string, into: Map<string, Seen>, type: string, o: Seen): void {
+    this.events++;
+    if (type === 'DELETED') into.delete(o.metadata.name);
+    else into.set(o.metadata.name, o);
+    if (plural === 'virtualmachines') this.onVm(type, o);
+    else this.onDisk(type, o);
+  }
+
   private async watch(plural: string, into: Map<string, Seen>, from?: string): Promise<void> {
     const path = `/apis/${GROUP}/${VERSION}/namespaces/${this.namespace}/${plural}`;
-    let last = from;
-    const ctl = await new Watch(adminKubeConfig()).watch(
+    const ctl = await new Watch(this.kc).watch(
       path,
-      last === undefined ? {} : { resourceVersion: last },
+      from === undefined ? {} : { resourceVersion: from },
       (type: string, o: Seen) => {
-        if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return;
-        this.events++;
-        last = o.metadata.resourceVersion;
-        if (type === 'DELETED') into.delete(o.metadata.name);
-        else into.set(o.metadata.name, o);
-        if (plural === 'virtualmachines') this.onVm(type, o);
-        else this.onDisk(type, o);
+        if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED')
+          this.seen(plural, into, type, o);
       },
       () => {
-        // The API server ends watches after a while: resume from the last revision seen.
-        if (!this.stopped) void this.watch(plural, into, last).catch(() => undefined);
+        // The API server ends watches after a while, or went away (a restart, whose new watch
+        // cache may no longer reach our last revision): list again, then watch from there.
+        void this.resume(plural, into);
       },
     );
     this.aborts.push(() => {
       ctl.abort();
     });
+  }
+
+  /** Lists (recording what changed meanwhile) and watches again, until the API server answers. */
+  private async resume(plural: string, into: Map<string, Seen>): Promise<void> {
+    const api = this.kc.makeApiClient(CustomObjectsApi);
+    while (!this.stopped) {
+      try {
+        const l = (await api.listNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          plural,
+          namespace: this.namespace,
+        })) as { items: Seen[]; metadata: { resourceVersion: string } };
+        const listed = new Map(l.items.map((i) => [i.metadata.name, i]));
+        for (const [name, o] of [...into])
+          if (!listed.has(name)) this.seen(plural, into, 'DELETED', o);
+        for (const [name, o] of listed) {
+          const had = into.get(name);
+          if (had === undefined) this.seen(plural, into, 'ADDED', o);
+          else if (had.metadata.resourceVersion !== o.metadata.resourceVersion)
+            this.seen(plural, into, 'MODIFIED', o);
+        }
+        // stop() may have come while the list was read.
+        if (this.halted()) return;
+        await this.watch(plural, into, l.metadata.resourceVersion);
+        this.resumes++;
+        return;
+      } catch {
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
   }
 }

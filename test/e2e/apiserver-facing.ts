@@ -16,6 +16,7 @@ import { GROUP, SUBRESOURCES_GROUP, VERSION } from '../../shared/api/index.js';
 import { serveApp } from '../../shared/http/index.js';
 import type { Logger, ServedApp } from '../../shared/http/index.js';
 import { createKube, loadKubeConfig } from '../../shared/kube/index.js';
+import type { Kube } from '../../shared/kube/index.js';
 import type { Answer, Call } from '../../local/controlplane/http.js';
 import { requestText } from '../../local/controlplane/http.js';
 import type { KeyPair } from '../../local/controlplane/certs.js';
@@ -78,7 +79,10 @@ function timed(app: FetchApp, timings: Timings): FetchApp {
  * Serves both functions, registers them for `testNamespace`, and waits until the APIService is
  * Available and the webhook configuration is in force.
  */
-export async function startApiserverFacing(testNamespace: string): Promise<ApiserverFacing> {
+export async function startApiserverFacing(
+  testNamespace: string,
+  opts: { readonly webhookKube?: Kube } = {},
+): Promise<ApiserverFacing> {
   const c = cluster();
   process.env.KUBECONFIG = c.info.kubeconfigPath;
   const kube = createKube(loadKubeConfig());
@@ -102,7 +106,10 @@ export async function startApiserverFacing(testNamespace: string): Promise<Apise
   };
   try {
     const validate = serveApp(
-      timed(buildValidateApp({ kube, log: silent('scale-validate') }), timings),
+      timed(
+        buildValidateApp({ kube: opts.webhookKube ?? kube, log: silent('scale-validate') }),
+        timings,
+      ),
       {
         port: 0,
         hostname: '127.0.0.1',

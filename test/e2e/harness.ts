@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { inject } from 'vitest';
 import { API_VERSION, GROUP, VERSION } from '../../shared/api/meta.js';
 import { mintServingCert, type KeyPair } from '../../local/controlplane/certs.js';
-import { runKubectl, toYaml } from '../../local/controlplane/kubectl.js';
+import { runKubectl, runKubectlFull, toYaml } from '../../local/controlplane/kubectl.js';
 
 /** A JSON object from the API server. */
 export type Obj = Record<string, unknown> & { metadata: Record<string, unknown> };
@@ -34,6 +34,9 @@ export function cluster() {
     core: kc.makeApiClient(CoreV1Api),
     kubectl: (args: string[], input?: string) =>
       runKubectl(join(info.binDir, 'kubectl'), info.kubeconfigPath, args, input),
+    /** kubectl keeping stderr of a success, where it prints the API server's warnings. */
+    kubectlFull: (args: string[], input?: string) =>
+      runKubectlFull(join(info.binDir, 'kubectl'), info.kubeconfigPath, args, input),
   };
 }
 

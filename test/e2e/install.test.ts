@@ -241,6 +241,8 @@ describe('knative/README.md, followed as written on a fresh control plane', () =
     const dvp = join(dvpDir, 'virtualmachinepools.yaml');
     const foreign = parseManifests(readFileSync(dvp, 'utf8')).map(stripDocKeys);
     await kubectl(['create', '-f', '-'], toYaml(foreign));
+    // The CRD's own controller writes its status once (Established): read the version after that.
+    await kubectl(['wait', '--for=condition=Established', `crd/${POOL_CRD}`, '--timeout=30s']);
     const before = await kubectl([
       'get',
       'crd',
@@ -495,7 +497,7 @@ describe('knative/README.md, followed as written on a fresh control plane', () =
     const label = ['-l', 'app.kubernetes.io/part-of=vmpool'];
     expect(
       await names([
-        'apiservice,validatingwebhookconfiguration,clusterrole,clusterrolebinding',
+        'apiservice,validatingwebhookconfiguration,clusterrole,clusterrolebinding,priorityclass',
         ...label,
       ]),
     ).toEqual([]);

@@ -61,7 +61,7 @@ function defaults(pool: VirtualMachinePool | undefined): Required<Script> {
     getVm: ([, name]) => fail('notFound', `virtualmachines "${name}" not found`),
     createVm: ([, vm]) => ok({ ...vm, metadata: { ...vm.metadata, uid: `uid-${named(vm)}` } }),
     createDisk: ([, d]) => ok({ ...d, metadata: { ...d.metadata, uid: `uid-${named(d)}` } }),
-    dryRunCreateVm: ([, vm]) => ok(vm),
+    dryRunCreateVm: ([, vm]) => ok({ vm, warnings: [] }),
     updateVm: ([vm]) => ok(vm),
     updateDisk: ([d]) => ok(d),
     updatePool: ([p]) => ok(p),
@@ -70,6 +70,7 @@ function defaults(pool: VirtualMachinePool | undefined): Required<Script> {
     deleteDisk: () => ok(undefined),
     recordEvent: () => ok(undefined),
     subjectAccessReview: () => ok({ allowed: true }),
+    tokenReview: () => ok({ authenticated: false, audiences: [] }),
     getConfigMapData: () => fail('notFound'),
   };
 }
