@@ -139,7 +139,7 @@ describe('scale-down-with: discovery', () => {
     });
   });
 
-  it('GET /apis/<group>/v1alpha2 lists only the scaledownwith subresource (the meta-resource would shadow the CRD in kubectl)', async () => {
+  it('GET /apis/<group>/v1alpha2 lists only the scaledownwith and victims subresources (the meta-resource would shadow the CRD in kubectl)', async () => {
     const res = await build().request(SUB_BASE);
     const doc = (await res.json()) as {
       kind: string;
@@ -150,6 +150,7 @@ describe('scale-down-with: discovery', () => {
     expect(doc.groupVersion).toBe(`${SUB}/v1alpha2`);
     expect(doc.resources.map((r) => [r.name, r.kind, r.namespaced, r.verbs])).toEqual([
       ['virtualmachinepools/scaledownwith', 'VirtualMachinePoolScaleDownWith', true, ['create']],
+      ['virtualmachinepools/victims', 'VirtualMachinePoolVictims', true, ['get']],
     ]);
   });
 });
@@ -771,5 +772,107 @@ describe('scale-down-with: audit', () => {
       groups: ['system:authenticated'],
       code: 403,
     });
+  });
+});
+
+describe('scale-down-with: fleet control', () => {
+  const victimsPath = (ns: string, name: string, query = ''): string =>
+    `${SUB_BASE}/namespaces/${ns}/virtualmachinepools/${name}/victims${query}`;
+  const get = (): RequestInit => ({ ...forwarded({}), method: 'GET', body: null });
+
+  it('POST scaledownwith naming a protected VM → 409 naming VM and annotation, and no PUT', async () => {
+    const p = explicitPool();
+    const guarded = vm(p, 'runners-ggggg', { annotations: { [keys.protected]: 'true' } });
+    const scope = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .reply(200, p)
+      .get(vmPath('ci', 'runners-ggggg'))
+      .reply(200, guarded);
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
+    const res = await build().request(
+      scaleDownPath('ci', 'runners'),
+      forwarded({ targets: ['runners-ggggg'] }),
+    );
+    expect(res.status).toBe(409);
+    const s = await statusOf(res);
+    expect(s).toMatchObject({ kind: 'Status', code: 409, reason: 'Conflict' });
+    expect(s.message).toContain('"runners-ggggg"');
+    expect(s.message).toContain(`${keys.protected}: "true"`);
+    scope.done();
+    for (const o of others) o.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('GET victims?count=2: authorized as get on virtualmachinepools/victims, answers the ranking', async () => {
+    const p = pool({ replicas: 3 });
+    const at = (m: number) =>
+      new Date(Date.UTC(2025, 0, 1, 12, m)).toISOString().replace('.000', '');
+    const members = [
+      vm(p, 'runners-aaaaa', { created: at(1) }),
+      vm(p, 'runners-bbbbb', { created: at(2), annotations: { [keys.protected]: 'true' } }),
+      vm(p, 'runners-ccccc', { created: at(3) }),
+    ];
+    const seen: ReviewOfRights[] = [];
+    const scope = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .reply(200, p)
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query({ labelSelector: `${keys.poolUid}=pool-uid-1`, limit: '500' })
+      .reply(200, { metadata: {}, items: members });
+    const others = [frontProxyConfigMap(), reviewOfRights(true, seen)];
+    const res = await build().request(victimsPath('ci', 'runners', '?count=2'), get());
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({
+      apiVersion: `${SUB}/v1alpha2`,
+      kind: 'VirtualMachinePoolVictims',
+      metadata: { name: 'runners', namespace: 'ci' },
+      policy: 'NewestFirst',
+      count: 2,
+      victims: [
+        { name: 'runners-ccccc', reason: 'Age', protected: false },
+        { name: 'runners-aaaaa', reason: 'OnlyCandidate', protected: false },
+      ],
+      leaving: [],
+    });
+    expect(seen[0]?.spec.resourceAttributes).toEqual({
+      namespace: 'ci',
+      group: SUB,
+      resource: 'virtualmachinepools',
+      subresource: 'victims',
+      name: 'runners',
+      verb: 'get',
+    });
+    scope.done();
+    for (const o of others) o.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it.each(['?count=0', '?count=-1', '?count=two', '?count=1001'])(
+    'GET victims%s → 400, nothing read',
+    async (query) => {
+      const others = [frontProxyConfigMap(), reviewOfRights(true)];
+      const res = await build().request(victimsPath('ci', 'runners', query), get());
+      expect(res.status).toBe(400);
+      expect((await statusOf(res)).message).toBe('count must be an integer from 1 to 1000');
+      for (const o of others) o.done();
+      expect(unmatched.seen).toEqual([]);
+    },
+  );
+
+  it('GET victims of a pool that does not exist → 404; without the right → 403', async () => {
+    const scope = nock(API).get(poolPath('ci', 'nope')).reply(404, statusBody(404, 'NotFound'));
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
+    const app = build();
+    expect((await app.request(victimsPath('ci', 'nope'), get())).status).toBe(404);
+    const denied = reviewOfRights(false);
+    const res = await app.request(victimsPath('ci', 'runners'), get());
+    expect(res.status).toBe(403);
+    expect((await statusOf(res)).message).toContain(
+      'cannot get resource "virtualmachinepools/victims"',
+    );
+    scope.done();
+    denied.done();
+    for (const o of others) o.done();
+    expect(unmatched.seen).toEqual([]);
   });
 });

@@ -1,6 +1,7 @@
 /**
  * scale-down-with: the aggregated API `POST …/virtualmachinepools/{name}/scaledownwith` that removes
- * named replicas atomically. The same request as a CloudEvent is served apart (events.ts).
+ * named replicas atomically, and `GET …/victims?count=N` that previews a scale-down's victims. The
+ * removal as a CloudEvent is served apart (events.ts).
  * @module
  */
 import type { Context, Hono } from 'hono';
@@ -8,18 +9,18 @@ import { SUBRESOURCES_GROUP, ScaleDownWithBody, VERSION } from '../../shared/api
 import { invalidObjectKey } from '../../shared/domain/index.js';
 import type { AppDeps, ClientCertificate, NodeEnv, Status } from '../../shared/http/index.js';
 import {
+  apiResponse,
   auditFields,
   buildFunctionApp,
   clientCertificate,
   createAccessCheck,
   parseBody,
-  poolNotFound,
   resolveDeps,
   statusFailure,
   statusResponse,
 } from '../../shared/http/index.js';
 import { withCallBudget } from '../../shared/kube/index.js';
-import { scaleDownWith } from '../../shared/reconcile/index.js';
+import { poolMeta, poolVictims, scaleDownWith } from '../../shared/reconcile/index.js';
 import { apiGroup, apiGroupList, resourceList } from './discovery.js';
 
 /** Dependencies; the certificate source is injectable for tests. */
@@ -29,7 +30,8 @@ export interface ScaleDownAppDeps extends AppDeps {
   readonly proxyTtlMs?: number;
 }
 
-const BASE = `/apis/${SUBRESOURCES_GROUP}/${VERSION}`;
+const API_VERSION = `${SUBRESOURCES_GROUP}/${VERSION}`;
+const BASE = `/apis/${API_VERSION}`;
 const POOL = `${BASE}/namespaces/:ns/virtualmachinepools/:name`;
 const EXPECTED = 'expected VirtualMachinePoolScaleDownWith {"targets": [...], "dryRun": [...]}';
 
@@ -70,16 +72,16 @@ export function buildScaleDownApp(input: ScaleDownAppDeps): Hono<NodeEnv> {
   app.get(BASE, (c) => c.json(resourceList));
 
   app.get(POOL, async (c) => {
-    const refused = await admit(c, 'get');
-    if (refused !== undefined) return statusResponse(refused);
     const { ns, name } = c.req.param();
-    const got = await kube.getPool(ns, name);
-    if (!got.ok)
-      return statusResponse(
-        got.reason === 'notFound' ? poolNotFound(name) : statusFailure(500, got.message, name),
-      );
-    const apiVersion = `${SUBRESOURCES_GROUP}/${VERSION}`;
-    return c.json({ apiVersion, kind: 'VirtualMachinePool', metadata: got.value.metadata });
+    const refused = await admit(c, 'get');
+    return apiResponse(refused ?? (await poolMeta(kube, ns, name, API_VERSION)));
+  });
+
+  app.get(`${POOL}/victims`, async (c) => {
+    const { ns, name } = c.req.param();
+    const refused = await admit(c, 'get', 'victims');
+    const count = c.req.query('count');
+    return apiResponse(refused ?? (await poolVictims(kube, ns, name, count, API_VERSION)));
   });
 
   app.post(`${POOL}/scaledownwith`, async (c) => {

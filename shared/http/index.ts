@@ -40,6 +40,7 @@ export { parseBody } from './parse.js';
 export type { BodyParsed } from './parse.js';
 export { serveApp } from './serve.js';
 export {
+  apiResponse,
   eventReply,
   poolNotFound,
   statusFailure,

@@ -101,8 +101,11 @@ export async function execute(
         }
         return 'done';
       }
-      case 'updateVm':
-        return settle(await kube.updateVm(a.vm));
+      case 'updateVm': {
+        const o = await kube.updateVm(a.vm);
+        if (o.ok) report(a, true);
+        return settle(o);
+      }
       case 'deleteVm': {
         const o = await kube.deleteVm(ns, a.name, { uid: a.uid });
         if (o.ok || (o.reason !== 'notFound' && o.reason !== 'conflict'))

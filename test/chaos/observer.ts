@@ -24,6 +24,7 @@ export interface Seen {
     readonly ownerReferences?: ReadonlyArray<{ kind: string; name: string; uid: string }>;
   };
   readonly spec?: { blockDeviceRefs?: ReadonlyArray<{ kind: string; name: string }> };
+  readonly status?: { nodeName?: string };
 }
 
 interface Version {
@@ -38,6 +39,12 @@ export interface Deletion {
   readonly uid: string;
   readonly pool: string;
   readonly rv: number;
+  /** The annotations the VM carried when it was deleted (protection, drain marks). */
+  readonly annotations: Readonly<Record<string, string>>;
+  /** Its deletionTimestamp (undefined when it vanished at once). */
+  readonly at?: string;
+  /** When the watch delivered the deletion (ms since the epoch): no earlier than the deletion. */
+  readonly seen: number;
 }
 
 const rvOf = (o: Seen): number => Number(o.metadata.resourceVersion);
@@ -90,7 +97,12 @@ export class Observer {
     return this.namespace;
   }
 
-  /** L1: from now on, no create may take `pool` above `replicas` members (Terminating included). */
+  /**
+   * L1: from now on, no create may take `pool` above `replicas` members (Terminating and draining
+   * included). The issue's L1 allows `replicas` plus the draining members asked to leave; vmpool keeps
+   * this stricter bound, because a draining member is never replaced and a scale-up takes drains
+   * back before it creates, so the stricter check is the one that runs.
+   */
   holdReplicas(pool: string, replicas: number): void {
     this.hold.set(pool, replicas);
   }
@@ -180,7 +192,15 @@ export class Observer {
     if (!live && !this.deletedUids.has(o.metadata.uid)) {
       this.deletedUids.add(o.metadata.uid);
       if (type !== 'DELETED') this.terminatingSeen++;
-      this.vmDeletions.push({ name, uid: o.metadata.uid, pool: poolOf(o), rv: rvOf(o) });
+      this.vmDeletions.push({
+        name,
+        uid: o.metadata.uid,
+        pool: poolOf(o),
+        rv: rvOf(o),
+        annotations: o.metadata.annotations ?? {},
+        ...(o.metadata.deletionTimestamp === undefined ? {} : { at: o.metadata.deletionTimestamp }),
+        seen: Date.now(),
+      });
     }
     const pool = poolOf(o);
     if (type === 'ADDED' && pool !== '') {
@@ -216,6 +236,8 @@ export class Observer {
         uid: o.metadata.uid,
         pool: poolOf(o),
         rv: rvOf(o),
+        annotations: o.metadata.annotations ?? {},
+        seen: Date.now(),
       });
     }
   }

@@ -47,6 +47,7 @@ export function chaosSuite(sizes: ChaosSizes): void {
           ],
           ['replies', JSON.stringify(f.replies)],
           ['mutations', JSON.stringify(f.mutations)],
+          ['fleet control', JSON.stringify(f.fleet)],
           ['watch events observed', f.watchEvents],
           ['violations', f.violations.length],
           ['time', secondsSince(t0)],
