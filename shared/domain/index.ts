@@ -21,3 +21,4 @@ export * from './validation.js';
 export * from './preview.js';
 export * from './victims.js';
 export * from './drain.js';
+export * from './events.js';
