@@ -2,7 +2,7 @@
  * Self-healing, member lifetime and the disruption budget through whole plans.
  */
 import { describe, expect, it } from 'vitest';
-import type { VirtualMachine, VirtualMachinePool } from '../api/index.js';
+import type { VirtualMachinePool } from '../api/index.js';
 import { keys } from '../api/index.js';
 import {
   at,
