@@ -22,3 +22,6 @@ export * from './preview.js';
 export * from './victims.js';
 export * from './drain.js';
 export * from './events.js';
+export * from './budget.js';
+export * from './lifecycle.js';
+export * from './roles.js';
