@@ -5,6 +5,7 @@
  * platform, creates the user guide's sample pool and prints what to try.
  *
  *   npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample]
+ *             [simulator flags: local/simulator/flags.ts]
  */
 import { pingInit } from '../local/events.js';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -27,6 +28,7 @@ import { startControlPlane } from '../local/controlplane/cluster.js';
 import type { ControlPlane } from '../local/controlplane/cluster.js';
 import { testCrds } from '../local/controlplane/crds.js';
 import { startSimulator } from '../local/simulator/simulator.js';
+import { SIMULATOR_USAGE, simulatorFlags, simulatorOptions } from '../local/simulator/flags.js';
 import type { Simulator } from '../local/simulator/simulator.js';
 import { applyAll, deleteAll } from '../local/apply.js';
 import { startBridge } from '../local/bridge.js';
@@ -37,6 +39,7 @@ const { values: flags } = parseArgs({
   options: {
     kubeconfig: { type: 'string' },
     'simulate-platform': { type: 'boolean', default: false },
+    ...simulatorFlags,
     'no-sample': { type: 'boolean', default: false },
     'resync-seconds': { type: 'string', default: '30' },
     'gc-seconds': { type: 'string', default: '60' },
@@ -45,7 +48,9 @@ const { values: flags } = parseArgs({
 });
 
 if (flags.help) {
-  console.log('usage: npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample]');
+  console.log(
+    `usage: npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample] ${SIMULATOR_USAGE}`,
+  );
   process.exit(0);
 }
 
@@ -175,7 +180,7 @@ async function main(): Promise<void> {
   const simulate = !attach || flags['simulate-platform'];
   let sim: Simulator | undefined;
   if (simulate) {
-    sim = startSimulator({ kubeconfigPath, seed: 1 });
+    sim = startSimulator({ kubeconfigPath, seed: 1, ...simulatorOptions(flags) });
     stoppers.push(() => sim?.stop());
     say('platform simulator running (VMs become Running, disks Ready)');
   }
