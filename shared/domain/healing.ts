@@ -38,7 +38,7 @@ export function healingCondition(f: HealingFacts): Condition {
       type: 'Healing',
       status: 'False',
       reason: 'ReplacementsFailing',
-      message: `Replacements keep failing: ${String(f.state.rounds)} rounds of replacements since the pool was last healthy, and ${String(f.unhealthy)} replicas are still not Running within startupTimeout ${f.timeout}; vmpool backs off exponentially.${next}${kept}`,
+      message: `Replacements keep failing: ${String(f.state.rounds)} rounds of replacements since the pool was last healthy have not brought every replica to Running within startupTimeout ${f.timeout}${f.unhealthy > 0 ? ` (${String(f.unhealthy)} unhealthy now)` : ''}; vmpool backs off exponentially.${next}${kept}`,
     };
   }
   if (f.unhealthy > 0)

@@ -16,7 +16,8 @@ export function selectorOf(pool: VirtualMachinePool): string {
  */
 export function scaleSelectorOf(pool: VirtualMachinePool): string {
   const base = selectorOf(pool);
-  return pool.spec.standby === undefined ? base : `${base},${keys.standby}!=true`;
+  // `notin`, not `!=`: /scale turns the selector into a metav1.LabelSelector, which has no `!=`.
+  return pool.spec.standby === undefined ? base : `${base},${keys.standby} notin (true)`;
 }
 
 /** True when the object's controller ownerReference is the pool. */

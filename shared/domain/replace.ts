@@ -13,7 +13,7 @@ import { parseDuration } from './duration.js';
 import type { ActionEvent } from './events.js';
 import { healingCondition } from './healing.js';
 import { ageOf, tryingSince, unhealthyAt } from './lifecycle.js';
-import { nameOf } from './membership.js';
+import { isTerminating, nameOf } from './membership.js';
 import type { View } from './observe.js';
 import { rfc3339 } from './status.js';
 import { isProtected } from './victims.js';
@@ -83,7 +83,12 @@ export function decideReplace(view: View, input: ReplaceInput, now: Date): Repla
   busy += expire.length;
 
   const unhealthy = view.members.filter(sick).length;
-  const healthy = input.creates === 0 && !open.some((m) => tryingSince(m) !== undefined);
+  // Healthy only once replacements are done: nothing to create, nobody going, nobody starting.
+  const healthy =
+    input.creates === 0 &&
+    view.pendingReplacements.length === 0 &&
+    !view.members.some(isTerminating) &&
+    !open.some((m) => tryingSince(m) !== undefined);
   const healing =
     heal.length > 0
       ? { rounds: (prev?.rounds ?? 0) + 1, lastRoundTime: rfc3339(now) }

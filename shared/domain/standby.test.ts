@@ -53,7 +53,7 @@ describe('warm standby', () => {
       availableReplicas: 2,
       standbyReplicas: 3,
       readyStandbyReplicas: 3,
-      selector: `${keys.poolUid}=pool-uid-1,${keys.standby}!=true`,
+      selector: `${keys.poolUid}=pool-uid-1,${keys.standby} notin (true)`,
     });
     expect(w.pool.status?.intent).toBeUndefined();
     // L5: converged, nothing to write.
