@@ -336,17 +336,15 @@ async function crashOnce(
 
 /** Writes a VM's status as the platform would (merge patch on the status subresource). */
 async function setStatus(ns: string, name: string, status: object): Promise<void> {
-  await adminKubeConfig()
-    .makeApiClient(CustomObjectsApi)
-    .patchNamespacedCustomObjectStatus(
-      {
-        group: GROUP,
-        version: VERSION,
-        plural: 'virtualmachines',
-        namespace: ns,
-        name,
-        body: { status },
-      },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
+  await adminKubeConfig().makeApiClient(CustomObjectsApi).patchNamespacedCustomObjectStatus(
+    {
+      group: GROUP,
+      version: VERSION,
+      plural: 'virtualmachines',
+      namespace: ns,
+      name,
+      body: { status },
+    },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
 }
