@@ -159,14 +159,16 @@ export function startSimulator(opts: SimulatorOptions): Simulator {
   /** Moves disks along; answers the phase of every disk by `namespace/name`. */
   const disks = async (now: number): Promise<Map<string, string>> => {
     const phases = new Map<string, string>();
+    const writes: Promise<void>[] = [];
     for (const d of await list('virtualdisks')) {
       const key = `${String(d.metadata.namespace)}/${String(d.metadata.name)}`;
       if (d.metadata.deletionTimestamp !== undefined) continue;
       const m = memOf(String(d.metadata.uid), now, draw(delays.diskReady));
       const next = nextDiskStatus(d, m, now);
       phases.set(key, String(next.phase));
-      await writeStatus('virtualdisks', d, next);
+      writes.push(writeStatus('virtualdisks', d, next));
     }
+    await Promise.all(writes);
     return phases;
   };
   /**
@@ -282,7 +284,9 @@ export function startSimulator(opts: SimulatorOptions): Simulator {
         const phases = await disks(now);
         const vms = await list('virtualmachines');
         const loads = loadOf(vms);
-        for (const v of vms) await vm(v, now, loads, phases);
+        // Each VM's decisions (and jitter draws) are made in list order before its first write, so
+        // the writes of a pass go out together without changing what a seed replays.
+        await Promise.all(vms.map((v) => vm(v, now, loads, phases)));
       } catch (err) {
         opts.onError?.(err);
       }
