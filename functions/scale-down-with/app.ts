@@ -23,7 +23,7 @@ import { failure, scaleDownWith } from '../../shared/reconcile/index.js';
 import type { FunctionDeps } from '../../shared/runtime/index.js';
 import type { FrontProxy } from './auth.js';
 import { authenticate, loadFrontProxy } from './auth.js';
-import { apiGroup, apiGroupList, resourceList } from './discovery.js';
+import { discovery } from './discovery.js';
 
 /** The CloudEvent type of a scaledownwith request; data is {@link ScaleDownWithEvent}. */
 export const SCALE_DOWN_WITH_EVENT = 'io.deckhouse.virtualization.vmpool.scaledownwith';
@@ -49,9 +49,12 @@ export interface ScaleDownAppDeps extends Partial<Pick<FunctionDeps, 'metrics'>>
    * off unless the deployment restricts who can reach it (env `SCALEDOWNWITH_EVENTS=enabled`).
    */
   readonly acceptEvents?: boolean;
+  /**
+   * The aggregated group served (default the reference's `subresources.virtualization.deckhouse.io`;
+   * vmpool's own where the platform serves that one; env `SCALEDOWNWITH_GROUP`).
+   */
+  readonly group?: string;
 }
-
-const BASE = `/apis/${SUBRESOURCES_GROUP}/${VERSION}`;
 
 function statusResponse(s: Status): Response {
   return Response.json(s, { status: s.code });
@@ -63,6 +66,9 @@ export function buildScaleDownApp(deps: ScaleDownAppDeps): Hono<NodeEnv> {
   const now = deps.now ?? (() => new Date());
   const certOf = deps.clientCert ?? clientCertificate;
   const app = buildFunctionApp({ name: 'scale-down-with', log: deps.log, metrics });
+  const group = deps.group ?? SUBRESOURCES_GROUP;
+  const BASE = `/apis/${group}/${VERSION}`;
+  const docs = discovery(group);
   let proxy: { value: FrontProxy; at: number } | undefined;
 
   const frontProxy = async (): Promise<FrontProxy | undefined> => {
@@ -91,7 +97,7 @@ export function buildScaleDownApp(deps: ScaleDownAppDeps): Hono<NodeEnv> {
       groups: who.caller.groups,
       extra: who.caller.extra,
       namespace,
-      group: SUBRESOURCES_GROUP,
+      group,
       resource: 'virtualmachinepools',
       ...(subresource === undefined ? {} : { subresource }),
       name,
@@ -101,15 +107,15 @@ export function buildScaleDownApp(deps: ScaleDownAppDeps): Hono<NodeEnv> {
     if (!sar.value.allowed)
       return failure(
         403,
-        `virtualmachinepools.${SUBRESOURCES_GROUP} "${name}" is forbidden: User "${who.caller.user}" cannot ${verb} resource "virtualmachinepools${subresource === undefined ? '' : `/${subresource}`}" in API group "${SUBRESOURCES_GROUP}" in the namespace "${namespace}"`,
+        `virtualmachinepools.${group} "${name}" is forbidden: User "${who.caller.user}" cannot ${verb} resource "virtualmachinepools${subresource === undefined ? '' : `/${subresource}`}" in API group "${group}" in the namespace "${namespace}"`,
         name,
       );
     return undefined;
   };
 
-  app.get('/apis', (c) => c.json(apiGroupList));
-  app.get(`/apis/${SUBRESOURCES_GROUP}`, (c) => c.json(apiGroup));
-  app.get(BASE, (c) => c.json(resourceList));
+  app.get('/apis', (c) => c.json(docs.apiGroupList));
+  app.get(`/apis/${group}`, (c) => c.json(docs.apiGroup));
+  app.get(BASE, (c) => c.json(docs.resourceList));
 
   app.get(`${BASE}/namespaces/:ns/virtualmachinepools/:name`, async (c) => {
     const { ns, name } = c.req.param();
@@ -119,11 +125,11 @@ export function buildScaleDownApp(deps: ScaleDownAppDeps): Hono<NodeEnv> {
     if (!got.ok)
       return statusResponse(
         got.reason === 'notFound'
-          ? failure(404, `virtualmachinepools.${SUBRESOURCES_GROUP} "${name}" not found`, name)
+          ? failure(404, `virtualmachinepools.${group} "${name}" not found`, name)
           : failure(500, got.message, name),
       );
     return c.json({
-      apiVersion: `${SUBRESOURCES_GROUP}/${VERSION}`,
+      apiVersion: `${group}/${VERSION}`,
       kind: 'VirtualMachinePool',
       metadata: got.value.metadata,
     });

@@ -5,6 +5,11 @@ import { buildScaleDownApp } from './app.js';
 runFunction(
   'scale-down-with',
   (deps) =>
-    buildScaleDownApp({ ...deps, acceptEvents: process.env.SCALEDOWNWITH_EVENTS === 'enabled' }),
+    buildScaleDownApp({
+      ...deps,
+      acceptEvents: process.env.SCALEDOWNWITH_EVENTS === 'enabled',
+      // Empty means the reference's group (knative/overlays/own-group sets vmpool's own).
+      ...(process.env.SCALEDOWNWITH_GROUP ? { group: process.env.SCALEDOWNWITH_GROUP } : {}),
+    }),
   { ...process.env, requestClientCert: true },
 );

@@ -9,3 +9,4 @@ export * from './pool.js';
 export * from './messages.js';
 export * from './events.js';
 export * from './crd.js';
+export * from './manifest.js';
