@@ -158,7 +158,7 @@ export function buildScaleDownApp(deps: ScaleDownAppDeps): Hono<NodeEnv> {
       );
     const result = await scaleDownWith(deps.kube, ns, name, body.data);
     metrics.reconciles.inc({ function: 'scale-down-with', outcome: String(result.code) });
-    deps.log.info(
+    deps.log[result.code >= 500 ? 'error' : 'info'](
       { pool: `${ns}/${name}`, code: result.code, message: result.message },
       'scaledownwith',
     );

@@ -61,7 +61,8 @@ export function buildValidateApp(deps: ValidateAppDeps): Hono<NodeEnv> {
       outcome: verdict.allowed ? 'allowed' : 'denied',
     });
     if (verdict.allowed) return answer(req.uid, true);
-    deps.log.info(
+    // A denial because vmpool cannot check (a missing grant, an unreachable API) is vmpool's fault.
+    deps.log[verdict.code >= 500 ? 'error' : 'info'](
       {
         pool: `${req.namespace ?? ''}/${req.name ?? ''}`,
         op: req.operation,

@@ -9,7 +9,13 @@ import type {
 } from '../../shared/api/index.js';
 import { API_VERSION, Scale, VirtualMachinePool as PoolModel } from '../../shared/api/index.js';
 import type { Decision } from '../../shared/domain/index.js';
-import { canonicalJson, decidePoolWrite, decideScaleUpdate } from '../../shared/domain/index.js';
+import {
+  canonicalJson,
+  decidePoolWrite,
+  decideScaleUpdate,
+  forbiddenMessage,
+  refusedByRbac,
+} from '../../shared/domain/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 
 /** A verdict with the HTTP-like code the API server reports to the caller. */
@@ -84,6 +90,13 @@ export async function review(req: AdmissionRequest, kube: Kube): Promise<Verdict
     synthesizeVm(pool.data),
   );
   if (dry.ok) return ALLOW;
+  // The dry run goes as scale-validate's ServiceAccount: a missing grant is ours, not the template's.
+  if (dry.reason === 'forbidden' && refusedByRbac(dry.message))
+    return {
+      allowed: false,
+      code: 500,
+      message: `cannot check the template against the VirtualMachine API: ${forbiddenMessage('scale-validate', dry.message)}`,
+    };
   if (dry.reason === 'invalid' || dry.reason === 'forbidden')
     return {
       allowed: false,

@@ -23,6 +23,18 @@ export function forbiddenMessage(fn: string, refusal: string): string {
   return `The API server refused a write of ${fn}: ${refusal}. Grant what is missing to the ${fn} ServiceAccount (knative/base/rbac.yaml lists what each function needs); vmpool retries on the next event.`;
 }
 
+/**
+ * True when an API server refusal is about the caller's own grants (the RBAC authorizer's `User "…"
+ * cannot <verb> resource …`, or OwnerReferencesPermissionEnforcement's blockOwnerDeletion check),
+ * as opposed to an admission webhook refusing the object itself, which may also answer 403.
+ */
+export function refusedByRbac(message: string): boolean {
+  return (
+    /User "[^"]*" cannot [a-z]+ resource/.test(message) ||
+    /cannot set blockOwnerDeletion/.test(message)
+  );
+}
+
 /** True when `stored` carries the intent `written` recorded (trivially so when none was recorded). */
 export function intentPersisted(written: PoolStatus, stored: PoolStatus | undefined): boolean {
   const want = normalizeIntent(written.intent ?? {});

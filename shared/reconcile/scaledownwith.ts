@@ -5,8 +5,13 @@
  */
 import type { ScaleDownWithBody, VirtualMachine } from '../api/index.js';
 import { GROUP } from '../api/index.js';
-import { EMPTY_TARGETS, planScaleDownWith } from '../domain/index.js';
-import type { Kube } from '../kube/index.js';
+import {
+  EMPTY_TARGETS,
+  forbiddenMessage,
+  planScaleDownWith,
+  refusedByRbac,
+} from '../domain/index.js';
+import type { Failure, Kube } from '../kube/index.js';
 
 /** A metav1.Status, the answer of the aggregated API. */
 export interface Status {
@@ -54,6 +59,17 @@ export function failure(code: number, message: string, name = ''): Status {
   };
 }
 
+/** A 500 for a failed call of scale-down-with itself, naming the missing grant when it was RBAC. */
+function ownFailure(f: Failure, name: string): Status {
+  return failure(
+    500,
+    f.reason === 'forbidden' && refusedByRbac(f.message)
+      ? forbiddenMessage('scale-down-with', f.message)
+      : f.message,
+    name,
+  );
+}
+
 /** An object name as the API server accepts it (RFC 1123 subdomain). */
 const OBJECT_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
@@ -86,7 +102,7 @@ export async function scaleDownWith(
     if (!got.ok)
       return got.reason === 'notFound'
         ? failure(404, `virtualmachinepools.${GROUP} "${name}" not found`, name)
-        : failure(500, got.message, name);
+        : ownFailure(got, name);
     const pool = got.value;
     const vms = new Map<string, VirtualMachine>();
     for (const t of new Set(body.targets)) {
@@ -104,7 +120,7 @@ export async function scaleDownWith(
             metadata: { ...before.metadata, deletionTimestamp: new Date(0).toISOString() },
           });
       } else if (vm.reason === 'invalid') return failure(400, vm.message, name);
-      else return failure(500, vm.message, name);
+      else return ownFailure(vm, name);
     }
     const p = planScaleDownWith(pool, body, vms, request);
     if (!p.ok) return failure(p.code, p.message, name);
@@ -132,6 +148,10 @@ export async function scaleDownWith(
     if (wrote.reason === 'conflict') continue;
     if (wrote.reason === 'notFound')
       return failure(404, `virtualmachinepools.${GROUP} "${name}" not found`, name);
+    // scale-down-with writes as its own ServiceAccount: a refused grant is a server error, not the
+    // caller's 403.
+    if (wrote.reason === 'forbidden' && refusedByRbac(wrote.message))
+      return ownFailure(wrote, name);
     // The pool's own admission may refuse the write; its words are the caller's answer.
     return failure(wrote.code === 0 ? 500 : wrote.code, wrote.message, name);
   }

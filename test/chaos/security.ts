@@ -40,6 +40,9 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
     `${VM}/virtualdisks:update`,
     `${VM}/virtualdisks:delete`,
     'events.k8s.io/events:create',
+    // blockOwnerDeletion on the ownerReferences of new VMs and disks (OwnerReferencesPermissionEnforcement).
+    `${VM}/virtualmachinepools/finalizers:update`,
+    `${VM}/virtualmachines/finalizers:update`,
   ],
   // collectDisks: listDisks, listPools, listVms, deleteDisk.
   'disk-gc-tick': [

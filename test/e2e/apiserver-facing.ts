@@ -17,11 +17,17 @@ import { buildScaleDownApp } from '../../functions/scale-down-with/app.js';
 import { GROUP, SUBRESOURCES_GROUP, VERSION } from '../../shared/api/index.js';
 import { serveApp } from '../../shared/http/index.js';
 import type { Logger, ServedApp } from '../../shared/http/index.js';
-import { createKube, loadKubeConfig } from '../../shared/kube/index.js';
 import type { KeyPair } from '../../local/controlplane/certs.js';
 import { kubeconfigYaml, mintLeaf } from '../../local/controlplane/certs.js';
 import { runKubectl } from '../../local/controlplane/kubectl.js';
-import { cluster, dropNamespace, eventually, newNamespace, servingCert } from './harness.js';
+import {
+  cluster,
+  dropNamespace,
+  eventually,
+  functionKube,
+  newNamespace,
+  servingCert,
+} from './harness.js';
 import { runnersPool } from '../../local/guide.js';
 import { testLog } from '../logs.js';
 
@@ -81,7 +87,8 @@ function timed(app: FetchApp, timings: Timings): FetchApp {
 export async function startApiserverFacing(testNamespace: string): Promise<ApiserverFacing> {
   const c = cluster();
   process.env.KUBECONFIG = c.info.kubeconfigPath;
-  const kube = createKube(loadKubeConfig());
+  const validateKube = await functionKube('scale-validate');
+  const scaleDownKube = await functionKube('scale-down-with');
   const systemNamespace = await newNamespace('vmpool-system');
   const webhookSvc = 'vmpool-scale-validate';
   const apiSvc = 'vmpool-api';
@@ -102,7 +109,7 @@ export async function startApiserverFacing(testNamespace: string): Promise<Apise
   };
   try {
     const validate = serveApp(
-      timed(buildValidateApp({ kube, log: silent('scale-validate') }), timings),
+      timed(buildValidateApp({ kube: validateKube, log: silent('scale-validate') }), timings),
       {
         port: 0,
         hostname: '127.0.0.1',
@@ -112,7 +119,7 @@ export async function startApiserverFacing(testNamespace: string): Promise<Apise
     );
     served.push(validate);
     const scaleDown = serveApp(
-      timed(buildScaleDownApp({ kube, log: silent('scale-down-with') }), timings),
+      timed(buildScaleDownApp({ kube: scaleDownKube, log: silent('scale-down-with') }), timings),
       {
         port: 0,
         hostname: '127.0.0.1',
