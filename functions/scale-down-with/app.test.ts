@@ -660,3 +660,45 @@ describe('scale-down-with: the CloudEvent path', () => {
     expect(res.status).toBe(404);
   });
 });
+
+describe('scale-down-with: a configured group (vmpool’s own, where the platform serves the default)', () => {
+  const OWN = 'subresources.vmpool.virtualization.deckhouse.io';
+  const ownApp = () =>
+    buildScaleDownApp({
+      kube: testKube(),
+      log: testLog('test'),
+      clientCert: () => certOf('proxy'),
+      group: OWN,
+    });
+
+  it('serves discovery for that group only', async () => {
+    const app = ownApp();
+    expect(await (await app.request('/apis')).json()).toMatchObject({
+      groups: [{ name: OWN, preferredVersion: { groupVersion: `${OWN}/v1alpha2` } }],
+    });
+    expect(await (await app.request(`/apis/${OWN}/v1alpha2`)).json()).toMatchObject({
+      groupVersion: `${OWN}/v1alpha2`,
+      resources: [{ name: 'virtualmachinepools/scaledownwith', verbs: ['create'] }],
+    });
+    expect((await app.request(SUB_BASE)).status).toBe(404);
+  });
+
+  it('routes scaledownwith under it and authorizes callers in it', async () => {
+    frontProxyConfigMap();
+    const seen: SarBody[] = [];
+    sar(false, seen);
+    const res = await ownApp().request(
+      `/apis/${OWN}/v1alpha2/namespaces/ci/virtualmachinepools/runners/scaledownwith`,
+      forwarded({ targets: ['runners-bbbbb'] }),
+    );
+    expect(res.status).toBe(403);
+    expect((await statusOf(res)).message).toContain(`in API group "${OWN}"`);
+    expect(seen[0]?.spec.resourceAttributes).toMatchObject({
+      group: OWN,
+      resource: 'virtualmachinepools',
+      subresource: 'scaledownwith',
+      verb: 'create',
+    });
+    expect(unmatched.seen).toEqual([]);
+  });
+});

@@ -16,18 +16,18 @@ import { FIXTURE_CRD_DIR } from '../../local/controlplane/crds.js';
 export interface NpmStart {
   /** Every line of stdout and stderr so far. */
   readonly lines: string[];
-  /** Resolves with the exit code once the whole command is gone. */
-  readonly exited: Promise<number | null>;
+  /** Resolves with the exit code (or the signal that ended npm) once the command is gone. */
+  readonly exited: Promise<number | string>;
   /** Resolves with the first line matching `re` (rejects on exit or after `timeoutMs`). */
   waitFor(re: RegExp, timeoutMs?: number): Promise<string>;
-  /** SIGINT to the group (as Ctrl-C), then the exit code; SIGKILL and a rejection after 30 s. */
-  stop(): Promise<number | null>;
+  /**
+   * SIGINT to the group, as Ctrl-C in a terminal, then the exit code or signal (npm re-raises the
+   * SIGINT it got, so a clean stop ends npm by `SIGINT`); SIGKILL and a rejection after 30 s.
+   */
+  stop(): Promise<number | string>;
 }
 
-/**
- * Spawns `npm start -- <args>` from the repository root. `marker` is a path only this run's
- * processes mention (its kubeconfig copy), for {@link leftovers}.
- */
+/** Spawns `npm start -- <args>` from the repository root, in a process group of its own. */
 export function npmStart(args: readonly string[], env: NodeJS.ProcessEnv = {}): NpmStart {
   const child = spawn('npm', ['start', '--', ...args], {
     cwd: REPO_ROOT,
@@ -53,11 +53,11 @@ export function npmStart(args: readonly string[], env: NodeJS.ProcessEnv = {}): 
     feed(c, err);
   });
   let done = false;
-  const exited = new Promise<number | null>((ok) => {
-    child.on('exit', (code) => {
+  const exited = new Promise<number | string>((ok) => {
+    child.on('exit', (code, signal) => {
       done = true;
       for (const w of waiters.splice(0)) w();
-      ok(code);
+      ok(code ?? signal ?? 'unknown');
     });
   });
   const pgid = child.pid ?? 0;
@@ -144,4 +144,17 @@ export function realPlatformCrdDir(env: NodeJS.ProcessEnv = process.env): string
 /** {@link realPlatformCrdDir}, or the project's minimal fixtures when there are none. */
 export function platformCrdDirForAttach(): string {
   return realPlatformCrdDir() ?? FIXTURE_CRD_DIR;
+}
+
+/**
+ * True when vmpool itself stopped cleanly: it logged `stopping`, no stop step failed, and the command
+ * ended by exit 0 or by the SIGINT npm re-raises after its child exited.
+ */
+export function stoppedCleanly(run: NpmStart, ended: number | string): boolean {
+  const log = run.lines.join('\n');
+  return (
+    (ended === 0 || ended === 'SIGINT') &&
+    log.includes('"msg":"stopping"') &&
+    !log.includes('stop step failed')
+  );
 }
