@@ -61,6 +61,11 @@ if (flags.help) {
 }
 
 const log = createLogger('vmpool');
+/**
+ * How long Ctrl-C waits for in-flight requests before closing connections: the kube-apiserver keeps
+ * connections to the webhook and the aggregated API open, and nothing here needs a long drain.
+ */
+const SHUTDOWN_MS = 2000;
 const say = (line: string): void => {
   log.info(line);
 };
@@ -151,6 +156,7 @@ async function main(): Promise<void> {
         port: 0,
         hostname: '127.0.0.1',
         handleSignals: false,
+        shutdownTimeoutMs: SHUTDOWN_MS,
       }),
     ],
     [
@@ -159,6 +165,7 @@ async function main(): Promise<void> {
         port: 0,
         hostname: '127.0.0.1',
         handleSignals: false,
+        shutdownTimeoutMs: SHUTDOWN_MS,
       }),
     ],
     [
@@ -167,6 +174,7 @@ async function main(): Promise<void> {
         port: 0,
         hostname: '127.0.0.1',
         handleSignals: false,
+        shutdownTimeoutMs: SHUTDOWN_MS,
         tls,
       }),
     ],
@@ -176,6 +184,7 @@ async function main(): Promise<void> {
         port: 0,
         hostname: '127.0.0.1',
         handleSignals: false,
+        shutdownTimeoutMs: SHUTDOWN_MS,
         tls: { ...tls, requestCert: true },
       }),
     ],
@@ -227,6 +236,12 @@ async function main(): Promise<void> {
     stoppers.push(() => sim?.stop());
     say('platform simulator running (VMs become Running, disks Ready)');
   }
+
+  // Warm the API server's watch cache of pools first. For a CRD installed moments ago the adapters'
+  // initial list would wait for that cache, and pools created meanwhile arrive inside that list,
+  // which an ApiServerSource does not turn into events: they would wait for the next resync tick.
+  const warm = await kube.listPools();
+  if (!warm.ok) log.warn({ err: warm.message }, 'cannot list pools yet');
 
   // The real adapter when it is built; otherwise a bridge that sends the same events, so a first
   // run does not wait minutes for a second build (npm test builds the adapter).
