@@ -276,6 +276,9 @@ async function main(): Promise<void> {
   stoppers.push(() => {
     for (const t of timers) clearInterval(t);
   });
+  // Pools that already exist (attaching to a cluster, or taking over the platform's) are in the
+  // adapters' initial list, which sends no events: one resync now instead of after the first period.
+  tick(reconcileUrl)();
 
   if (!flags['no-sample']) {
     for (const o of sample()) {
