@@ -35,6 +35,8 @@ import {
   retainDisks,
 } from './laws.js';
 import { Observer } from './observer.js';
+import { functionKube } from '../e2e/harness.js';
+import type { FunctionName } from '../e2e/rbac.js';
 import { testLog } from '../logs.js';
 
 /** Options of a delivery-chaos run. */
@@ -178,12 +180,15 @@ async function worker(
   const ns = await freshNamespace(`${opts.label ?? 'chaos'}-${w}`);
   const obs = await Observer.start(ns);
   const direct = adminKube();
-  const kube = opts.kubeFor?.(w) ?? adminKube();
+  // Each function as its own ServiceAccount (knative/base RBAC), unless the fault proxy stands in.
+  const own = async (name: FunctionName): Promise<Kube> =>
+    opts.kubeFor?.(w) ?? (await functionKube(name, { reportingInstance: 'vmpool-chaos' }));
+  const kube = await own('reconcile-pool');
   const log = testLog(`chaos-${w}`, 'silent', opts.logLines);
   const app = buildReconcileApp({ kube, log, rand: seededRandom(opts.seed * 7 + w) });
-  const sdw = buildScaleDownApp({ kube, log, acceptEvents: true });
+  const sdw = buildScaleDownApp({ kube: await own('scale-down-with'), log, acceptEvents: true });
   const later = (): Date => new Date(Date.now() + 2 * 3600_000);
-  const gc = buildGcApp({ kube, log, now: later });
+  const gc = buildGcApp({ kube: await own('disk-gc-tick'), log, now: later });
   const sim =
     opts.platform === true && w % 2 === 1
       ? startSimulator({
