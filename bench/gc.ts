@@ -49,9 +49,9 @@ export async function gcTick(
   const hour = 3600_000;
   const now = Date.now();
   const disks = created.flatMap((pool, i) => {
-    const t = pool.spec.virtualDiskTemplates.find((x) => x.name === 'data') as DiskTemplate;
+    const t = pool.spec.virtualDiskTemplates.find((x) => x.name === 'cache') as DiskTemplate;
     return Array.from({ length: disksPerPool }, (_, j) => {
-      const d = newDisk(pool, t, `p${i}-data-${j}`, {
+      const d = newDisk(pool, t, `p${i}-cache-${j}`, {
         kind: 'VirtualMachinePool',
         name: pool.metadata.name ?? '',
         uid: pool.metadata.uid ?? '',

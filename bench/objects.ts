@@ -13,44 +13,17 @@ import {
 import type { KubeConfig } from '@kubernetes/client-node';
 import { API_VERSION, GROUP, VERSION } from '../shared/api/index.js';
 import type { VirtualMachinePool } from '../shared/api/index.js';
+import { smallPool } from '../local/guide.js';
 
-/** A pool whose replicas each get a Delete disk (`root`) and a Retain disk (`data`). */
+/** The user guide's pool with 1 Gi disks: each replica gets a Delete disk (`root`) and a Retain one (`cache`). */
 export function benchPool(namespace: string, name: string, replicas: number) {
   return {
     apiVersion: API_VERSION,
-    kind: 'VirtualMachinePool',
-    metadata: { name, namespace },
-    spec: {
-      replicas,
-      scaleDownPolicy: 'NewestFirst',
-      virtualMachineTemplate: {
-        spec: {
-          runPolicy: 'AlwaysOn',
-          virtualMachineClassName: 'generic',
-          cpu: { cores: 1 },
-          memory: { size: '1Gi' },
-          blockDeviceRefs: [
-            { kind: 'VirtualDisk', name: 'root' },
-            { kind: 'VirtualDisk', name: 'data' },
-          ],
-        },
-      },
-      virtualDiskTemplates: [
-        {
-          name: 'root',
-          reclaim: { onScaleDown: 'Delete' },
-          spec: {
-            persistentVolumeClaim: { size: '10Gi' },
-            dataSource: { type: 'ObjectRef', objectRef: { kind: 'VirtualImage', name: 'ubuntu' } },
-          },
-        },
-        {
-          name: 'data',
-          reclaim: { onScaleDown: 'Retain', keep: 3, ttl: '1h' },
-          spec: { persistentVolumeClaim: { size: '20Gi' } },
-        },
-      ],
-    },
+    ...smallPool(namespace, name, (p) => {
+      p.spec.replicas = replicas;
+      // Rollout benchmarks raise it to 2.
+      p.spec.virtualMachineTemplate.spec.cpu.cores = 1;
+    }),
   };
 }
 

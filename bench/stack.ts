@@ -1,6 +1,7 @@
 /**
- * reconcile-pool as deployed: the hono app served over HTTP, fed by two real ApiServerSource adapters
- * (pools; VMs and disks owned by a pool) in Resource mode for the benchmark's namespaces — the wiring
+ * reconcile-pool as deployed: the hono app served over HTTP, fed by the real ApiServerSource adapter
+ * as knative/ configures it (pools; VMs and disks with a pool-uid label) in Resource mode for the
+ * benchmark's namespaces — the wiring
  * of test/e2e/stack.ts without vitest, the simulator or a resync tick (every reaction measured is
  * event-driven). Counts deliveries and API requests, and knows when it is idle.
  * @module

@@ -49,6 +49,18 @@ export function runnersPool(namespace: string, name = 'runners') {
   };
 }
 
+/** The user guide's pool with 1Gi disks (sizes do not matter here and keep the plane light). */
+export function smallPool(
+  namespace: string,
+  name: string,
+  edit: (p: ReturnType<typeof runnersPool>) => void = () => undefined,
+): ReturnType<typeof runnersPool> {
+  const p = runnersPool(namespace, name);
+  for (const t of p.spec.virtualDiskTemplates) t.spec.persistentVolumeClaim.size = '1Gi';
+  edit(p);
+  return p;
+}
+
 /** The "shared CD-ROM" example: one per-replica disk and a ClusterVirtualImage for everyone. */
 export function cdromPool(namespace: string, name = 'cdrom') {
   return {

@@ -1,12 +1,13 @@
 /**
  * `npm run build`: one self-contained ESM bundle per function (functions/<name>/main.ts →
- * dist/<name>.mjs, with a source map and a metafile), then each bundle's size and its largest inputs.
+ * dist/<name>.mjs, with a source map and a metafile), the licence texts of every npm package the
+ * bundles contain (dist/THIRD-PARTY-NOTICES.txt), then each bundle's size and its largest inputs.
  * The container image ships only dist/; nothing is resolved from node_modules at run time.
  * @module
  */
 import { analyzeMetafile, build } from 'esbuild';
 import type { Metafile } from 'esbuild';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -70,7 +71,9 @@ export async function buildBundles(opts: BuildOptions = {}): Promise<BuiltBundle
       minify: true,
       sourcemap: true,
       metafile: true,
-      legalComments: 'linked',
+      // Legal comments stay in the bundle itself (none of today's inputs has one); the licences
+      // that redistribution needs are the packages' licence files, in NOTICES_FILE.
+      legalComments: 'eof',
       banner: { js: BANNER },
       external: [...OPTIONAL_PEERS],
       logLevel: 'warning',
@@ -81,6 +84,8 @@ export async function buildBundles(opts: BuildOptions = {}): Promise<BuiltBundle
     if (output === undefined) throw new Error(`esbuild produced no .mjs for ${name}`);
     out.push({ name, file, bytes: output[1].bytes, metafile: result.metafile });
   }
+  const packages = [...new Set(out.flatMap((b) => bundledPackageDirs(b.metafile)))].sort();
+  writeFileSync(join(outdir, NOTICES_FILE), thirdPartyNotices(packages));
   if (opts.report ?? true) {
     for (const b of out) {
       console.log(`${b.name.padEnd(16)} dist/${b.name}.mjs  ${(b.bytes / 1024).toFixed(1)} KiB`);
@@ -88,6 +93,61 @@ export async function buildBundles(opts: BuildOptions = {}): Promise<BuiltBundle
     }
   }
   return out;
+}
+
+/**
+ * The file next to the bundles with the licence of every npm package they contain: the bundles are
+ * redistributed in the image, and most of these licences (MIT, ISC, Apache-2.0) require their text
+ * to go along.
+ */
+export const NOTICES_FILE = 'THIRD-PARTY-NOTICES.txt';
+
+/** Directories (relative to the repository root) of the npm packages whose files a bundle contains. */
+export function bundledPackageDirs(metafile: Metafile): string[] {
+  const marker = 'node_modules/';
+  const dirs = new Set<string>();
+  for (const input of Object.keys(metafile.inputs)) {
+    const at = input.lastIndexOf(marker);
+    if (at < 0) continue;
+    const [first = '', second = ''] = input.slice(at + marker.length).split('/');
+    dirs.add(
+      `${input.slice(0, at)}${marker}${first.startsWith('@') ? `${first}/${second}` : first}`,
+    );
+  }
+  return [...dirs].sort();
+}
+
+const LICENCE_FILE = /^(licen[cs]e|copying|notice)(\.|-|$)/i;
+
+/**
+ * The notices text: per package its name, version and declared licence, then the text of its
+ * LICENSE/LICENCE/COPYING/NOTICE files; a package that ships none is named as such.
+ */
+export function thirdPartyNotices(packageDirs: readonly string[], root: string = ROOT): string {
+  const parts = [
+    'The vmpool bundles (dist/*.mjs) contain code of these npm packages, under these licences.\n',
+  ];
+  for (const dir of packageDirs) {
+    const abs = join(root, dir);
+    const pkg = JSON.parse(readFileSync(join(abs, 'package.json'), 'utf8')) as {
+      name?: string;
+      version?: string;
+      license?: string;
+    };
+    parts.push(
+      `\n==== ${pkg.name ?? dir} ${pkg.version ?? ''} (${pkg.license ?? 'licence not declared'}) ====\n`,
+    );
+    const files = existsSync(abs)
+      ? readdirSync(abs)
+          .filter((f) => LICENCE_FILE.test(f))
+          .sort()
+      : [];
+    if (files.length === 0)
+      parts.push(`The package ships no licence file; it declares ${pkg.license ?? 'none'}.\n`);
+    for (const f of files)
+      parts.push(`\n--- ${f} ---\n${readFileSync(join(abs, f), 'utf8').trimEnd()}\n`);
+  }
+  return parts.join('');
 }
 
 /** The `n` largest inputs of a bundle, as esbuild's analyzeMetafile prints them. */

@@ -7,8 +7,10 @@ import {
   API,
   BASE,
   binaryEvent,
-  list,
+  eventsPath,
+  failingList,
   guardNock,
+  list,
   ref,
   statusBody,
   structuredEvent,
@@ -103,6 +105,7 @@ describe('disk-gc-tick', () => {
     const c = cluster();
     const methods: string[] = [];
     let deleteBody: unknown;
+    let event: { reason?: string; note?: string } = {};
     const scope = nock(API)
       .get(`${BASE}/virtualdisks`)
       .query(SELECTOR)
@@ -118,7 +121,12 @@ describe('disk-gc-tick', () => {
         return true;
       })
       .query(true)
-      .reply(200, statusBody(200, ''));
+      .reply(200, statusBody(200, ''))
+      .post(eventsPath('ci'), (body: { reason?: string; note?: string }) => {
+        event = body;
+        return true;
+      })
+      .reply(201, {});
     scope.on('request', (req: { method: string }) => {
       methods.push(req.method);
     });
@@ -128,8 +136,10 @@ describe('disk-gc-tick', () => {
     expect(await res.text()).toBe('');
     scope.done();
     expect(unmatched.seen).toEqual([]);
-    // Exactly three lists, then one delete.
-    expect(methods).toEqual(['GET', 'GET', 'GET', 'DELETE']);
+    // Exactly three lists, then one delete and its Event on the pool.
+    expect(methods).toEqual(['GET', 'GET', 'GET', 'DELETE', 'POST']);
+    expect(event.reason).toBe('DiskCollected');
+    expect(event.note).toContain('free for longer than its template ttl');
     expect(deleteBody).toMatchObject({
       kind: 'DeleteOptions',
       propagationPolicy: 'Background',
@@ -186,11 +196,7 @@ describe('disk-gc-tick', () => {
   });
 
   it('a list that keeps failing → 503 and nothing deleted', async () => {
-    const scope = nock(API)
-      .get(`${BASE}/virtualdisks`)
-      .query(SELECTOR)
-      .times(3)
-      .reply(500, statusBody(500, 'InternalError'));
+    const scope = failingList(`${BASE}/virtualdisks`, SELECTOR);
     const res = await build().app.request('/', binaryEvent(PING));
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).not.toBeNull();

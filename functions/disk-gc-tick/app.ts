@@ -5,34 +5,26 @@
  */
 import type { Hono } from 'hono';
 import { PING } from '../../shared/api/index.js';
-import type { NodeEnv } from '../../shared/http/index.js';
+import type { AppDeps, NodeEnv } from '../../shared/http/index.js';
 import {
   accepted,
   badRequest,
   buildFunctionApp,
   cloudEventHandler,
-  createFunctionMetrics,
+  resolveDeps,
   retryLater,
 } from '../../shared/http/index.js';
 import { collectDisks } from '../../shared/reconcile/index.js';
-import type { FunctionDeps } from '../../shared/runtime/index.js';
-
-/** Dependencies; the clock defaults to the real one. */
-export interface GcAppDeps extends Partial<Pick<FunctionDeps, 'metrics'>> {
-  readonly kube: FunctionDeps['kube'];
-  readonly log: FunctionDeps['log'];
-  readonly now?: () => Date;
-}
 
 /** The disk-gc-tick HTTP app: `POST /` takes one PingSource CloudEvent. */
-export function buildGcApp(deps: GcAppDeps): Hono<NodeEnv> {
-  const metrics = deps.metrics ?? createFunctionMetrics();
-  const app = buildFunctionApp({ name: 'disk-gc-tick', log: deps.log, metrics });
+export function buildGcApp(input: AppDeps): Hono<NodeEnv> {
+  const { kube, log, metrics, now } = resolveDeps(input);
+  const app = buildFunctionApp({ name: 'disk-gc-tick', log, metrics });
   app.post(
     '/',
-    cloudEventHandler(deps.log, async function tick(event, { log }) {
+    cloudEventHandler(log, async function tick(event, { log }) {
       if (event.type !== PING) return badRequest(`expected a ${PING} event, got ${event.type}`);
-      const out = await collectDisks(deps.kube, (deps.now ?? (() => new Date()))(), log);
+      const out = await collectDisks(kube, now(), log);
       if (out.kind === 'forbidden') {
         // Logged by collectDisks with the grant to add; a redelivered tick would be refused again.
         metrics.reconciles.inc({ function: 'disk-gc-tick', outcome: 'forbidden' });

@@ -10,14 +10,15 @@ import {
   binaryEvent,
   converged,
   eventsPath,
-  list,
+  failingList,
   guardNock,
+  list,
   ref,
   statusBody,
   structuredEvent,
   testKube,
 } from '../../test/functions/fixtures.js';
-import { NOW, disk, pool, seededRand, vm } from '../../test/unit/builders.js';
+import { NOW, disk, pool, seededRandom, vm } from '../../test/unit/builders.js';
 import { buildReconcileApp } from './app.js';
 import { testLog } from '../../test/logs.js';
 
@@ -368,7 +369,7 @@ describe('reconcile-pool: what it answers', () => {
         return [200, { ...cleared, metadata: { ...cleared.metadata, resourceVersion: '102' } }];
       });
 
-    const res = await build(seededRand(7)).app.request('/', binaryEvent(`${RES}update`, p));
+    const res = await build(seededRandom(7)).app.request('/', binaryEvent(`${RES}update`, p));
     expect(res.status).toBe(202);
     expect(await res.text()).toBe('');
     scope.done();
@@ -544,11 +545,7 @@ describe('reconcile-pool: what it answers', () => {
   });
 
   it('a list answering 500 through every kube retry: 503', async () => {
-    const scope = nock(API)
-      .get(`${BASE}/virtualmachinepools`)
-      .query(true)
-      .times(3)
-      .reply(500, statusBody(500, 'InternalError', 'etcd is sad'));
+    const scope = failingList(`${BASE}/virtualmachinepools`, true, 'etcd is sad');
     const res = await build().app.request('/', binaryEvent(PING));
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).not.toBeNull();

@@ -4,32 +4,23 @@
  * @module
  */
 import type { Hono } from 'hono';
-import { SourceEvent } from '../../shared/api/index.js';
-import type { Rand } from '../../shared/domain/index.js';
-import type { NodeEnv } from '../../shared/http/index.js';
+import { SourceEvent, parseWith } from '../../shared/api/index.js';
+import type { AppDeps, NodeEnv } from '../../shared/http/index.js';
 import {
   accepted,
   badRequest,
   buildFunctionApp,
   cloudEventHandler,
-  createFunctionMetrics,
   noContent,
+  resolveDeps,
   retryLater,
 } from '../../shared/http/index.js';
 import { coalesce, reconcilePool, reconcileScope, scopeOf } from '../../shared/reconcile/index.js';
-import type { FunctionDeps } from '../../shared/runtime/index.js';
-
-/** Dependencies; the clock and the dice default to the real ones. */
-export interface ReconcileAppDeps extends Partial<Pick<FunctionDeps, 'metrics'>> {
-  readonly kube: FunctionDeps['kube'];
-  readonly log: FunctionDeps['log'];
-  readonly now?: () => Date;
-  readonly rand?: Rand;
-}
 
 /** The reconcile-pool HTTP app: `POST /` takes one CloudEvent. */
-export function buildReconcileApp(deps: ReconcileAppDeps): Hono<NodeEnv> {
-  const metrics = deps.metrics ?? createFunctionMetrics();
+export function buildReconcileApp(input: AppDeps): Hono<NodeEnv> {
+  const deps = resolveDeps(input);
+  const { kube, metrics } = deps;
   const app = buildFunctionApp({ name: 'reconcile-pool', log: deps.log, metrics });
   // One event per created object would otherwise start a herd of identical reconciles of one pool.
   const reconcileOne = coalesce(
@@ -39,22 +30,11 @@ export function buildReconcileApp(deps: ReconcileAppDeps): Hono<NodeEnv> {
   app.post(
     '/',
     cloudEventHandler(deps.log, async function reconcile(event, { log }) {
-      const parsed = SourceEvent.safeParse(event);
-      if (!parsed.success)
-        return badRequest(
-          `not an ApiServerSource or PingSource event: ${parsed.error.issues[0]?.message ?? ''}`,
-        );
-      const scope = await scopeOf(parsed.data, deps.kube);
-      const results = await reconcileScope(
-        {
-          kube: deps.kube,
-          log,
-          now: deps.now ?? (() => new Date()),
-          rand: deps.rand ?? Math.random,
-        },
-        scope,
-        reconcileOne,
-      );
+      const parsed = parseWith(SourceEvent, event);
+      if (!parsed.ok)
+        return badRequest(`not an ApiServerSource or PingSource event: ${parsed.message}`);
+      const scope = await scopeOf(parsed.data, kube);
+      const results = await reconcileScope({ ...deps, log }, scope, reconcileOne);
       for (const r of results) {
         metrics.reconciles.inc({ function: 'reconcile-pool', outcome: r.outcome.kind });
         if (r.outcome.kind === 'failed')

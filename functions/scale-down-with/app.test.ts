@@ -5,7 +5,7 @@ import type { VirtualMachinePool } from '../../shared/api/index.js';
 import { keys } from '../../shared/api/index.js';
 import { requestKey } from '../../shared/domain/index.js';
 import type { ClientCertificate } from '../../shared/http/index.js';
-import type { Status } from '../../shared/reconcile/index.js';
+import type { Status } from '../../shared/http/index.js';
 import { mintCerts } from '../../test/functions/certs.js';
 import type { TestCerts } from '../../test/functions/certs.js';
 import {
@@ -17,7 +17,8 @@ import {
   testKube,
 } from '../../test/functions/fixtures.js';
 import { pool, vm } from '../../test/unit/builders.js';
-import { SCALE_DOWN_WITH_EVENT, buildScaleDownApp } from './app.js';
+import { SCALE_DOWN_WITH_EVENT } from '../../shared/api/index.js';
+import { buildScaleDownApp } from './app.js';
 import { testLog } from '../../test/logs.js';
 
 const SUB = 'subresources.virtualization.deckhouse.io';
@@ -586,7 +587,7 @@ describe('scale-down-with: the CloudEvent path', () => {
     expect(unmatched.seen).toEqual([]);
   });
 
-  it('a pool that is already gone → 204 (DESIGN §3), not a dead letter', async () => {
+  it('a pool that is already gone → 204, not a dead letter', async () => {
     const scope = nock(API).get(poolPath('ci', 'ghost')).reply(404, statusBody(404, 'NotFound'));
     const res = await build('none').request(
       '/',

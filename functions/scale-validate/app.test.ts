@@ -173,7 +173,7 @@ describe('scale-validate: pool CREATE and UPDATE', () => {
     const { review: r } = await post(POOL_PATH, poolReview('CREATE', p));
     expect(r.response).toEqual({ uid: 'uid-pool-1', allowed: true });
     scope.done();
-    expect(query).toEqual({ dryRun: 'All', fieldManager: 'vmpool' });
+    expect(query).toEqual({ dryRun: 'All', fieldManager: 'vmpool', fieldValidation: 'Warn' });
     expect(sent).toEqual({
       apiVersion: 'virtualization.deckhouse.io/v1alpha2',
       kind: 'VirtualMachine',
@@ -181,6 +181,22 @@ describe('scale-validate: pool CREATE and UPDATE', () => {
       spec: runnersVmTemplate().spec,
     });
     expect(unmatched.seen).toEqual([]);
+  });
+
+  it('fields the VM API would drop come back as warnings on the pool, the write allowed', async () => {
+    const scope = nock(API)
+      .post(`${BASE}/namespaces/ci/virtualmachines`)
+      .query({ dryRun: 'All', fieldManager: 'vmpool', fieldValidation: 'Warn' })
+      .reply(201, (_uri, body) => body as object, {
+        Warning: '299 - "unknown field \\"spec.cpus\\""',
+      });
+    const { review: r } = await post(POOL_PATH, poolReview('CREATE', pool()));
+    scope.done();
+    expect(r.response).toEqual({
+      uid: 'uid-pool-1',
+      allowed: true,
+      warnings: ['unknown field "spec.virtualMachineTemplate.spec.cpus"'],
+    });
   });
 
   it('the template labels and annotations go on the synthetic VM', async () => {
@@ -195,7 +211,7 @@ describe('scale-validate: pool CREATE and UPDATE', () => {
         sent = body;
         return true;
       })
-      .query({ dryRun: 'All', fieldManager: 'vmpool' })
+      .query({ dryRun: 'All', fieldManager: 'vmpool', fieldValidation: 'Warn' })
       .reply(201, (_uri, body) => body as object);
     const { review: r } = await post(POOL_PATH, poolReview('CREATE', p));
     expect(r.response.allowed).toBe(true);
@@ -213,7 +229,7 @@ describe('scale-validate: pool CREATE and UPDATE', () => {
       'admission webhook "vm.virtualization-controller.validate.d8-virtualization" denied the request: the VirtualMachineClass "generic" does not allow 2 cores';
     const scope = nock(API)
       .post(`${BASE}/namespaces/ci/virtualmachines`)
-      .query({ dryRun: 'All', fieldManager: 'vmpool' })
+      .query({ dryRun: 'All', fieldManager: 'vmpool', fieldValidation: 'Warn' })
       .reply(422, statusBody(422, 'Invalid', message));
     const { review: r } = await post(POOL_PATH, poolReview('CREATE', pool()));
     expect(r.response.allowed).toBe(false);
@@ -225,7 +241,7 @@ describe('scale-validate: pool CREATE and UPDATE', () => {
   it('a dry run failing transiently: denied with 500 (failurePolicy Fail)', async () => {
     const scope = nock(API)
       .post(`${BASE}/namespaces/ci/virtualmachines`)
-      .query({ dryRun: 'All', fieldManager: 'vmpool' })
+      .query({ dryRun: 'All', fieldManager: 'vmpool', fieldValidation: 'Warn' })
       .times(3)
       .reply(503, statusBody(503, 'ServiceUnavailable', 'try later'));
     const { review: r } = await post(POOL_PATH, poolReview('CREATE', pool()));
@@ -277,7 +293,7 @@ describe('scale-validate: pool CREATE and UPDATE', () => {
         `${BASE}/namespaces/ci/virtualmachines`,
         (body: VirtualMachine) => body.metadata.generateName === `${name}-`,
       )
-      .query({ dryRun: 'All', fieldManager: 'vmpool' })
+      .query({ dryRun: 'All', fieldManager: 'vmpool', fieldValidation: 'Warn' })
       .reply(201, (_uri, body) => body as object);
     const { review: r } = await post(POOL_PATH, poolReview('CREATE', pool({ name })));
     expect(r.response.allowed).toBe(true);
@@ -339,7 +355,7 @@ describe('scale-validate: pool CREATE and UPDATE', () => {
         `${BASE}/namespaces/ci/virtualmachines`,
         (body: { spec: { cpu?: { cores?: number } } }) => body.spec.cpu?.cores === 4,
       )
-      .query({ dryRun: 'All', fieldManager: 'vmpool' })
+      .query({ dryRun: 'All', fieldManager: 'vmpool', fieldValidation: 'Warn' })
       .reply(201, (_uri, body) => body as object);
     const { review: r } = await post(POOL_PATH, poolReview('UPDATE', next, old));
     expect(r.response.allowed).toBe(true);

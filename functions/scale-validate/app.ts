@@ -5,73 +5,62 @@
  */
 import type { Hono } from 'hono';
 import { AdmissionReview } from '../../shared/api/index.js';
-import type { NodeEnv } from '../../shared/http/index.js';
-import { buildFunctionApp, createFunctionMetrics, errorResponse } from '../../shared/http/index.js';
-import type { FunctionDeps } from '../../shared/runtime/index.js';
-import { review } from './review.js';
+import type { AppDeps, NodeEnv } from '../../shared/http/index.js';
+import {
+  buildFunctionApp,
+  errorResponse,
+  parseBody,
+  resolveDeps,
+} from '../../shared/http/index.js';
+import { reviewAdmission } from '../../shared/reconcile/index.js';
 
 /** Paths the webhook configuration points at (the reference's, so its manifests carry over). */
 export const POOL_PATH = '/validate-virtualization-deckhouse-io-v1alpha2-virtualmachinepool';
 export const SCALE_PATH = '/validate-virtualization-deckhouse-io-v1alpha2-virtualmachinepool-scale';
 
-/** Dependencies of the webhook. */
-export interface ValidateAppDeps extends Partial<Pick<FunctionDeps, 'metrics'>> {
-  readonly kube: FunctionDeps['kube'];
-  readonly log: FunctionDeps['log'];
-}
-
 function answer(
   uid: string,
   allowed: boolean,
   status?: { code: number; message: string },
+  warnings: readonly string[] = [],
 ): Response {
   const response = {
     uid,
     allowed,
     ...(status ? { status: { ...status, reason: allowed ? undefined : 'Forbidden' } } : {}),
+    ...(warnings.length > 0 ? { warnings } : {}),
   };
   return Response.json({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response });
 }
 
 /** The webhook app: both paths take any AdmissionReview v1 and dispatch on resource and subresource. */
-export function buildValidateApp(deps: ValidateAppDeps): Hono<NodeEnv> {
-  const metrics = deps.metrics ?? createFunctionMetrics();
-  const app = buildFunctionApp({ name: 'scale-validate', log: deps.log, metrics });
+export function buildValidateApp(input: AppDeps): Hono<NodeEnv> {
+  const { kube, log, metrics } = resolveDeps(input);
+  const app = buildFunctionApp({ name: 'scale-validate', log, metrics });
   const handler = async (c: { req: { text(): Promise<string> } }): Promise<Response> => {
-    let body: unknown;
-    try {
-      body = JSON.parse(await c.req.text());
-    } catch {
-      return errorResponse(400, 'body is not JSON');
-    }
-    const parsed = AdmissionReview.safeParse(body);
-    if (!parsed.success) {
-      const uid = (body as { request?: { uid?: unknown } } | null)?.request?.uid;
-      const issue = parsed.error.issues[0];
-      const message = `malformed AdmissionReview: ${issue ? `${issue.path.map(String).join('.')}: ${issue.message}` : ''}`;
+    const parsed = await parseBody(c, AdmissionReview);
+    if (!parsed.ok) {
+      if (parsed.raw === undefined) return errorResponse(400, parsed.message);
+      const message = `malformed AdmissionReview: ${parsed.message}`;
+      const uid = (parsed.raw as { request?: { uid?: unknown } } | null | undefined)?.request?.uid;
       // With a uid the API server can match the answer; without one it only understands an HTTP error.
       return typeof uid === 'string' && uid !== ''
         ? answer(uid, false, { code: 400, message })
         : errorResponse(400, message);
     }
     const req = parsed.data.request;
-    const verdict = await review(req, deps.kube);
-    metrics.reconciles.inc({
-      function: 'scale-validate',
-      outcome: verdict.allowed ? 'allowed' : 'denied',
-    });
-    if (verdict.allowed) return answer(req.uid, true);
+    const verdict = await reviewAdmission(req, kube);
+    const outcome = verdict.allowed ? 'allowed' : 'denied';
+    metrics.reconciles.inc({ function: 'scale-validate', outcome });
+    if (verdict.allowed) return answer(req.uid, true, undefined, verdict.warnings);
+    const { code, message } = verdict;
+    const pool = `${req.namespace ?? ''}/${req.name ?? ''}`;
     // A denial because vmpool cannot check (a missing grant, an unreachable API) is vmpool's fault.
-    deps.log[verdict.code >= 500 ? 'error' : 'info'](
-      {
-        pool: `${req.namespace ?? ''}/${req.name ?? ''}`,
-        op: req.operation,
-        sub: req.subResource ?? '',
-        message: verdict.message,
-      },
+    log[code >= 500 ? 'error' : 'info'](
+      { pool, op: req.operation, sub: req.subResource ?? '', message },
       'denied',
     );
-    return answer(req.uid, false, { code: verdict.code, message: verdict.message });
+    return answer(req.uid, false, { code, message }, verdict.warnings);
   };
   app.post(POOL_PATH, handler);
   app.post(SCALE_PATH, handler);

@@ -7,11 +7,11 @@
  * The pprof port (default :8008) is moved to a free port through PROFILING_PORT.
  * @module
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { API_VERSION, GROUP, VERSION } from '../../shared/api/index.js';
-import { ensureBinaries } from './binaries.js';
+import { ensureBinaries, REPO_ROOT } from './binaries.js';
+import { parseManifests } from './crds.js';
 import { freePort, killNow, startProcess, stopPid, tail, waitFor } from './process.js';
 
 /** A watched resource; `Group`/`Version`/`Resource` are Go field names, hence capitalised. */
@@ -114,46 +114,156 @@ export async function startAdapter(o: AdapterOptions): Promise<Adapter> {
   return { pid: proc.pid, logPath: proc.logPath, log: () => tail(proc.logPath, 200), stop };
 }
 
-/** Where the two pool sources look and deliver. */
+/** A metav1.LabelSelector, as an ApiServerSource spells it. */
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: {
+    key: string;
+    operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+    values?: string[];
+  }[];
+}
+
+/** The parts of an ApiServerSource spec the Eventing controller renders into the adapter's config. */
+export interface ApiServerSourceSpec {
+  mode?: 'Resource' | 'Reference';
+  namespaceSelector?: LabelSelector;
+  owner?: { apiVersion: string; kind: string };
+  resources: { apiVersion: string; kind: string; selector?: LabelSelector }[];
+}
+
+/**
+ * A label selector in the string form the adapter sends as `labelSelector` on LIST and WATCH, as
+ * apimachinery's `LabelSelectorAsSelector(s).String()` writes it: requirements sorted by key,
+ * `k=v`, `k in (a,b)`, `k notin (a,b)`, `k` (Exists) and `!k` (DoesNotExist).
+ */
+export function selectorString(selector: LabelSelector): string {
+  const reqs: [string, string][] = Object.entries(selector.matchLabels ?? {}).map(([k, v]) => [
+    k,
+    `${k}=${v}`,
+  ]);
+  for (const e of selector.matchExpressions ?? []) {
+    const values = [...(e.values ?? [])].sort().join(',');
+    const text = {
+      In: `${e.key} in (${values})`,
+      NotIn: `${e.key} notin (${values})`,
+      Exists: e.key,
+      DoesNotExist: `!${e.key}`,
+    }[e.operator];
+    reqs.push([e.key, text]);
+  }
+  return reqs
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([, t]) => t)
+    .join(',');
+}
+
+/**
+ * The resource (plural) the Eventing controller guesses for a kind: apimachinery's
+ * `UnsafeGuessKindToResource` (lower case, then -s, -es after s, -ies for a final y). It is not
+ * looked up in discovery, which is why a CRD's plural must be the regular one.
+ */
+export function guessResource(kind: string): string {
+  const singular = kind.toLowerCase();
+  if (singular.endsWith('endpoints')) return singular;
+  if (singular.endsWith('s')) return `${singular}es`;
+  if (singular.endsWith('y')) return `${singular.slice(0, -1)}ies`;
+  return `${singular}s`;
+}
+
+/**
+ * What the adapter of an ApiServerSource watches and how, as the Eventing controller renders it into
+ * K_SOURCE_CONFIG (pkg/reconciler/apiserversource/resources/receive_adapter.go `makeEnv`): one
+ * watch per resource with its label selector, all namespaces for an empty `namespaceSelector`, only
+ * the source's own namespace without one. `namespaces` overrides the namespace list (tests confine
+ * an adapter to their own namespace).
+ */
+export function adapterConfigOf(
+  spec: ApiServerSourceSpec,
+  sourceNamespace: string,
+  namespaces?: string[],
+): Pick<AdapterOptions, 'resources' | 'namespaces' | 'allNamespaces' | 'mode' | 'owner'> {
+  const sel = spec.namespaceSelector;
+  const allNamespaces =
+    sel !== undefined &&
+    Object.keys(sel.matchLabels ?? {}).length === 0 &&
+    (sel.matchExpressions ?? []).length === 0;
+  if (namespaces === undefined && sel !== undefined && !allNamespaces)
+    throw new Error('a non-empty namespaceSelector needs the matching namespaces listed');
+  return {
+    resources: spec.resources.map((r) => {
+      const [group, version] = r.apiVersion.includes('/')
+        ? (r.apiVersion.split('/') as [string, string])
+        : ['', r.apiVersion];
+      const selector = r.selector === undefined ? '' : selectorString(r.selector);
+      return {
+        gvr: { Group: group, Version: version, Resource: guessResource(r.kind) },
+        ...(selector === '' ? {} : { selector }),
+      };
+    }),
+    ...(namespaces !== undefined
+      ? { namespaces, allNamespaces: false }
+      : allNamespaces
+        ? { allNamespaces: true }
+        : { namespaces: [sourceNamespace], allNamespaces: false }),
+    mode: spec.mode ?? 'Reference',
+    ...(spec.owner === undefined ? {} : { owner: spec.owner }),
+  };
+}
+
+/** A named ApiServerSource of a manifest. */
+export interface NamedSource {
+  name: string;
+  namespace: string;
+  spec: ApiServerSourceSpec;
+}
+
+/** The ApiServerSources knative/ deploys (knative/base/eventing.yaml). */
+export function shippedSources(
+  file = join(REPO_ROOT, 'knative', 'base', 'eventing.yaml'),
+): NamedSource[] {
+  return parseManifests(readFileSync(file, 'utf8'))
+    .filter((o) => o.kind === 'ApiServerSource')
+    .map((o) => ({
+      name: o.metadata.name,
+      namespace: o.metadata.namespace ?? 'default',
+      spec: o.spec as ApiServerSourceSpec,
+    }));
+}
+
+/** Where the pool sources look and deliver. */
 export interface PoolSourcesOptions {
   kubeconfigPath: string;
   binDir: string;
   sink: string;
-  /** Namespaces to watch; all when unset. */
+  /** Namespaces to watch; as the shipped sources say (all) when unset. */
   namespaces?: string[];
   /** Prefix of the adapters' names. */
   name: string;
 }
 
 /**
- * The two ApiServerSources vmpool needs, in Resource mode, as knative/ deploys them: pools (no owner
- * filter, which would drop them), and VMs and disks whose controller is a pool.
+ * One adapter per ApiServerSource knative/ deploys, configured as the Eventing controller would
+ * configure it (Resource mode; pools, and the VMs and disks carrying a pool-uid label), so what
+ * reaches reconcile-pool here is what reaches it in a cluster.
  */
 export async function startPoolSources(o: PoolSourcesOptions): Promise<Adapter[]> {
-  const gvr = (Resource: string) => ({ gvr: { Group: GROUP, Version: VERSION, Resource } });
-  const where = o.namespaces === undefined ? { allNamespaces: true } : { namespaces: o.namespaces };
-  const common = {
-    kubeconfigPath: o.kubeconfigPath,
-    binDir: o.binDir,
-    sink: o.sink,
-    mode: 'Resource' as const,
-    ...where,
-  };
-  const pools = await startAdapter({
-    ...common,
-    resources: [gvr('virtualmachinepools')],
-    name: `${o.name}-pools`,
-  });
+  const started: Adapter[] = [];
   try {
-    const children = await startAdapter({
-      ...common,
-      resources: [gvr('virtualmachines'), gvr('virtualdisks')],
-      owner: { apiVersion: API_VERSION, kind: 'VirtualMachinePool' },
-      name: `${o.name}-children`,
-    });
-    return [pools, children];
+    for (const source of shippedSources()) {
+      started.push(
+        await startAdapter({
+          kubeconfigPath: o.kubeconfigPath,
+          binDir: o.binDir,
+          sink: o.sink,
+          ...adapterConfigOf(source.spec, source.namespace, o.namespaces),
+          name: `${o.name}-${source.name}`,
+        }),
+      );
+    }
+    return started;
   } catch (err) {
-    await pools.stop();
+    await Promise.all(started.map((a) => a.stop()));
     throw err;
   }
 }

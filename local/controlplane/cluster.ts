@@ -4,11 +4,11 @@
  * @module
  */
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureBinaries } from './binaries.js';
+import type { Answer } from './http.js';
+import { requestText } from './http.js';
 import type { ControlPlaneCerts, KeyPair } from './certs.js';
 import { kubeconfigYaml, mintControlPlaneCerts, mintServingCert } from './certs.js';
 import { testCrds, type KubeObject } from './crds.js';
@@ -67,25 +67,11 @@ function procMemory(pid: number): { rssMiB: number; peakMiB: number } {
   }
 }
 
-function get(url: string, certs?: ControlPlaneCerts): Promise<{ status: number; body: string }> {
-  return new Promise((ok, fail) => {
-    const opts = certs
-      ? { ca: certs.servingCa.certPem, cert: certs.admin.certPem, key: certs.admin.keyPem }
-      : {};
-    const req = (url.startsWith('https:') ? httpsRequest : httpRequest)(
-      url,
-      { ...opts, timeout: 5000 },
-      (res) => {
-        let body = '';
-        res.on('data', (d: Buffer) => (body += d.toString()));
-        res.on('end', () => {
-          ok({ status: res.statusCode ?? 0, body });
-        });
-      },
-    );
-    req.on('error', fail);
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.end();
+function get(url: string, certs?: ControlPlaneCerts): Promise<Answer> {
+  return requestText({
+    url,
+    timeoutMs: 5000,
+    ...(certs ? { ca: certs.servingCa.certPem, client: certs.admin } : {}),
   });
 }
 

@@ -7,12 +7,22 @@ import { execFile } from 'node:child_process';
 import { stringify } from 'yaml';
 
 /** Runs kubectl with a kubeconfig; rejects with stderr on a non-zero exit. */
-export function runKubectl(
+export async function runKubectl(
   kubectl: string,
   kubeconfig: string,
   args: string[],
   input?: string,
 ): Promise<string> {
+  return (await runKubectlFull(kubectl, kubeconfig, args, input)).stdout;
+}
+
+/** {@link runKubectl}, keeping what kubectl printed on stderr of a success (its warnings). */
+export function runKubectlFull(
+  kubectl: string,
+  kubeconfig: string,
+  args: string[],
+  input?: string,
+): Promise<{ stdout: string; stderr: string }> {
   return new Promise((ok, fail) => {
     const child = execFile(
       kubectl,
@@ -20,7 +30,7 @@ export function runKubectl(
       { maxBuffer: 64 * 1024 * 1024 },
       (err, stdout, stderr) => {
         if (err) fail(new Error(`kubectl ${args.join(' ')}: ${stderr || err.message}`));
-        else ok(stdout);
+        else ok({ stdout, stderr });
       },
     );
     if (input !== undefined) child.stdin?.end(input);

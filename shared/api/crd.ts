@@ -144,11 +144,21 @@ export function poolCrd(): Schema {
               description: `VirtualMachinePool (${API_VERSION}) keeps a number of identical VirtualMachines.`,
               required: ['spec'],
               properties: {
-                apiVersion: { type: 'string' },
-                kind: { type: 'string' },
+                apiVersion: {
+                  type: 'string',
+                  description: `Versioned schema of this object: ${API_VERSION}.`,
+                },
+                kind: { type: 'string', description: 'VirtualMachinePool.' },
+                // The API server refuses anything but `type` here (metadata is its own schema).
                 metadata: { type: 'object' },
-                spec: schemaOf(PoolSpec),
-                status: schemaOf(PoolStatus),
+                spec: {
+                  ...schemaOf(PoolSpec),
+                  description: 'The desired pool: how many replicas, of what, with which disks.',
+                },
+                status: {
+                  ...schemaOf(PoolStatus),
+                  description: 'The observed pool, computed by vmpool from its members.',
+                },
               },
             },
           },

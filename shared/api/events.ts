@@ -61,3 +61,15 @@ export type SourceEvent = z.infer<typeof SourceEvent>;
 export type RefEvent = z.infer<typeof RefEvent>;
 export type ResourceEvent = z.infer<typeof ResourceEvent>;
 export type PingEvent = z.infer<typeof PingEvent>;
+
+/** The CloudEvent type of a scaledownwith request; data is {@link ScaleDownWithEvent}. */
+export const SCALE_DOWN_WITH_EVENT = 'io.deckhouse.virtualization.vmpool.scaledownwith';
+
+/** Data of a {@link SCALE_DOWN_WITH_EVENT}: the aggregated API's request, addressed in the data. */
+export const ScaleDownWithEvent = z.looseObject({
+  namespace: z.string().min(1),
+  pool: z.string().min(1),
+  targets: z.array(z.string()),
+  dryRun: z.array(z.string()).optional(),
+});
+export type ScaleDownWithEvent = z.infer<typeof ScaleDownWithEvent>;

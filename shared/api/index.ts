@@ -9,4 +9,5 @@ export * from './pool.js';
 export * from './messages.js';
 export * from './events.js';
 export * from './crd.js';
+export * from './issues.js';
 export * from './manifest.js';

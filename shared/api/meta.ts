@@ -92,12 +92,16 @@ export type ObjectMeta = z.infer<typeof ObjectMeta>;
 
 /** A metav1.Condition. */
 export const Condition = z.looseObject({
-  type: z.string(),
-  status: z.enum(['True', 'False', 'Unknown']),
-  reason: z.string().optional(),
-  message: z.string().optional(),
-  lastTransitionTime: z.string().optional(),
-  observedGeneration: z.number().int().optional(),
+  type: z.string().describe('Type of the condition (Available, Progressing, Synced, …).'),
+  status: z.enum(['True', 'False', 'Unknown']).describe('True, False or Unknown.'),
+  reason: z.string().optional().describe('Why, in one CamelCase word.'),
+  message: z.string().optional().describe('Why, in words a person can act on.'),
+  lastTransitionTime: z.string().optional().describe('When the status last changed (RFC 3339).'),
+  observedGeneration: z
+    .number()
+    .int()
+    .optional()
+    .describe('The object generation the condition was set for.'),
 });
 export type Condition = z.infer<typeof Condition>;
 

@@ -32,10 +32,27 @@ export const DURATION_PATTERN =
 /** What happens to a replica's disk when the replica leaves the pool. */
 export const Reclaim = z
   .looseObject({
-    onScaleDown: z.enum(['Delete', 'Retain']).default('Delete'),
-    keep: z.int32().min(0).default(0),
-    ttl: z.string().optional(),
+    onScaleDown: z
+      .enum(['Delete', 'Retain'])
+      .default('Delete')
+      .describe(
+        'What happens to this disk when its replica leaves the pool. Delete (the default): the disk is deleted with the replica (it is owned by the VirtualMachine). Retain: the disk is owned by the pool, kept when the replica leaves, and reused by a later replica (Ready disks first, then the most recently freed).',
+      ),
+    keep: z
+      .int32()
+      .min(0)
+      .default(0)
+      .describe(
+        'Retain only: how many of the most recently freed disks of this template are never garbage-collected, however long they are free. Default 0; requires ttl.',
+      ),
+    ttl: z
+      .string()
+      .optional()
+      .describe(
+        'Retain only: how long a free disk beyond keep may stay before it is garbage-collected, as a Go duration (30m, 1h30m). Unset: free disks are never collected.',
+      ),
   })
+  .describe('Reclaim policy of the disk when its replica leaves the pool.')
   .meta({
     'x-kubernetes-validations': [
       {
@@ -52,7 +69,10 @@ export const DiskTemplate = z.looseObject({
   name: z
     .string()
     .max(63)
-    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/),
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/)
+    .describe(
+      "Name of the template, unique in the pool; the VirtualDisk reference in virtualMachineTemplate.spec.blockDeviceRefs that carries this name is replaced by the replica's disk. Lowercase RFC 1123 label, at most 63 characters.",
+    ),
   reclaim: Reclaim.optional(),
   spec: VirtualDiskSpec,
 });
@@ -62,10 +82,19 @@ export type DiskTemplate = z.infer<typeof DiskTemplate>;
 export const VirtualMachineTemplate = z.looseObject({
   metadata: z
     .looseObject({
-      labels: z.record(z.string(), z.string()).optional(),
-      annotations: z.record(z.string(), z.string()).optional(),
+      labels: z
+        .record(z.string(), z.string())
+        .optional()
+        .describe(
+          "Labels put on every replica (and applied to live replicas on change); the pool's own labels take precedence.",
+        ),
+      annotations: z
+        .record(z.string(), z.string())
+        .optional()
+        .describe('Annotations put on every replica (and applied to live replicas on change).'),
     })
-    .optional(),
+    .optional()
+    .describe('Metadata stamped on every replica.'),
   spec: VirtualMachineSpec.optional(),
 });
 export type VirtualMachineTemplate = z.infer<typeof VirtualMachineTemplate>;
@@ -77,13 +106,26 @@ export type ScaleDownPolicy = z.infer<typeof ScaleDownPolicy>;
 /** `spec` of a pool. */
 export const PoolSpec = z
   .looseObject({
-    replicas: z.int32().min(0).optional(),
-    scaleDownPolicy: ScaleDownPolicy,
-    virtualMachineTemplate: VirtualMachineTemplate,
+    replicas: z
+      .int32()
+      .min(0)
+      .optional()
+      .describe(
+        'Desired number of replicas (Terminating ones count until they are gone). Unset means 0. Set it with kubectl scale, an HPA or KEDA through the scale subresource.',
+      ),
+    scaleDownPolicy: ScaleDownPolicy.describe(
+      'Which replicas leave on a scale-down that does not name them. NewestFirst or OldestFirst: by creation time (ties broken by the pool generation each was created at, then by name). Explicit: only replicas named through the scaledownwith subresource leave; lowering replicas without naming them is refused.',
+    ),
+    virtualMachineTemplate: VirtualMachineTemplate.describe(
+      'The VirtualMachine every replica is made from. A change rolls out to live replicas in place (the VM platform restarts them as its restartApprovalMode says); disk references keep their positions.',
+    ),
     virtualDiskTemplates: z
       .array(DiskTemplate)
       .min(1)
       .max(16)
+      .describe(
+        'Per-replica disks, 1 to 16: each is referenced exactly once by a VirtualDisk entry of virtualMachineTemplate.spec.blockDeviceRefs. A size change grows existing disks (never shrinks them); other changes apply to new disks only.',
+      )
       .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] }),
   })
   .meta({
@@ -109,36 +151,75 @@ export const PoolSpec = z
 export type PoolSpec = z.infer<typeof PoolSpec>;
 
 /** A Retain disk bound to a member (new or existing) before the VM references it. */
-export const Binding = z.looseObject({
-  vm: z.string(),
-  template: z.string(),
-  disk: z.string(),
-});
+export const Binding = z
+  .looseObject({
+    vm: z.string().describe('The member (existing or to be created).'),
+    template: z.string().describe('The disk template the disk serves.'),
+    disk: z.string().describe('The Retain disk bound to it.'),
+  })
+  .describe('A Retain disk bound to a member before the member references it.');
 export type Binding = z.infer<typeof Binding>;
 
 /**
  * Intent recorded in the pool's status by a resourceVersion-conditioned write before any side effect
  * (the fencing protocol): names to create, victims to delete, disks bound to members.
  */
-export const Intent = z.looseObject({
-  creates: z.array(z.string()).optional(),
-  deletes: z.array(z.looseObject({ name: z.string(), uid: z.string() })).optional(),
-  bindings: z.array(Binding).optional(),
-});
+export const Intent = z
+  .looseObject({
+    creates: z
+      .array(z.string())
+      .optional()
+      .describe('Names of VirtualMachines recorded to be created and not yet seen.'),
+    deletes: z
+      .array(
+        z.looseObject({
+          name: z.string().describe('Name of the member.'),
+          uid: z.string().describe('Its uid, so a same-named newcomer is never deleted.'),
+        }),
+      )
+      .optional()
+      .describe('Members recorded to be deleted and still live.'),
+    bindings: z.array(Binding).optional().describe('Retain disks recorded as bound to members.'),
+  })
+  .describe(
+    'Work vmpool recorded, with a write conditioned on the pool resourceVersion, before doing it: a crashed or concurrent reconcile finishes it instead of doing more. Maintained by vmpool; do not edit.',
+  );
 export type Intent = z.infer<typeof Intent>;
 
 /** `status` of a pool. */
 export const PoolStatus = z.looseObject({
-  observedGeneration: z.int().optional(),
-  replicas: z.int32().optional(),
-  readyReplicas: z.int32().optional(),
-  desiredTemplateHash: z.string().optional(),
-  updatedReplicas: z.int32().optional(),
-  restartPendingReplicas: z.int32().optional(),
-  selector: z.string().optional(),
+  observedGeneration: z
+    .int()
+    .optional()
+    .describe('The pool generation this status was computed for.'),
+  replicas: z
+    .int32()
+    .optional()
+    .describe('Current number of members, Terminating ones included (what /scale reports).'),
+  readyReplicas: z
+    .int32()
+    .optional()
+    .describe('Members whose VirtualMachine phase is Running and that are not Terminating.'),
+  desiredTemplateHash: z
+    .string()
+    .optional()
+    .describe('Revision of the current virtualMachineTemplate (a stable hash of it).'),
+  updatedReplicas: z
+    .int32()
+    .optional()
+    .describe('Live members on the current virtualMachineTemplate revision.'),
+  restartPendingReplicas: z
+    .int32()
+    .optional()
+    .describe('Live members patched to the current revision that wait for a restart to apply it.'),
+  selector: z
+    .string()
+    .optional()
+    .describe("Label selector of the pool's members (for /scale, HPA and kubectl get -l)."),
   conditions: z
     .array(Condition)
     .optional()
+    .describe('Available, Progressing (while converging) and Synced, with reasons and messages.')
     .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] }),
   intent: Intent.optional(),
 });

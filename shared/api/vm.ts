@@ -12,27 +12,67 @@ export type BlockDeviceKind = z.infer<typeof BlockDeviceKind>;
 
 /** One entry of `spec.blockDeviceRefs`; its position is the boot order unless `bootOrder` is set. */
 export const BlockDeviceRef = z.looseObject({
-  kind: BlockDeviceKind,
-  name: z.string().min(1),
-  bootOrder: z.int32().min(1).optional(),
+  kind: BlockDeviceKind.describe(
+    'ClusterVirtualImage, VirtualImage or VirtualDisk. A VirtualDisk entry names a virtualDiskTemplates entry in a pool template.',
+  ),
+  name: z
+    .string()
+    .min(1)
+    .describe('Name of the image or disk (in a pool template, of the disk template).'),
+  bootOrder: z
+    .int32()
+    .min(1)
+    .optional()
+    .describe('Boot priority, 1 first; without it the position in the list decides.'),
 });
 export type BlockDeviceRef = z.infer<typeof BlockDeviceRef>;
 
 /** The VirtualMachineSpec fields the pool itself reads; the rest passes through. */
 export const VirtualMachineSpec = z
   .looseObject({
-    blockDeviceRefs: z.array(BlockDeviceRef).min(1).max(16).optional(),
-    osType: z.enum(['Windows', 'Generic', 'Legacy']).optional(),
+    blockDeviceRefs: z
+      .array(BlockDeviceRef)
+      .min(1)
+      .max(16)
+      .optional()
+      .describe(
+        'Disks and images of the VM, 1 to 16, in boot order unless bootOrder says otherwise.',
+      ),
+    osType: z
+      .enum(['Windows', 'Generic', 'Legacy'])
+      .optional()
+      .describe(
+        'Guest OS type; Legacy is not allowed in a pool (its replicas cannot be told apart).',
+      ),
     runPolicy: z
       .enum(['AlwaysOn', 'AlwaysOff', 'Manual', 'AlwaysOnUnlessStoppedManually'])
-      .optional(),
+      .optional()
+      .describe(
+        'Whether the VM platform keeps the VM running; a member stopped on purpose stays a member.',
+      ),
     disruptions: z
-      .looseObject({ restartApprovalMode: z.enum(['Manual', 'Automatic']).optional() })
-      .optional(),
+      .looseObject({
+        restartApprovalMode: z
+          .enum(['Manual', 'Automatic'])
+          .optional()
+          .describe(
+            'Automatic: the platform restarts a member to apply a template change; Manual (the default): the member waits for a restart.',
+          ),
+      })
+      .optional()
+      .describe('How the platform applies changes that need a restart.'),
     provisioning: z
-      .looseObject({ type: z.enum(['UserData', 'UserDataRef', 'SysprepRef']) })
-      .optional(),
+      .looseObject({
+        type: z
+          .enum(['UserData', 'UserDataRef', 'SysprepRef'])
+          .describe('Where the guest configuration comes from.'),
+      })
+      .optional()
+      .describe('First-boot configuration of the guest (cloud-init user data or sysprep).'),
   })
+  .describe(
+    'A VirtualMachineSpec of the VM platform; fields not listed here are passed through to the VirtualMachine (a field the VM API does not know is reported as a warning when the pool is written).',
+  )
   .meta({ 'x-kubernetes-preserve-unknown-fields': true });
 export type VirtualMachineSpec = z.infer<typeof VirtualMachineSpec>;
 

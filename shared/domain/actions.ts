@@ -2,7 +2,7 @@
  * The side effects a plan asks for, executed in order by the functions through shared/kube.
  * @module
  */
-import type { VirtualDisk, VirtualMachine } from '../api/index.js';
+import type { Quantity, VirtualDisk, VirtualMachine } from '../api/index.js';
 
 /** Why a VM is updated. */
 export type VmUpdateWhy = 'rollout' | 'advance' | 'attach' | 'detach';
@@ -13,7 +13,13 @@ export type DiskUpdateWhy = 'claim' | 'freeSince' | 'inUse' | 'grow';
 export type Action =
   /** Take a free Retain disk for a member: clears free-since under the disk's resourceVersion, so a
    * concurrent GC delete (conditioned on the old one) fails. Must succeed before dependent creates. */
-  | { readonly kind: 'claimDisk'; readonly disk: VirtualDisk; readonly forVm: string }
+  | {
+      readonly kind: 'claimDisk';
+      readonly disk: VirtualDisk;
+      readonly forVm: string;
+      /** The template's size, when the claim also grows the disk to it. */
+      readonly grownTo?: Quantity;
+    }
   /** Create a disk; `ownerVm` names a VM created earlier in the same pass whose uid the owner needs. */
   | { readonly kind: 'createDisk'; readonly disk: VirtualDisk; readonly ownerVm?: string }
   | { readonly kind: 'createVm'; readonly vm: VirtualMachine }
@@ -39,6 +45,16 @@ export type Action =
   /** Drop carried-out scaledownwith targets from the pool (a main-resource write on a fresh read). */
   | { readonly kind: 'dropTargets'; readonly names: readonly string[] };
 
+/** The action of one kind. */
+export type ActionOf<K extends Action['kind']> = Extract<Action, { readonly kind: K }>;
+export type ClaimDisk = ActionOf<'claimDisk'>;
+export type CreateDisk = ActionOf<'createDisk'>;
+export type CreateVm = ActionOf<'createVm'>;
+export type UpdateVm = ActionOf<'updateVm'>;
+export type DeleteVm = ActionOf<'deleteVm'>;
+export type UpdateDisk = ActionOf<'updateDisk'>;
+export type DeleteDisk = ActionOf<'deleteDisk'>;
+
 /** True for actions that must be fenced by the intent write (creates and deletes). */
 export function isFenced(a: Action): boolean {
   return (
@@ -50,55 +66,79 @@ export function isFenced(a: Action): boolean {
   );
 }
 
-/** The events.k8s.io Event recorded for an action's outcome, in the reference's words. */
-export function eventFor(
-  a: Action,
-  ok: boolean,
-  error = '',
-): { type: 'Normal' | 'Warning'; reason: string; note: string; action: string } | undefined {
+/** An events.k8s.io Event about an action. */
+export interface ActionEvent {
+  readonly type: 'Normal' | 'Warning';
+  readonly reason: string;
+  readonly note: string;
+  readonly action: string;
+}
+
+const normal = (reason: string, note: string, action: string): ActionEvent => ({
+  type: 'Normal',
+  reason,
+  note,
+  action,
+});
+const warning = (reason: string, note: string, action: string): ActionEvent => ({
+  type: 'Warning',
+  reason,
+  note,
+  action,
+});
+
+/** The Event recorded for an action's outcome, in the reference's words. */
+export function eventFor(a: Action, ok: boolean, error = ''): ActionEvent | undefined {
   switch (a.kind) {
-    case 'createVm':
+    case 'createVm': {
+      const name = a.vm.metadata.name ?? '';
       return ok
-        ? {
-            type: 'Normal',
-            reason: 'SuccessfulCreate',
-            note: `Created VirtualMachine "${a.vm.metadata.name ?? ''}".`,
-            action: 'Create',
-          }
-        : {
-            type: 'Warning',
-            reason: 'FailedCreate',
-            note: `Failed to create a VirtualMachine from the template: ${error}`,
-            action: 'Create',
-          };
+        ? normal('SuccessfulCreate', `Created VirtualMachine "${name}".`, 'Create')
+        : warning(
+            'FailedCreate',
+            `Failed to create a VirtualMachine from the template: ${error}`,
+            'Create',
+          );
+    }
     case 'deleteVm':
       return ok
-        ? {
-            type: 'Normal',
-            reason: 'SuccessfulDelete',
-            note: `Deleted VirtualMachine "${a.name}".`,
-            action: 'Delete',
-          }
-        : {
-            type: 'Warning',
-            reason: 'FailedDelete',
-            note: `Failed to delete VirtualMachine "${a.name}": ${error}`,
-            action: 'Delete',
-          };
+        ? normal('SuccessfulDelete', `Deleted VirtualMachine "${a.name}".`, 'Delete')
+        : warning(
+            'FailedDelete',
+            `Failed to delete VirtualMachine "${a.name}": ${error}`,
+            'Delete',
+          );
     case 'deleteDisk':
       return ok
-        ? {
-            type: 'Normal',
-            reason: 'DiskDeleted',
-            note: `Deleted VirtualDisk "${a.name}" (${a.why}).`,
-            action: 'Delete',
-          }
+        ? normal('DiskCollected', `Deleted VirtualDisk "${a.name}": ${COLLECTED[a.why]}.`, 'Delete')
         : undefined;
-    case 'claimDisk':
     case 'createDisk':
-    case 'updateVm':
+      return ok
+        ? undefined
+        : warning(
+            'FailedCreate',
+            `Failed to create VirtualDisk "${a.disk.metadata.name ?? ''}": ${error}`,
+            'Create',
+          );
     case 'updateDisk':
+      return ok && a.why.includes('grow') ? grown(a.disk) : undefined;
+    case 'claimDisk':
+      return ok && a.grownTo !== undefined ? grown(a.disk) : undefined;
+    case 'updateVm':
     case 'dropTargets':
       return undefined;
   }
+}
+
+/** Why a disk was collected, in the Event's words. */
+const COLLECTED: Readonly<Record<DeleteDisk['why'], string>> = {
+  gc: 'free for longer than its template ttl, beyond the keep most recently freed',
+  removedTemplate: 'its disk template was removed from the pool and nothing references it',
+  deletePolicy: 'its disk template is now reclaimed with onScaleDown: Delete and it is free',
+};
+
+function grown(disk: VirtualDisk): ActionEvent {
+  const size = String(disk.spec.persistentVolumeClaim?.size ?? '');
+  const note = `Grew VirtualDisk "${disk.metadata.name ?? ''}" to ${size}, the size of its template.`;
+  return normal('DiskSizeGrown', note, 'Update');
 }

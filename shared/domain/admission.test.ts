@@ -3,6 +3,9 @@ import type { RecordedTarget, ScaleDownPolicy, VirtualMachinePool } from '../api
 import { keys } from '../api/index.js';
 import { pool } from '../../test/unit/builders.js';
 import {
+  admitRequest,
+  afterDryRun,
+  afterPoolRead,
   decidePoolWrite,
   decideScaleUpdate,
   explicitReplicasMessage,
@@ -130,5 +133,119 @@ describe('decidePoolWrite (pool CREATE/UPDATE)', () => {
     expect(decidePoolWrite(next, old).allowed).toBe(false);
     delete old.spec.replicas;
     expect(decidePoolWrite(explicit(2), old).allowed).toBe(true);
+  });
+});
+
+describe('admitRequest / afterDryRun / afterPoolRead (the pure adjudication)', () => {
+  const base = {
+    uid: 'u1',
+    kind: { group: 'virtualization.deckhouse.io', version: 'v1alpha2', kind: 'VirtualMachinePool' },
+    resource: {
+      group: 'virtualization.deckhouse.io',
+      version: 'v1alpha2',
+      resource: 'virtualmachinepools',
+    },
+    namespace: 'ci',
+    name: 'runners',
+  };
+  const scale = (from: number, to: number) => ({
+    ...base,
+    subResource: 'scale',
+    operation: 'UPDATE' as const,
+    object: { spec: { replicas: to } },
+    oldObject: { spec: { replicas: from } },
+  });
+
+  it.each<[string, string, Parameters<typeof admitRequest>[0]]>([
+    [
+      'another resource',
+      'verdict',
+      { ...base, resource: { ...base.resource, resource: 'pods' }, operation: 'CREATE' },
+    ],
+    ['another subresource', 'verdict', { ...base, subResource: 'status', operation: 'UPDATE' }],
+    ['a DELETE', 'verdict', { ...base, operation: 'DELETE' }],
+    ['a /scale increase', 'verdict', scale(1, 3)],
+    ['a /scale decrease', 'readPool', scale(3, 1)],
+    ['a pool CREATE', 'dryRunVm', { ...base, operation: 'CREATE', object: pool() }],
+    [
+      'an UPDATE with the same template',
+      'verdict',
+      { ...base, operation: 'UPDATE', object: pool({ replicas: 5 }), oldObject: pool() },
+    ],
+  ])('%s → %s', (_, kind, req) => {
+    expect(admitRequest(req).kind).toBe(kind);
+  });
+
+  it('refuses what it cannot read, naming the field', () => {
+    const step = admitRequest({ ...base, operation: 'CREATE', object: { spec: {} } });
+    expect(step).toMatchObject({ kind: 'verdict', verdict: { allowed: false, code: 400 } });
+    expect(step.kind === 'verdict' && !step.verdict.allowed && step.verdict.message).toMatch(
+      /^invalid VirtualMachinePool: metadata|spec/,
+    );
+    expect(admitRequest({ ...scale(3, 1), object: 'x' })).toMatchObject({
+      verdict: { allowed: false, message: 'expected autoscaling/v1 Scale objects in the review' },
+    });
+  });
+
+  it('asks for a dry-run of the template VM under a generated name in the pool namespace', () => {
+    const step = admitRequest({ ...base, operation: 'CREATE', object: pool() });
+    expect(step).toMatchObject({
+      kind: 'dryRunVm',
+      namespace: 'ci',
+      vm: { metadata: { generateName: 'runners-' } },
+    });
+  });
+
+  it('relays the VM API: a refusal is the pool’s (422), an outage says what could not be checked (500)', () => {
+    expect(afterDryRun({ ok: true, value: { warnings: [] } })).toEqual({ allowed: true });
+    expect(afterDryRun({ ok: true, value: { warnings: ['unknown field "spec.cpus"'] } })).toEqual({
+      allowed: true,
+      warnings: ['unknown field "spec.virtualMachineTemplate.spec.cpus"'],
+    });
+    expect(afterDryRun({ ok: false, reason: 'invalid', message: 'cores: must be >= 1' })).toEqual({
+      allowed: false,
+      code: 422,
+      message: 'the VirtualMachine this template produces is refused: cores: must be >= 1',
+    });
+    expect(afterDryRun({ ok: false, reason: 'transient', message: 'timeout' })).toMatchObject({
+      code: 500,
+    });
+  });
+
+  it('judges a /scale decrease on the pool read: Explicit refuses, a gone pool is no concern', () => {
+    const step = { name: 'runners', from: 3, to: 1 };
+    const explicit = pool({ scaleDownPolicy: 'Explicit' });
+    expect(afterPoolRead({ ok: true, value: explicit }, step)).toMatchObject({
+      allowed: false,
+      code: 403,
+    });
+    expect(afterPoolRead({ ok: true, value: pool() }, step)).toEqual({ allowed: true });
+    expect(afterPoolRead({ ok: false, reason: 'notFound', message: '' }, step)).toEqual({
+      allowed: true,
+    });
+    expect(afterPoolRead({ ok: false, reason: 'transient', message: 'down' }, step)).toEqual({
+      allowed: false,
+      code: 500,
+      message: 'cannot read VirtualMachinePool "runners": down',
+    });
+  });
+});
+
+describe('disk template sizes only grow', () => {
+  const sized = (size: string) => {
+    const p = pool();
+    p.spec.virtualDiskTemplates[1]!.spec.persistentVolumeClaim = { size };
+    return p;
+  };
+
+  it('refuses lowering a size, naming the template and both sizes; allows raising it', () => {
+    expect(decidePoolWrite(sized('40Gi'), sized('50Gi'))).toEqual({
+      allowed: false,
+      message:
+        'virtualDiskTemplates "cache": persistentVolumeClaim.size cannot be lowered from 50Gi to 40Gi; disks only grow',
+    });
+    expect(decidePoolWrite(sized('60Gi'), sized('50Gi'))).toEqual({ allowed: true });
+    expect(decidePoolWrite(sized('51200Mi'), sized('50Gi'))).toEqual({ allowed: true });
+    expect(decidePoolWrite(sized('40Gi'), undefined)).toEqual({ allowed: true });
   });
 });

@@ -7,6 +7,7 @@ import type {
   BlockDeviceRef,
   Binding,
   DiskTemplate,
+  Quantity,
   VirtualDisk,
   VirtualMachine,
   VirtualMachinePool,
@@ -102,6 +103,34 @@ export function placeRef(
 /** The byte size a disk has or asks for. */
 export function diskSize(disk: VirtualDisk): number | undefined {
   return quantityValue(disk.spec.persistentVolumeClaim?.size);
+}
+
+/** The disk with its free-since stamp set to `at`, or removed when `at` is undefined. */
+export function stampFree(disk: VirtualDisk, at: string | undefined): VirtualDisk {
+  const annotations = { ...disk.metadata.annotations };
+  if (at === undefined) delete annotations[keys.freeSince];
+  else annotations[keys.freeSince] = at;
+  return { ...disk, metadata: { ...disk.metadata, annotations } };
+}
+
+/** The template's size when the disk has none or a smaller one (disks only ever grow). */
+export function growthOf(template: DiskTemplate, disk: VirtualDisk): Quantity | undefined {
+  const want = template.spec.persistentVolumeClaim?.size;
+  const wantBytes = quantityValue(want);
+  if (want === undefined || wantBytes === undefined) return undefined;
+  const have = diskSize(disk);
+  return have === undefined || have < wantBytes ? want : undefined;
+}
+
+/** The disk asking for `size`. */
+export function withSize(disk: VirtualDisk, size: Quantity): VirtualDisk {
+  return {
+    ...disk,
+    spec: {
+      ...disk.spec,
+      persistentVolumeClaim: { ...disk.spec.persistentVolumeClaim, size },
+    },
+  };
 }
 
 /** A disk is reusable when it is not being deleted and has not Failed. */

@@ -15,7 +15,7 @@ export * from './plan.js';
 export * from './quantity.js';
 export * from './rollout.js';
 export * from './scale.js';
-export * from './scaledownwith.js';
+export * from './scale-down-with.js';
 export * from './status.js';
 export * from './targets.js';
 export * from './validation.js';

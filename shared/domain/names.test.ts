@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { seededRand } from '../../test/unit/builders.js';
+import { seededRandom } from '../../test/unit/builders.js';
 import {
   ALPHABET,
   DISK_SUFFIX,
@@ -33,7 +33,7 @@ describe('names', () => {
   });
 
   it('suffix has exactly n characters from the alphabet', () => {
-    const rand = seededRand(7);
+    const rand = seededRandom(7);
     for (const n of [0, 1, 5, 6, 20]) {
       const s = suffix(rand, n);
       expect(s).toHaveLength(n);
@@ -42,13 +42,13 @@ describe('names', () => {
   });
 
   it('vmName is <pool>-<5 chars>, deterministic for a seed', () => {
-    const a = vmName('runners', seededRand(1));
+    const a = vmName('runners', seededRandom(1));
     expect(a).toMatch(/^runners-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
-    expect(vmName('runners', seededRand(1))).toBe(a);
+    expect(vmName('runners', seededRandom(1))).toBe(a);
   });
 
   it('a 57-character pool name yields a 63-character VM name', () => {
-    expect(vmName('p'.repeat(MAX_POOL_NAME), seededRand(2))).toHaveLength(63);
+    expect(vmName('p'.repeat(MAX_POOL_NAME), seededRandom(2))).toHaveLength(63);
   });
 
   it.each([
@@ -59,7 +59,7 @@ describe('names', () => {
   });
 
   it('retainDiskName is <pool>-<template>-<6 chars> and is recognised', () => {
-    const n = retainDiskName('runners', 'cache', seededRand(3));
+    const n = retainDiskName('runners', 'cache', seededRandom(3));
     expect(n).toMatch(/^runners-cache-[bcdfghjklmnpqrstvwxz2456789]{6}$/);
     expect(isRetainDiskName(n, 'runners', 'cache')).toBe(true);
   });

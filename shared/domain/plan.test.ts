@@ -1,52 +1,26 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
+import type { VirtualMachinePool } from '../api/index.js';
 import { AWAITING_RESTART, keys } from '../api/index.js';
 import type { Action } from './actions.js';
 import { templateHash } from './hash.js';
 import { ALPHABET } from './names.js';
-import type { Observed, Plan } from './plan.js';
+import type { Plan } from './plan.js';
 import { plan } from './plan.js';
-import type { VmOptions } from '../../test/unit/builders.js';
-import { HOUR, MINUTE, NOW, at, disk, pool, seededRand, vm } from '../../test/unit/builders.js';
+import {
+  HOUR,
+  MINUTE,
+  NOW,
+  at,
+  disk,
+  observed as observe,
+  pool,
+  seededRandom,
+  steady,
+  vm,
+} from '../../test/unit/builders.js';
 
-const rand = () => seededRand(42);
-
-/** A member on the current revision whose disks exist: `<name>-root` (Delete) and a Retain cache. */
-function steady(
-  p: VirtualMachinePool,
-  name: string,
-  o: VmOptions & { cache?: string } = {},
-): { vm: VirtualMachine; disks: VirtualDisk[] } {
-  const hash = templateHash(p.spec.virtualMachineTemplate);
-  const cache = o.cache ?? `${p.metadata.name ?? ''}-cache-${name.slice(-5)}b`;
-  const v = vm(p, name, {
-    ...o,
-    labels: { [keys.templateHash]: hash, ...o.labels },
-    annotations: { [keys.patchedTemplateHash]: hash, ...o.annotations },
-    refs: o.refs ?? [
-      { kind: 'VirtualDisk', name: `${name}-root` },
-      { kind: 'VirtualDisk', name: cache },
-      { kind: 'ClusterVirtualImage', name: 'tools-iso' },
-    ],
-  });
-  return {
-    vm: v,
-    disks: [disk(p, `${name}-root`, { template: 'root', owner: v }), disk(p, cache)],
-  };
-}
-
-function observe(
-  p: VirtualMachinePool,
-  members: Array<{ vm: VirtualMachine; disks: VirtualDisk[] }>,
-  extra: VirtualDisk[] = [],
-): Observed {
-  return {
-    pool: p,
-    vms: members.map((m) => m.vm),
-    disks: [...members.flatMap((m) => m.disks), ...extra],
-  };
-}
+const rand = () => seededRandom(42);
 
 const kinds = (pl: Plan) => pl.actions.map((a) => a.kind);
 const of = <K extends Action['kind']>(pl: Plan, kind: K) =>
@@ -140,7 +114,7 @@ describe('plan: scale up', () => {
   it('does not create again while recorded creates are not yet visible (L1 under lag)', () => {
     const p = pool({ replicas: 3 });
     const first = plan({ pool: p, vms: [], disks: [] }, NOW, rand());
-    const second = plan({ pool: stored(p, first), vms: [], disks: [] }, NOW, seededRand(7));
+    const second = plan({ pool: stored(p, first), vms: [], disks: [] }, NOW, seededRandom(7));
     expect(of(second, 'createVm').map((c) => c.vm.metadata.name)).toEqual(
       of(first, 'createVm').map((c) => c.vm.metadata.name),
     );
@@ -181,7 +155,7 @@ describe('plan: scale up', () => {
   it('does the same thing for the same inputs and seed (concurrent reconciles agree)', () => {
     const p = pool({ replicas: 4 });
     const obs = observe(p, [steady(p, 'runners-aaaaa')]);
-    expect(plan(obs, NOW, seededRand(3))).toEqual(plan(obs, NOW, seededRand(3)));
+    expect(plan(obs, NOW, seededRandom(3))).toEqual(plan(obs, NOW, seededRandom(3)));
   });
 });
 
@@ -548,9 +522,13 @@ describe('plan: Retain disks', () => {
   it('never picks a foreign name for a fresh create', () => {
     const p = pool({ replicas: 1 });
     // The same draws would give the same name: taken by a foreign VM, another one is picked.
-    const first = of(plan({ pool: p, vms: [], disks: [] }, NOW, seededRand(3)), 'createVm')[0];
+    const first = of(plan({ pool: p, vms: [], disks: [] }, NOW, seededRandom(3)), 'createVm')[0];
     const name = first?.vm.metadata.name ?? '';
-    const pl = plan({ pool: p, vms: [], disks: [], foreign: new Set([name]) }, NOW, seededRand(3));
+    const pl = plan(
+      { pool: p, vms: [], disks: [], foreign: new Set([name]) },
+      NOW,
+      seededRandom(3),
+    );
     const [again] = of(pl, 'createVm').map((c) => c.vm.metadata.name);
     expect(again).not.toBe(name);
     expect(again).toMatch(new RegExp(`^${name.slice(0, -5)}[${ALPHABET}]{5}$`));
@@ -835,7 +813,7 @@ describe('plan: laws as properties', () => {
         const free = Array.from({ length: s.freeDisks }, (_, i) =>
           disk(p, `runners-cache-free${i}x`, { freeSince: at(-i * MINUTE) }),
         );
-        const pl = plan(observe(p, members, free), NOW, seededRand(s.seed));
+        const pl = plan(observe(p, members, free), NOW, seededRandom(s.seed));
         const count = members.length;
         const creates = of(pl, 'createVm').length;
         expect(creates).toBeLessThanOrEqual(Math.max(0, s.replicas - count));
@@ -869,8 +847,8 @@ describe('plan: laws as properties', () => {
         (have, want, seed) => {
           const p = pool({ replicas: want });
           const members = Array.from({ length: have }, (_, i) => steady(p, `runners-h${i}abc`));
-          const first = plan(observe(p, members), NOW, seededRand(seed));
-          const second = plan(observe(stored(p, first), members), NOW, seededRand(seed + 1));
+          const first = plan(observe(p, members), NOW, seededRandom(seed));
+          const second = plan(observe(stored(p, first), members), NOW, seededRandom(seed + 1));
           const names = new Set(
             [...of(first, 'createVm'), ...of(second, 'createVm')].map((c) => c.vm.metadata.name),
           );

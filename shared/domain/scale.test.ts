@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { ScaleDownPolicy, VirtualMachine } from '../api/index.js';
-import { at, MINUTE, pool, seededRand, vm } from '../../test/unit/builders.js';
+import { at, MINUTE, pool, seededRandom, vm } from '../../test/unit/builders.js';
 import type { ScaleInput } from './scale.js';
 import { decideScale, rankVictims } from './scale.js';
 import { nameOf } from './membership.js';
@@ -28,7 +28,7 @@ const three = [mid, young, old];
 
 describe('decideScale', () => {
   it('creates the missing replicas with fresh names <pool>-<5 chars>', () => {
-    const d = decideScale(input({ desired: 5, members: [old] }), seededRand(1));
+    const d = decideScale(input({ desired: 5, members: [old] }), seededRandom(1));
     expect(d.victims).toEqual([]);
     expect(d.creates).toHaveLength(4);
     expect(new Set(d.creates).size).toBe(4);
@@ -39,13 +39,13 @@ describe('decideScale', () => {
   });
 
   it('is deterministic for a seed', () => {
-    const a = decideScale(input({ desired: 3 }), seededRand(9)).creates;
-    expect(decideScale(input({ desired: 3 }), seededRand(9)).creates).toEqual(a);
+    const a = decideScale(input({ desired: 3 }), seededRandom(9)).creates;
+    expect(decideScale(input({ desired: 3 }), seededRandom(9)).creates).toEqual(a);
   });
 
   it('avoids taken names', () => {
-    const first = decideScale(input({ desired: 1 }), seededRand(4)).creates[0]!;
-    const d = decideScale(input({ desired: 1, taken: new Set([first]) }), seededRand(4));
+    const first = decideScale(input({ desired: 1 }), seededRandom(4)).creates[0]!;
+    const d = decideScale(input({ desired: 1, taken: new Set([first]) }), seededRandom(4));
     expect(d.creates).toHaveLength(1);
     expect(d.creates[0]).not.toBe(first);
   });
@@ -54,19 +54,19 @@ describe('decideScale', () => {
     expect(
       decideScale(
         input({ desired: 3, members: [old], pendingCreates: ['runners-p1111', 'runners-p2222'] }),
-        seededRand(1),
+        seededRandom(1),
       ),
     ).toEqual({ creates: [], victims: [] });
     expect(
       decideScale(
         input({ desired: 4, members: [old], pendingCreates: ['runners-p1111'] }),
-        seededRand(1),
+        seededRandom(1),
       ).creates,
     ).toHaveLength(2);
   });
 
   it('does nothing when the count equals desired', () => {
-    expect(decideScale(input({ members: three }), seededRand(1))).toEqual({
+    expect(decideScale(input({ members: three }), seededRandom(1))).toEqual({
       creates: [],
       victims: [],
     });
@@ -74,7 +74,7 @@ describe('decideScale', () => {
 
   it('counts Terminating members: no replacement until they are gone', () => {
     const dying = vm(p, 'runners-dddd1', { terminating: true });
-    expect(decideScale(input({ members: [old, mid, dying] }), seededRand(1))).toEqual({
+    expect(decideScale(input({ members: [old, mid, dying] }), seededRandom(1))).toEqual({
       creates: [],
       victims: [],
     });
@@ -89,7 +89,7 @@ describe('decideScale', () => {
     ['Explicit', 1, []],
     ['Explicit', 0, []],
   ])('%s to %d picks %j', (policy, desired, want) => {
-    const d = decideScale(input({ policy, desired, members: three }), seededRand(1));
+    const d = decideScale(input({ policy, desired, members: three }), seededRandom(1));
     expect(d.victims.map(nameOf)).toEqual(want);
     expect(d.creates).toEqual([]);
   });
@@ -102,20 +102,20 @@ describe('decideScale', () => {
     expect(
       decideScale(
         input({ desired: 2, members: tied, policy: 'OldestFirst' }),
-        seededRand(1),
+        seededRandom(1),
       ).victims.map(nameOf),
     ).toEqual(['runners-bbbbb']);
     expect(
       decideScale(
         input({ desired: 2, members: tied, policy: 'NewestFirst' }),
-        seededRand(1),
+        seededRandom(1),
       ).victims.map(nameOf),
     ).toEqual(['runners-ddddd']);
   });
 
   it('reference case: desired 1, members {terminating, old, new} → only new deleted', () => {
     const dying = vm(p, 'runners-dddd1', { terminating: true, created: at(-5 * MINUTE) });
-    const d = decideScale(input({ desired: 1, members: [dying, old, young] }), seededRand(1));
+    const d = decideScale(input({ desired: 1, members: [dying, old, young] }), seededRandom(1));
     expect(d.victims.map(nameOf)).toEqual(['runners-yng11']);
   });
 
@@ -123,12 +123,12 @@ describe('decideScale', () => {
     const leaving = new Set(['runners-old11']);
     const d = decideScale(
       input({ desired: 2, members: three, leaving, policy: 'OldestFirst' }),
-      seededRand(1),
+      seededRandom(1),
     );
     expect(d.victims).toEqual([]);
     const d2 = decideScale(
       input({ desired: 1, members: three, leaving, policy: 'OldestFirst' }),
-      seededRand(1),
+      seededRandom(1),
     );
     expect(d2.victims.map(nameOf)).toEqual(['runners-mid11']);
   });
@@ -137,7 +137,7 @@ describe('decideScale', () => {
     const dying = vm(p, 'runners-dddd1', { terminating: true });
     const d = decideScale(
       input({ desired: 2, members: [old, mid, dying], leaving: new Set(['runners-dddd1']) }),
-      seededRand(1),
+      seededRandom(1),
     );
     expect(d.victims).toEqual([]);
   });
@@ -189,7 +189,7 @@ describe('decideScale laws (L1, L2)', () => {
             leaving,
             taken: new Set([...members.map(nameOf), ...pendingCreates]),
           }),
-          seededRand(s.seed),
+          seededRandom(s.seed),
         );
         expect(d.creates.length).toBeLessThanOrEqual(Math.max(0, s.desired - count));
         expect(count + d.creates.length).toBeLessThanOrEqual(Math.max(s.desired, count));

@@ -118,3 +118,23 @@ function validateTemplates(templates: readonly DiskTemplate[]): Violation[] {
   });
   return out;
 }
+
+/**
+ * The refusal of an update that lowers a disk template's size: existing disks only grow (the VM
+ * platform cannot shrink a volume), so a smaller template would leave old and new replicas apart.
+ */
+export function sizeDecrease(
+  pool: VirtualMachinePool,
+  old: VirtualMachinePool,
+): string | undefined {
+  const before = new Map(old.spec.virtualDiskTemplates.map((t) => [t.name, t]));
+  for (const t of pool.spec.virtualDiskTemplates) {
+    const was = before.get(t.name)?.spec.persistentVolumeClaim?.size;
+    const now = t.spec.persistentVolumeClaim?.size;
+    const wasBytes = quantityValue(was);
+    const nowBytes = quantityValue(now);
+    if (wasBytes !== undefined && nowBytes !== undefined && nowBytes < wasBytes)
+      return `virtualDiskTemplates "${t.name}": persistentVolumeClaim.size cannot be lowered from ${String(was)} to ${String(now)}; disks only grow`;
+  }
+  return undefined;
+}

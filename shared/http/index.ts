@@ -3,11 +3,17 @@
  * logging and serving.
  * @module
  */
+export { createAccessCheck } from './access.js';
+export type { AccessCheck, AccessOptions, AccessRequest } from './access.js';
 export { buildFunctionApp, cloudEventHandler } from './app.js';
 export type { EventContext, FunctionAppOptions, NodeEnv } from './app.js';
 export { DEFAULT_MAX_BODY_BYTES, limitBody } from './body-limit.js';
 export { DEFAULT_MAX_EVENT_BYTES, parseCloudEvent } from './cloudevent.js';
 export type { EventParse, EventRejection, ParsedEvent } from './cloudevent.js';
+export { resolveDeps } from './deps.js';
+export type { AppDeps, ResolvedDeps } from './deps.js';
+export { authenticate, commonName, loadFrontProxy } from './frontproxy.js';
+export type { Caller, FrontProxy } from './frontproxy.js';
 export { createHealth, healthRoutes } from './health.js';
 export type { Health } from './health.js';
 export { REDACTED_PATHS, createLogger, eventLogger, prettyLine } from './log.js';
@@ -28,7 +34,17 @@ export {
   noContent,
   retryLater,
 } from './responses.js';
+export { parseBody } from './parse.js';
+export type { BodyParsed } from './parse.js';
 export { serveApp } from './serve.js';
+export {
+  eventReply,
+  poolNotFound,
+  statusFailure,
+  statusResponse,
+  statusSuccess,
+} from './status.js';
+export type { Status, StatusCause } from './status.js';
 export type { ServeOptions, ServedApp } from './serve.js';
 export { clientCertificate, readTls, signedBy } from './tls.js';
 export type { ClientCertificate, TlsFiles, TlsMaterial } from './tls.js';

@@ -1,5 +1,5 @@
 /**
- * The response contract of DESIGN.md §3: empty 2xx on success, JSON `{error}` on failure, never a
+ * The response contract of an event sink: empty 2xx on success, JSON `{error}` on failure, never a
  * CloudEvent (a reply event would re-enter the broker and hit every trigger, ours included).
  * @module
  */

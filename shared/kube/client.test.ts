@@ -327,7 +327,7 @@ describe('writes', () => {
   it('dryRunCreateVm sends dryRun=All; a refusal is invalid', async () => {
     const scope = nock(API)
       .post(`${BASE}/namespaces/ns/virtualmachines`)
-      .query({ dryRun: 'All', fieldManager: 'vmpool' })
+      .query({ dryRun: 'All', fieldManager: 'vmpool', fieldValidation: 'Warn' })
       .reply(422, status(422, 'Invalid', 'spec.cpu.cores: Invalid value'));
     const k = kube();
     const r = await k.dryRunCreateVm('ns', VirtualMachine.parse(vm('x')));
@@ -339,6 +339,18 @@ describe('writes', () => {
       message: 'spec.cpu.cores: Invalid value',
     });
     expect(k.counts()).toEqual({ dryRun: 1, 'dryRun:invalid': 1 });
+  });
+
+  it('dryRunCreateVm asks to be warned of unknown fields and returns the warnings', async () => {
+    const scope = nock(API)
+      .post(`${BASE}/namespaces/ns/virtualmachines`)
+      .query({ dryRun: 'All', fieldManager: 'vmpool', fieldValidation: 'Warn' })
+      .reply(201, vm('x'), {
+        Warning: ['299 - "unknown field \\"spec.cpus\\""', '299 - "duplicate field \\"a\\""'],
+      });
+    const r = await kube().dryRunCreateVm('ns', VirtualMachine.parse(vm('x')));
+    scope.done();
+    expect(r.ok && r.value.warnings).toEqual(['unknown field "spec.cpus"', 'duplicate field "a"']);
   });
 
   it('updates are PUTs carrying metadata.resourceVersion', async () => {

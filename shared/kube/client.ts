@@ -27,15 +27,17 @@ import {
   VirtualMachine,
   VirtualMachinePool,
 } from '../api/index.js';
-import { Counter } from './counts.js';
+import { RequestTally } from './counts.js';
 import type { RequestHook, RequestOutcome, Verb } from './counts.js';
 import { defaultReportingInstance, poolEventBody } from './event.js';
 import { NO_HTTP_STATUS, classify, failure } from './failure.js';
 import { backoffMs, defaultRetryPolicy, sleep } from './retry.js';
 import type { RetryPolicy } from './retry.js';
+import { warningTexts } from './warnings.js';
 import type {
   AccessDecision,
   AccessQuestion,
+  DryRun,
   Kube,
   Outcome,
   PoolEvent,
@@ -164,7 +166,7 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
   const fieldManager = opts.fieldManager ?? 'vmpool';
   const pageSize = opts.pageSize ?? 500;
   const reportingInstance = opts.reportingInstance ?? defaultReportingInstance();
-  const counter = new Counter();
+  const tally = new RequestTally();
   const callOpts: ConfigurationOptions = {
     middleware: [keepAliveMiddleware(), timeoutMiddleware(opts.timeoutMs ?? 15_000)],
     middlewareMergeStrategy: 'append',
@@ -187,7 +189,7 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
           ? { outcome: c.failure }
           : { outcome: c.failure, retryAfterMs: c.retryAfterMs };
     }
-    counter.add(verb, outcomeOf(result.outcome));
+    tally.add(verb, outcomeOf(result.outcome));
     opts.onRequest?.(verb, outcomeOf(result.outcome), (performance.now() - started) / 1000);
     return result;
   }
@@ -270,6 +272,7 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
     model: z.ZodType<T>,
     namespace: string,
     obj: T & { apiVersion?: string; kind?: string },
+    options: ConfigurationOptions = callOpts,
   ) {
     const body = { ...obj, apiVersion: obj.apiVersion ?? API_VERSION, kind: obj.kind ?? kind };
     return call(
@@ -281,12 +284,27 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
             namespace,
             body,
             fieldManager,
-            ...(verb === 'dryRun' ? { dryRun: 'All' } : {}),
+            ...(verb === 'dryRun' ? { dryRun: 'All', fieldValidation: 'Warn' } : {}),
           },
-          callOpts,
+          options,
         ),
       (raw) => parseWith(model, plural.slice(0, -1), raw),
     );
+  }
+
+  /** A dry-run create of a VM that keeps the API server's warnings (unknown fields, say). */
+  async function dryRunCreate(namespace: string, vm: VirtualMachine): Promise<Outcome<DryRun>> {
+    let warnings: string[] = [];
+    const listen: ObservableMiddleware = {
+      pre: (ctx) => new Observable(Promise.resolve(ctx)),
+      post(ctx) {
+        warnings = warningTexts(ctx.headers.warning);
+        return new Observable(Promise.resolve(ctx));
+      },
+    };
+    const options = { ...callOpts, middleware: [...(callOpts.middleware ?? []), listen] };
+    const o = await create('dryRun', VMS, 'VirtualMachine', VirtualMachine, namespace, vm, options);
+    return o.ok ? { ok: true, value: { vm: o.value, warnings } } : o;
   }
 
   /** PUT of the whole object; the API server answers 409 when its resourceVersion is stale. */
@@ -355,8 +373,7 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
       create('create', VMS, 'VirtualMachine', VirtualMachine, namespace, vm),
     createDisk: (namespace, disk) =>
       create('create', DISKS, 'VirtualDisk', VirtualDisk, namespace, disk),
-    dryRunCreateVm: (namespace, vm) =>
-      create('dryRun', VMS, 'VirtualMachine', VirtualMachine, namespace, vm),
+    dryRunCreateVm: (namespace, vm) => dryRunCreate(namespace, vm),
     updateVm: (vm) => replace('update', VMS, VirtualMachine, vm),
     updateDisk: (disk) => replace('update', DISKS, VirtualDisk, disk),
     updatePool: (pool) => replace('update', POOLS, VirtualMachinePool, pool),
@@ -436,6 +453,6 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
       );
     },
 
-    counts: () => counter.snapshot(),
+    counts: () => tally.snapshot(),
   };
 }

@@ -16,7 +16,7 @@ export type RequestOutcome =
 export type RequestHook = (verb: Verb, outcome: RequestOutcome, seconds: number) => void;
 
 /** A mutable tally whose snapshot is {@link RequestCounts}. */
-export class Counter {
+export class RequestTally {
   readonly #counts = new Map<string, number>();
 
   /** Counts one request. */

@@ -53,6 +53,12 @@ export interface AccessQuestion {
   readonly verb: string;
 }
 
+/** What a dry-run create answered: the object as it would be stored, and the API server's warnings. */
+export interface DryRun {
+  readonly vm: VirtualMachine;
+  readonly warnings: readonly string[];
+}
+
 /** Requests made, by verb and outcome, for benchmarks and metrics. */
 export type RequestCounts = Readonly<Record<string, number>>;
 
@@ -71,8 +77,11 @@ export interface Kube {
   getVm(namespace: string, name: string): Promise<Outcome<VirtualMachine>>;
   createVm(namespace: string, vm: VirtualMachine): Promise<Outcome<VirtualMachine>>;
   createDisk(namespace: string, disk: VirtualDisk): Promise<Outcome<VirtualDisk>>;
-  /** Server-side dry-run create (nothing is stored); the VM API's refusal comes back as `invalid`. */
-  dryRunCreateVm(namespace: string, vm: VirtualMachine): Promise<Outcome<VirtualMachine>>;
+  /**
+   * Server-side dry-run create (nothing is stored) with field validation set to warn: the VM API's
+   * refusal comes back as `invalid`, fields it does not know as warnings.
+   */
+  dryRunCreateVm(namespace: string, vm: VirtualMachine): Promise<Outcome<DryRun>>;
   updateVm(vm: VirtualMachine): Promise<Outcome<VirtualMachine>>;
   updateDisk(disk: VirtualDisk): Promise<Outcome<VirtualDisk>>;
   /** PUT of the main resource (spec, metadata), conditioned on its resourceVersion. */

@@ -8,7 +8,7 @@ import type { PoolEvent } from '../kube/index.js';
 import type { Kube, Outcome } from '../kube/index.js';
 import type { VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import { FORBIDDEN, INTENT_NOT_PERSISTED, blockingCondition } from '../domain/index.js';
-import { NOW, pool, seededRand } from '../../test/unit/builders.js';
+import { NOW, pool, seededRandom } from '../../test/unit/builders.js';
 import { testLog } from '../../test/logs.js';
 import { reconcilePool } from './converge.js';
 
@@ -83,7 +83,7 @@ function server(o: { prune?: boolean; refuseCreates?: boolean }): Server {
 const deps = (kube: Kube) => ({
   kube,
   now: () => NOW,
-  rand: seededRand(3),
+  rand: seededRandom(3),
   log: testLog('reconcile'),
   sleep: () => Promise.resolve(),
 });

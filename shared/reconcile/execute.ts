@@ -59,7 +59,11 @@ export async function execute(
   const run = async (a: Action): Promise<Step> => {
     switch (a.kind) {
       case 'claimDisk':
-        return settle(await kube.updateDisk(a.disk));
+      case 'updateDisk': {
+        const o = await kube.updateDisk(a.disk);
+        if (o.ok) report(a, true);
+        return settle(o);
+      }
       case 'createDisk': {
         let disk = a.disk;
         if (a.ownerVm !== undefined) {
@@ -74,7 +78,9 @@ export async function execute(
             },
           };
         }
-        return settle(await kube.createDisk(ns, disk), ['alreadyExists']);
+        const o = await kube.createDisk(ns, disk);
+        if (!o.ok && o.reason !== 'alreadyExists') report(a, false, o.message);
+        return settle(o, ['alreadyExists']);
       }
       case 'createVm': {
         const name = a.vm.metadata.name ?? '';
@@ -90,8 +96,6 @@ export async function execute(
       }
       case 'updateVm':
         return settle(await kube.updateVm(a.vm));
-      case 'updateDisk':
-        return settle(await kube.updateDisk(a.disk));
       case 'deleteVm': {
         const o = await kube.deleteVm(ns, a.name, { uid: a.uid });
         if (o.ok || (o.reason !== 'notFound' && o.reason !== 'conflict'))

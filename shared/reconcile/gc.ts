@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import { keys } from '../api/index.js';
 import type { Collect } from '../domain/index.js';
-import { forbiddenMessage, planGc } from '../domain/index.js';
+import { eventFor, forbiddenMessage, nameOf, planGc } from '../domain/index.js';
 import type { Failure, Kube } from '../kube/index.js';
 import { runBounded } from './batch.js';
 import { PARALLEL } from './execute.js';
@@ -44,11 +44,14 @@ export async function collectDisks(kube: Kube, now: Date, log: Logger): Promise<
   if (!vms.ok) return failed(vms);
   const gc = planGc(pools.value, vms.value, disks.value, now);
   let denied: Failure | undefined;
+  const poolOf = new Map(pools.value.map((p) => [`${p.metadata.namespace ?? ''}/${nameOf(p)}`, p]));
   const results = await runBounded(gc.collect, PARALLEL, async (c) => {
-    const o = await kube.deleteDisk(c.namespace, c.name, {
-      uid: c.uid,
-      resourceVersion: c.resourceVersion,
-    });
+    const pre = { uid: c.uid, resourceVersion: c.resourceVersion };
+    const o = await kube.deleteDisk(c.namespace, c.name, pre);
+    const pool = poolOf.get(`${c.namespace}/${c.pool}`);
+    const event = eventFor({ kind: 'deleteDisk', name: c.name, ...pre, why: 'gc' }, o.ok);
+    // Best effort, like every Event: a refused one changes nothing about the pass.
+    if (pool !== undefined && event !== undefined) await kube.recordEvent(pool, event);
     if (o.ok)
       log.info(
         {

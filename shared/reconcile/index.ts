@@ -9,5 +9,6 @@ export * from './execute.js';
 export * from './resync.js';
 export * from './scope.js';
 export * from './gc.js';
-export * from './scaledownwith.js';
+export * from './scale-down-with.js';
 export * from './coalesce.js';
+export * from './admission.js';

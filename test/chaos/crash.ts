@@ -10,7 +10,7 @@ import { GROUP, VERSION, keys } from '../../shared/api/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import { collectDisks, reconcilePool, scaleDownWith } from '../../shared/reconcile/index.js';
 import { seededRandom } from '../../local/simulator/rng.js';
-import { dropNamespace, freshNamespace } from './delivery.js';
+import { dropNamespace, newNamespace } from '../e2e/harness.js';
 import {
   Crash,
   adminKube,
@@ -52,7 +52,7 @@ export async function runCrashInjection(seed: number, stride = 1): Promise<PathF
 
 async function crashPath(path: Path, seed: number, stride: number): Promise<PathFigures> {
   const fig: PathFigures = { path, crashPoints: 0, calls: 0, violations: [] };
-  const ns = await freshNamespace(`crash-${path.toLowerCase()}`);
+  const ns = await newNamespace(`crash-${path.toLowerCase()}`);
   const obs = await Observer.start(ns);
   const direct = adminKube();
   const app = buildReconcileApp({ kube: direct, log, rand: seededRandom(seed) });

@@ -5,25 +5,21 @@
  * L1-L3 throughout; each trial ends with a resync, convergence checks, L2 and L5.
  * @module
  */
-import { CoreV1Api } from '@kubernetes/client-node';
 import { inject } from 'vitest';
-import { randomBytes } from 'node:crypto';
 import { buildGcApp } from '../../functions/disk-gc-tick/app.js';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
-import { SCALE_DOWN_WITH_EVENT, buildScaleDownApp } from '../../functions/scale-down-with/app.js';
-import { API_VERSION, AWAITING_RESTART, PING, keys } from '../../shared/api/index.js';
+import { buildScaleDownApp } from '../../functions/scale-down-with/app.js';
+import {
+  API_VERSION,
+  AWAITING_RESTART,
+  PING,
+  SCALE_DOWN_WITH_EVENT,
+  keys,
+} from '../../shared/api/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import { seededRandom } from '../../local/simulator/rng.js';
 import { startSimulator } from '../../local/simulator/simulator.js';
-import {
-  adminKube,
-  adminKubeConfig,
-  chaosPool,
-  createPool,
-  editPool,
-  rng,
-  writesBetween,
-} from './kit.js';
+import { adminKube, chaosPool, createPool, editPool, rng, writesBetween } from './kit.js';
 import type { Rng } from './kit.js';
 import {
   checkConverged,
@@ -38,6 +34,7 @@ import { Observer } from './observer.js';
 import { functionKube } from '../e2e/harness.js';
 import type { FunctionName } from '../e2e/rbac.js';
 import { testLog } from '../logs.js';
+import { dropNamespace, newNamespace } from '../e2e/harness.js';
 
 /** Options of a delivery-chaos run. */
 export interface DeliveryOptions {
@@ -89,24 +86,6 @@ const MUTATIONS = [
   'none',
 ] as const;
 type Mutation = (typeof MUTATIONS)[number];
-
-/** Creates a namespace for a run. */
-export async function freshNamespace(prefix: string): Promise<string> {
-  const name = `${prefix}-${randomBytes(3).toString('hex')}`;
-  await adminKubeConfig()
-    .makeApiClient(CoreV1Api)
-    // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- plain JSON is what client-node sends
-    .createNamespace({ body: { metadata: { name } } });
-  return name;
-}
-
-/** Deletes a namespace without waiting. */
-export async function dropNamespace(name: string): Promise<void> {
-  await adminKubeConfig()
-    .makeApiClient(CoreV1Api)
-    .deleteNamespace({ name })
-    .catch(() => undefined);
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -177,7 +156,7 @@ async function worker(
   fig: DeliveryFigures,
 ): Promise<void> {
   const dice = rng(opts.seed * 31 + w);
-  const ns = await freshNamespace(`${opts.label ?? 'chaos'}-${w}`);
+  const ns = await newNamespace(`${opts.label ?? 'chaos'}-${w}`);
   const obs = await Observer.start(ns);
   const direct = adminKube();
   // Each function as its own ServiceAccount (knative/base RBAC), unless the fault proxy stands in.

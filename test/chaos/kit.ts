@@ -6,10 +6,11 @@
 import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { inject } from 'vitest';
 import type { VirtualMachinePool } from '../../shared/api/index.js';
-import { GROUP, VERSION } from '../../shared/api/index.js';
+import { API_VERSION, GROUP, VERSION } from '../../shared/api/index.js';
 import type { Kube, KubeOptions, RequestCounts } from '../../shared/kube/index.js';
 import { createKube } from '../../shared/kube/index.js';
 import { seededRandom } from '../../local/simulator/rng.js';
+import { smallPool } from '../../local/guide.js';
 
 /** The seed of a run: `VMPOOL_CHAOS_SEED`, or a fixed default so CI replays the same schedule. */
 export const CHAOS_SEED = Number(process.env.VMPOOL_CHAOS_SEED ?? 20_251_130);
@@ -76,7 +77,7 @@ export function writesBetween(before: RequestCounts, after: RequestCounts): numb
 export const RETAIN = 'cache';
 export const DELETE = 'root';
 
-/** A small pool: one Delete disk (boot) and one Retain disk (keep 1, ttl 1h). */
+/** The guide's pool, small: a Delete boot disk and a Retain disk (keep 1, ttl 1h), template label `rev`. */
 export function chaosPool(
   namespace: string,
   name: string,
@@ -84,35 +85,17 @@ export function chaosPool(
   replicas: number,
   keep = 1,
 ): object {
+  const pool = smallPool(namespace, name, (p) => {
+    p.spec.replicas = replicas;
+    p.spec.scaleDownPolicy = policy;
+    p.spec.virtualMachineTemplate.spec.cpu.cores = 1;
+    p.spec.virtualDiskTemplates[1]!.reclaim = { onScaleDown: 'Retain', keep, ttl: '1h' };
+  });
+  const template = { ...pool.spec.virtualMachineTemplate, metadata: { labels: { rev: '0' } } };
   return {
-    apiVersion: 'virtualization.deckhouse.io/v1alpha2',
-    kind: 'VirtualMachinePool',
-    metadata: { name, namespace },
-    spec: {
-      replicas,
-      scaleDownPolicy: policy,
-      virtualMachineTemplate: {
-        metadata: { labels: { rev: '0' } },
-        spec: {
-          runPolicy: 'AlwaysOn',
-          virtualMachineClassName: 'generic',
-          cpu: { cores: 1 },
-          memory: { size: '1Gi' },
-          blockDeviceRefs: [
-            { kind: 'VirtualDisk', name: DELETE },
-            { kind: 'VirtualDisk', name: RETAIN },
-          ],
-        },
-      },
-      virtualDiskTemplates: [
-        { name: DELETE, spec: { persistentVolumeClaim: { size: '1Gi' } } },
-        {
-          name: RETAIN,
-          reclaim: { onScaleDown: 'Retain', keep, ttl: '1h' },
-          spec: { persistentVolumeClaim: { size: '1Gi' } },
-        },
-      ],
-    },
+    apiVersion: API_VERSION,
+    ...pool,
+    spec: { ...pool.spec, virtualMachineTemplate: template },
   };
 }
 

@@ -50,6 +50,7 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
     `${VM}/virtualmachines:list`,
     `${VM}/virtualdisks:list`,
     `${VM}/virtualdisks:delete`,
+    'events.k8s.io/events:create',
   ],
   // review: getPool (/scale), dryRunCreateVm (a dry-run create needs create).
   'scale-validate': [`${VM}/virtualmachinepools:get`, `${VM}/virtualmachines:create`],

@@ -1,7 +1,9 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GROUP, VERSION } from '../../shared/api/meta.js';
-import { startAdapter, type Adapter } from '../../local/controlplane/adapter.js';
+import { API_VERSION, GROUP, VERSION, keys } from '../../shared/api/meta.js';
+import type { WatchedObject } from '../../shared/api/index.js';
+import { scopeOfObject } from '../../shared/reconcile/scope.js';
+import { startAdapter, startPoolSources, type Adapter } from '../../local/controlplane/adapter.js';
 import { cluster, create, dropNamespace, eventually, newNamespace } from './harness.js';
 import { runnersPool } from '../../local/guide.js';
 
@@ -13,6 +15,7 @@ interface Received {
 let ns = '';
 let sink: Server;
 let adapter: Adapter | undefined;
+let shipped: Adapter[] = [];
 const received: Received[] = [];
 
 beforeAll(async () => {
@@ -29,6 +32,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await adapter?.stop();
+  await Promise.all(shipped.map((a) => a.stop()));
   sink.close();
   await dropNamespace(ns);
 });
@@ -67,5 +71,78 @@ describe('Knative ApiServerSource adapter against the control plane', () => {
     expect(event.headers['ce-kind']).toBe('VirtualMachinePool');
     const data = JSON.parse(event.body) as { metadata: { name: string } };
     expect(data.metadata.name).toBe('evented');
+  });
+
+  it('as knative/ configures it, delivers a Delete-policy disk (controlled by its VM) and filters out unlabelled disks in the API server', async () => {
+    await adapter?.stop();
+    adapter = undefined;
+    const { info } = cluster();
+    const addr = sink.address();
+    if (addr === null || typeof addr === 'string') throw new Error('sink has no port');
+    // The ApiServerSource of knative/base/eventing.yaml, rendered as the Eventing controller does,
+    // confined to this namespace (the shared plane has other tests' objects).
+    shipped = await startPoolSources({
+      kubeconfigPath: info.kubeconfigPath,
+      binDir: info.knativeBinDir,
+      sink: `http://127.0.0.1:${addr.port}/`,
+      namespaces: [ns],
+      name: ns,
+    });
+    const pool = await create('virtualmachinepools', ns, runnersPool(ns, 'labelled'));
+    const poolUid = String(pool.metadata.uid);
+    const owner = (kind: string, name: string, uid: string) => [
+      { apiVersion: API_VERSION, kind, name, uid, controller: true, blockOwnerDeletion: true },
+    ];
+    const vm = await create('virtualmachines', ns, {
+      kind: 'VirtualMachine',
+      metadata: {
+        name: 'labelled-bcdfg',
+        labels: { [keys.poolUid]: poolUid, [keys.pool]: 'labelled' },
+        ownerReferences: owner('VirtualMachinePool', 'labelled', poolUid),
+      },
+      spec: { blockDeviceRefs: [{ kind: 'VirtualDisk', name: 'labelled-bcdfg-root' }] },
+    });
+    const byVm = owner('VirtualMachine', 'labelled-bcdfg', String(vm.metadata.uid));
+    // Created first: were it sent, it would arrive before the labelled disk (one watch stream).
+    await create('virtualdisks', ns, {
+      kind: 'VirtualDisk',
+      metadata: { name: 'stranger-root', ownerReferences: byVm },
+      spec: { persistentVolumeClaim: { size: '1Gi' } },
+    });
+    await create('virtualdisks', ns, {
+      kind: 'VirtualDisk',
+      metadata: {
+        name: 'labelled-bcdfg-root',
+        labels: { [keys.poolUid]: poolUid, [keys.pool]: 'labelled' },
+        ownerReferences: byVm,
+      },
+      spec: { persistentVolumeClaim: { size: '1Gi' } },
+    });
+    const forDisk = await eventually(
+      'an add event for the Delete-policy disk',
+      () =>
+        Promise.resolve(
+          received.find(
+            (r) =>
+              r.headers['ce-kind'] === 'VirtualDisk' &&
+              r.headers['ce-name'] === 'labelled-bcdfg-root',
+          ),
+        ),
+      20_000,
+    ).catch((err: unknown) => {
+      throw new Error(`${String(err)}\nadapter log:\n${shipped.map((a) => a.log()).join('\n')}`);
+    });
+    expect(forDisk.headers['ce-type']).toBe('dev.knative.apiserver.resource.add');
+    // reconcile-pool maps it to its pool from the payload alone.
+    expect(scopeOfObject(JSON.parse(forDisk.body) as WatchedObject)).toEqual({
+      kind: 'pool',
+      namespace: ns,
+      name: 'labelled',
+    });
+    const names = (kind: string) =>
+      received.filter((r) => r.headers['ce-kind'] === kind).map((r) => r.headers['ce-name']);
+    expect(names('VirtualDisk')).not.toContain('stranger-root');
+    expect(names('VirtualMachine')).toContain('labelled-bcdfg');
+    expect(names('VirtualMachinePool')).toContain('labelled');
   });
 });

@@ -157,6 +157,45 @@ describe('the pool webhook', () => {
   });
 });
 
+describe('admission that warns and refuses clearly, as kubectl shows it', () => {
+  it('warns of a template field the VM API does not know, and accepts the pool', async () => {
+    const typo = pool('typo');
+    const spec = typo.spec.virtualMachineTemplate.spec as Record<string, unknown>;
+    spec.cpus = 2;
+    const out = await cluster().kubectlFull(
+      ['apply', '--server-side', '-n', ns, '-f', '-'],
+      toYaml([{ apiVersion: `${GROUP}/${VERSION}`, ...typo }]),
+    );
+    expect(out.stderr).toContain('Warning: unknown field "spec.virtualMachineTemplate.spec.cpus"');
+    expect(await read('virtualmachinepools', ns, 'typo')).toBeDefined();
+  });
+
+  it('refuses lowering a disk template size, naming the template and both sizes; allows raising it', async () => {
+    await create('virtualmachinepools', ns, pool('sizes'));
+    const size = (to: string) =>
+      `{"spec":{"virtualDiskTemplates":[{"name":"cache","reclaim":{"onScaleDown":"Retain","keep":5,"ttl":"30m"},"spec":{"persistentVolumeClaim":{"size":"${to}"}}}]}}`;
+    // A merge patch replaces the list: keep the boot disk's template in it.
+    const both = (to: string) => {
+      const root = JSON.stringify(runnersPool(ns).spec.virtualDiskTemplates[0]);
+      return size(to).replace('"virtualDiskTemplates":[', `"virtualDiskTemplates":[${root},`);
+    };
+    const stderr = await refused([
+      'patch',
+      'virtualmachinepool/sizes',
+      '--type=merge',
+      '-p',
+      both('40Gi'),
+    ]);
+    expect(stderr).toContain(
+      'virtualDiskTemplates "cache": persistentVolumeClaim.size cannot be lowered from 50Gi to 40Gi; disks only grow',
+    );
+    await kubectl(['patch', 'virtualmachinepool/sizes', '--type=merge', '-p', both('60Gi')]);
+    const p = await read('virtualmachinepools', ns, 'sizes');
+    const templates = (p?.spec as Pool['spec']).virtualDiskTemplates;
+    expect(templates.find((t) => t.name === 'cache')?.spec.persistentVolumeClaim.size).toBe('60Gi');
+  });
+});
+
 describe('webhook latency', () => {
   it('serves 300 /scale patches (0 / +1) through kube-apiserver', async () => {
     await create(

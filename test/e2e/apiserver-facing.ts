@@ -8,8 +8,6 @@
  * @module
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import type { Agent } from 'node:https';
-import { request } from 'node:https';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { POOL_PATH, SCALE_PATH, buildValidateApp } from '../../functions/scale-validate/app.js';
@@ -23,6 +21,8 @@ import {
 import { serveApp } from '../../shared/http/index.js';
 import type { Logger, ServedApp } from '../../shared/http/index.js';
 import type { Kube } from '../../shared/kube/index.js';
+import type { Answer, Call } from '../../local/controlplane/http.js';
+import { requestText } from '../../local/controlplane/http.js';
 import type { KeyPair } from '../../local/controlplane/certs.js';
 import { kubeconfigYaml, mintLeaf } from '../../local/controlplane/certs.js';
 import { runKubectl } from '../../local/controlplane/kubectl.js';
@@ -313,54 +313,11 @@ export function planePki(): { admin: KeyPair; frontProxy: KeyPair; servingCaPem:
   };
 }
 
-/** An HTTP answer. */
-export interface Answer {
-  readonly status: number;
-  readonly body: string;
-}
-
-/** Options of {@link httpsJson}. */
-export interface HttpsCall {
-  readonly url: string;
-  readonly method?: string;
-  readonly body?: unknown;
-  readonly headers?: Record<string, string>;
-  readonly ca: string;
-  /** Client certificate (omit to call without one). */
-  readonly client?: KeyPair;
-  readonly agent?: Agent;
-}
+export type { Answer } from '../../local/controlplane/http.js';
 
 /** One HTTPS request with a JSON body; never rejects on an HTTP error status. */
-export function httpsJson(call: HttpsCall): Promise<Answer> {
-  return new Promise((ok, fail) => {
-    const payload = call.body === undefined ? undefined : JSON.stringify(call.body);
-    const req = request(
-      call.url,
-      {
-        method: call.method ?? (payload === undefined ? 'GET' : 'POST'),
-        ca: call.ca,
-        ...(call.client ? { cert: call.client.certPem, key: call.client.keyPem } : {}),
-        ...(call.agent ? { agent: call.agent } : {}),
-        headers: {
-          accept: 'application/json',
-          ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
-          ...call.headers,
-        },
-        timeout: 30_000,
-      },
-      (res) => {
-        let body = '';
-        res.on('data', (d: Buffer) => (body += d.toString()));
-        res.on('end', () => {
-          ok({ status: res.statusCode ?? 0, body });
-        });
-      },
-    );
-    req.on('error', fail);
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.end(payload);
-  });
+export function httpsJson(call: Call & { readonly ca: string }): Promise<Answer> {
+  return requestText(call);
 }
 
 /** p50/p99/max of durations (ms), rounded to 0.1 ms. */

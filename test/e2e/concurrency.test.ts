@@ -7,7 +7,7 @@ import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, GROUP, PING, VERSION, keys } from '../../shared/api/index.js';
 import { cluster, create, dropNamespace, eventually, newNamespace, read } from './harness.js';
-import { smallPool } from './members.js';
+import { smallPool } from '../../local/guide.js';
 import { startStack, type Stack } from './stack.js';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
 import { createLogger, serveApp, type ServedApp } from '../../shared/http/index.js';

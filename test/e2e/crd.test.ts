@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { celMessages } from '../../shared/api/pool.js';
-import { create, dropNamespace, errorText, newNamespace } from './harness.js';
+import { cluster, create, dropNamespace, errorText, newNamespace } from './harness.js';
 import { cdromPool, reclaimPool, runnersPool, runnersVm } from '../../local/guide.js';
 
 type Pool = ReturnType<typeof runnersPool>;
@@ -106,5 +106,21 @@ describe('pool CRD against a real kube-apiserver', () => {
     const name = `bad-${label.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`;
     const text = await rejection(variant(name, edit));
     expect(text).toContain(message);
+  });
+});
+
+describe('kubectl explain', () => {
+  it('explains the pool fields with their descriptions, defaults and constraints', async () => {
+    // kubectl wraps long descriptions: compare with the line breaks folded.
+    const explain = async (field: string) =>
+      (await cluster().kubectl(['explain', field])).replace(/\s+/g, ' ');
+    const reclaim = await explain('virtualmachinepool.spec.virtualDiskTemplates.reclaim');
+    expect(reclaim).toContain('Reclaim policy of the disk when its replica leaves the pool.');
+    expect(reclaim).toContain('how many of the most recently freed disks');
+    expect(reclaim).toContain('Delete (the default)');
+    const templates = await explain('virtualmachinepool.spec.virtualDiskTemplates');
+    expect(templates).toContain('Per-replica disks, 1 to 16');
+    const spec = await explain('virtualmachinepool.spec');
+    expect(spec).toContain('Desired number of replicas');
   });
 });

@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { inject } from 'vitest';
 import { API_VERSION, GROUP, VERSION } from '../../shared/api/meta.js';
 import { mintServingCert, type KeyPair } from '../../local/controlplane/certs.js';
-import { runKubectl, toYaml } from '../../local/controlplane/kubectl.js';
+import { runKubectl, runKubectlFull, toYaml } from '../../local/controlplane/kubectl.js';
 import type { Kube, KubeOptions } from '../../shared/kube/index.js';
 import { createKube } from '../../shared/kube/index.js';
 import type { FunctionName } from './rbac.js';
@@ -38,20 +38,25 @@ export function cluster() {
     core: kc.makeApiClient(CoreV1Api),
     kubectl: (args: string[], input?: string) =>
       runKubectl(join(info.binDir, 'kubectl'), info.kubeconfigPath, args, input),
+    /** kubectl keeping stderr of a success, where it prints the API server's warnings. */
+    kubectlFull: (args: string[], input?: string) =>
+      runKubectlFull(join(info.binDir, 'kubectl'), info.kubeconfigPath, args, input),
   };
 }
 
 /** Creates a uniquely named namespace; tests isolate from each other by namespace. */
 export async function newNamespace(prefix: string): Promise<string> {
   const name = `${prefix}-${randomBytes(3).toString('hex')}`;
-  await cluster().kubectl(['create', 'namespace', name]);
+  // client-node serializes plain JSON by its field table, so no model class is needed.
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment
+  await cluster().core.createNamespace({ body: { metadata: { name } } });
   return name;
 }
 
 /** Deletes a namespace without waiting (the namespace controller finishes it). */
 export async function dropNamespace(name: string): Promise<void> {
   await cluster()
-    .kubectl(['delete', 'namespace', name, '--wait=false'])
+    .core.deleteNamespace({ name })
     .catch(() => undefined);
 }
 

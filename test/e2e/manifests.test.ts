@@ -1,30 +1,42 @@
 /**
- * The deployment manifests against the real kube-apiserver: `kubectl kustomize` renders knative/base
- * and knative/overlays/cert-manager, and every rendered object must pass a server-side dry-run with
- * the real Knative CRDs (and minimal cert-manager CRDs) installed. Snapshots pin what is shipped:
- * the objects and the RBAC verbs of every role.
+ * The deployment manifests against the real kube-apiserver. Every kustomization under knative/ is
+ * rendered by the built kubectl's kustomize (from an admin's copy of knative/, with the plain-TLS
+ * certificate files made by its own script) and every rendered object must pass a server-side dry-run
+ * with the real Knative CRDs (and minimal cert-manager and Prometheus Operator CRDs) installed. Then
+ * what a renderer can see is asserted: the pool CRD only in knative/crd, the APIService only in a last
+ * step and never without a caBundle source, the source's label selectors, Trigger and Service
+ * timeouts that agree, pinned images, an Uninstall that covers every object and no CRD. Snapshots pin
+ * the objects of the base and the RBAC verbs of every role.
  * @module
  */
-import { existsSync, readdirSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
-import { SUBRESOURCES_GROUP } from '../../shared/api/index.js';
+import { parse } from 'yaml';
+import { OWN_SUBRESOURCES_GROUP, SUBRESOURCES_GROUP, keys } from '../../shared/api/index.js';
 import { FUNCTIONS } from '../../scripts/build.js';
 import { POOL_PATH, SCALE_PATH } from '../../functions/scale-validate/app.js';
+import { REPO_ROOT } from '../../local/controlplane/binaries.js';
 import { toYaml } from '../../local/controlplane/kubectl.js';
 import { cluster } from './harness.js';
+import {
+  NAMESPACE,
+  adminCheckout,
+  at,
+  byKind,
+  ident,
+  isoSeconds,
+  kustomizations,
+  readmeBlock,
+  render,
+  type K8sObject,
+} from './knative.js';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const NAMESPACE = 'vmpool-system';
-
-interface K8sObject {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; annotations?: Record<string, string> };
-  [key: string]: unknown;
-}
+/** The group an apiservice step registers: vmpool's own under overlays/own-group (README "Attach mode"). */
+const groupOf = (dir: string): string =>
+  dir.startsWith('knative/overlays/own-group/') ? OWN_SUBRESOURCES_GROUP : SUBRESOURCES_GROUP;
+/** Every kustomization of the repository's knative/, found on disk (Components excluded). */
+const DIRS = kustomizations();
 
 interface Rule {
   apiGroups?: string[];
@@ -42,13 +54,14 @@ function knativeCrdDir(): string {
     if (!existsSync(fromEnv)) throw new Error(`VMPOOL_KNATIVE_CRDS=${fromEnv} does not exist`);
     return fromEnv;
   }
-  const shared = join(ROOT, '..', 'shared', 'fixtures', 'knative-crds');
+  const shared = join(REPO_ROOT, '..', 'shared', 'fixtures', 'knative-crds');
   if (existsSync(shared)) return shared;
   throw new Error(
     `no Knative CRDs: set VMPOOL_KNATIVE_CRDS to a directory of them (looked in ${shared})`,
   );
 }
 
+/** The YAML files of a directory, sorted. */
 function yamlFiles(dir: string): string[] {
   return readdirSync(dir)
     .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
@@ -56,13 +69,16 @@ function yamlFiles(dir: string): string[] {
     .map((f) => join(dir, f));
 }
 
-async function render(dir: string): Promise<{ text: string; objects: K8sObject[] }> {
-  const text = await cluster().kubectl(['kustomize', join(ROOT, dir)]);
-  const objects = parseAllDocuments(text)
-    .map((d) => d.toJSON() as K8sObject | null)
-    .filter((o): o is K8sObject => o !== null);
-  return { text, objects };
+let checkout = '';
+const renders = new Map<string, { text: string; objects: K8sObject[] }>();
+
+/** A render of the admin's checkout, by directory relative to the repository root. */
+function rendered(dir: string): { text: string; objects: K8sObject[] } {
+  const r = renders.get(dir);
+  if (r === undefined) throw new Error(`${dir} was not rendered`);
+  return r;
 }
+const objectsOf = (dir: string): K8sObject[] => rendered(dir).objects;
 
 /** Installs CRDs for real and waits until they are served. */
 async function installCrds(files: string[]): Promise<void> {
@@ -83,16 +99,12 @@ async function installCrds(files: string[]): Promise<void> {
   await kubectl(['wait', '--for=condition=Established', '--timeout=60s', ...names]);
 }
 
-/** `Kind[.group] [namespace/]name`, as kubectl names objects. */
-function ident(o: K8sObject): string {
-  const group = o.apiVersion.includes('/') ? `.${o.apiVersion.split('/')[0] ?? ''}` : '';
-  const ns = o.metadata.namespace === undefined ? '' : `${o.metadata.namespace}/`;
-  return `${o.kind}${group} ${ns}${o.metadata.name}`;
-}
-
-/** Server-side dry-run of every object; returns kubectl's per-object lines. */
+/** Server-side dry-run of every object, as the README applies them; returns kubectl's lines. */
 async function dryRun(text: string): Promise<string[]> {
-  const out = await cluster().kubectl(['apply', '--dry-run=server', '-f', '-'], text);
+  const out = await cluster().kubectl(
+    ['apply', '--server-side', '--field-manager=vmpool', '--dry-run=server', '-f', '-'],
+    text,
+  );
   return out.split('\n').filter((l) => l.trim() !== '');
 }
 
@@ -111,44 +123,79 @@ function rbacVerbs(objects: K8sObject[]): Record<string, string[]> {
   return out;
 }
 
-function byKind(objects: K8sObject[], kind: string): K8sObject[] {
-  return objects.filter((o) => o.kind === kind);
+/** Container images of every workload (Deployments and Knative Services). */
+function images(objects: K8sObject[]): string[] {
+  return objects.flatMap((o) =>
+    ((at(o, 'spec', 'template', 'spec', 'containers') ?? []) as { image: string }[]).map(
+      (c) => c.image,
+    ),
+  );
 }
 
-/** Path helper for nested manifest fields (test-only; shapes are asserted by the dry-run). */
-function at(o: unknown, ...path: (string | number)[]): unknown {
-  let cur = o;
-  for (const p of path) cur = (cur as Record<string | number, unknown> | undefined)?.[p];
-  return cur;
+/** Where an object's CA comes from: a caBundle in the manifest, or cainjector's annotation. */
+function caSource(o: K8sObject, bundles: unknown[]): 'manifest' | 'cainjector' | undefined {
+  if (bundles.length > 0 && bundles.every((b) => typeof b === 'string' && b.trim() !== ''))
+    return 'manifest';
+  if ((o.metadata.annotations?.['cert-manager.io/inject-ca-from'] ?? '') !== '')
+    return 'cainjector';
+  return undefined;
 }
 
 beforeAll(async () => {
-  const crdDir = knativeCrdDir();
-  await installCrds([...yamlFiles(crdDir), ...yamlFiles(join(ROOT, 'test/fixtures/cert-manager'))]);
+  await installCrds([
+    ...yamlFiles(knativeCrdDir()),
+    ...yamlFiles(join(REPO_ROOT, 'test/fixtures/cert-manager')),
+    ...yamlFiles(join(REPO_ROOT, 'test/fixtures/prometheus-operator')),
+  ]);
   // Namespaced objects dry-run only into an existing namespace, so this one is created for real.
   await cluster().applyManifest([
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } },
   ]);
+  checkout = await adminCheckout();
+  const { info } = cluster();
+  for (const dir of DIRS)
+    renders.set(
+      dir,
+      await render(join(info.binDir, 'kubectl'), info.kubeconfigPath, join(checkout, dir)),
+    );
 });
 
 afterAll(async () => {
+  if (checkout !== '') rmSync(checkout, { recursive: true, force: true });
   // Cheap and enough: nothing was created in it. The CRDs stay (cluster-scoped, unused elsewhere).
   await cluster()
     .kubectl(['delete', 'namespace', NAMESPACE, '--wait=false'])
     .catch(() => undefined);
 });
 
-describe('knative/base', () => {
-  it('is accepted object by object by a server-side dry-run', async () => {
-    const { text, objects } = await render('knative/base');
+describe('every kustomization under knative/', () => {
+  it('includes the install steps and overlays the README names', () => {
+    console.log(`[manifests] kustomizations: ${DIRS.join(', ')}`);
+    expect(DIRS).toEqual(
+      expect.arrayContaining([
+        'knative/crd',
+        'knative/base',
+        'knative/overlays/cert-manager',
+        'knative/overlays/cert-manager/apiservice',
+        'knative/overlays/plain-tls',
+        'knative/overlays/plain-tls/apiservice',
+        'knative/overlays/example',
+        'knative/overlays/podmonitor',
+      ]),
+    );
+  });
+
+  it.each(DIRS)('%s is accepted object by object by a server-side dry-run', async (dir) => {
+    const { text, objects } = rendered(dir);
     const lines = await dryRun(text);
-    console.log(`[manifests] knative/base: ${lines.length} objects accepted by server dry-run`);
+    console.log(`[manifests] ${dir}: ${lines.length} objects accepted by server dry run`);
+    expect(objects.length).toBeGreaterThan(0);
     expect(lines).toHaveLength(objects.length);
-    for (const l of lines) expect(l).toMatch(/ (created|configured|unchanged) \(server dry run\)$/);
+    for (const l of lines) expect(l).toMatch(/ serverside-applied \(server dry run\)$/);
   });
 
   it('has teeth: the dry-run rejects a wrong type and an unknown field', async () => {
-    const { objects } = await render('knative/base');
+    const objects = objectsOf('knative/base');
     const ksvc = structuredClone(
       objects.find((o) => o.kind === 'Service' && o.apiVersion.startsWith('serving.knative.dev')),
     )!;
@@ -161,14 +208,151 @@ describe('knative/base', () => {
     await expect(dryRun(toYaml([deployment]))).rejects.toThrow(/replicaz/);
   });
 
-  it('ships these objects and RBAC verbs', async () => {
-    const { objects } = await render('knative/base');
+  it('the pool CRD is in knative/crd alone: uninstalling the controller cannot delete pools', () => {
+    expect(objectsOf('knative/crd').map(ident)).toEqual([
+      'CustomResourceDefinition.apiextensions.k8s.io virtualmachinepools.virtualization.deckhouse.io',
+    ]);
+    for (const dir of DIRS.filter((d) => d !== 'knative/crd'))
+      expect(byKind(objectsOf(dir), 'CustomResourceDefinition'), dir).toEqual([]);
+  });
+
+  it('the APIService comes only in a last step of its own, never with the controller', () => {
+    for (const dir of DIRS) {
+      const objects = objectsOf(dir);
+      if (byKind(objects, 'APIService').length === 0) continue;
+      expect(dir, 'an APIService outside an apiservice step').toMatch(/\/apiservice$/);
+      // Applying the step registers the API and nothing that runs (at most the CA's Secret).
+      expect(
+        objects.map((o) => o.kind).filter((k) => k !== 'APIService' && k !== 'Secret'),
+      ).toEqual([]);
+    }
+    for (const dir of DIRS.filter((d) => d.endsWith('/apiservice')))
+      expect(byKind(objectsOf(dir), 'APIService').map((o) => o.metadata.name)).toEqual([
+        `v1alpha2.${groupOf(dir)}`,
+      ]);
+  });
+
+  it('no APIService and no installable webhook without a caBundle source', () => {
+    for (const dir of DIRS) {
+      for (const api of byKind(objectsOf(dir), 'APIService'))
+        expect(caSource(api, [at(api, 'spec', 'caBundle')]), `${dir}: APIService`).toBeDefined();
+      // knative/base is never applied alone (README); every overlay built on it adds the source.
+      if (dir === 'knative/base') continue;
+      for (const hook of byKind(objectsOf(dir), 'ValidatingWebhookConfiguration')) {
+        const bundles = (at(hook, 'webhooks') as unknown[]).map((w) =>
+          at(w, 'clientConfig', 'caBundle'),
+        );
+        expect(caSource(hook, bundles), `${dir}: webhook`).toBeDefined();
+      }
+    }
+    const [baseHook] = byKind(objectsOf('knative/base'), 'ValidatingWebhookConfiguration');
+    expect(caSource(baseHook!, [at(baseHook, 'webhooks', 0, 'clientConfig', 'caBundle')])).toBe(
+      undefined,
+    );
+  });
+
+  it('the ApiServerSource selects members and disks by the pool-uid label, with no owner filter', () => {
+    const sources = byKind(objectsOf('knative/base'), 'ApiServerSource');
+    expect(sources.map((s) => s.metadata.name)).toEqual(['vmpool']);
+    const spec = sources[0]!.spec as {
+      mode: string;
+      owner?: unknown;
+      namespaceSelector?: unknown;
+      resources: { kind: string; selector?: unknown }[];
+    };
+    expect(spec.mode).toBe('Resource');
+    expect(spec.owner).toBeUndefined();
+    expect(spec.namespaceSelector).toEqual({});
+    const exists = { matchExpressions: [{ key: keys.poolUid, operator: 'Exists' }] };
+    expect(spec.resources.map((r) => [r.kind, r.selector])).toEqual([
+      ['VirtualMachinePool', undefined],
+      ['VirtualMachine', exists],
+      ['VirtualDisk', exists],
+    ]);
+  });
+
+  it("each Trigger's timeout equals its subscriber's timeoutSeconds", () => {
+    for (const dir of DIRS) {
+      const objects = objectsOf(dir);
+      const ksvcs = new Map(
+        objects
+          .filter((o) => o.kind === 'Service' && o.apiVersion.startsWith('serving.knative.dev/'))
+          .map((s) => [s.metadata.name, at(s, 'spec', 'template', 'spec', 'timeoutSeconds')]),
+      );
+      for (const t of byKind(objects, 'Trigger')) {
+        const subscriber = at(t, 'spec', 'subscriber', 'ref', 'name') as string;
+        const timeout = at(t, 'spec', 'delivery', 'timeout') as string;
+        expect(ksvcs.get(subscriber), `${dir}: ${subscriber}`).toBeTypeOf('number');
+        expect(isoSeconds(timeout), `${dir}: Trigger ${t.metadata.name}`).toBe(
+          ksvcs.get(subscriber),
+        );
+      }
+    }
+    // And the two that were apart: a GC pass and a resync both end before their next tick.
+    const triggers = byKind(objectsOf('knative/base'), 'Trigger');
+    const timeoutOf = (name: string) =>
+      isoSeconds(
+        at(
+          triggers.find((t) => t.metadata.name === name),
+          'spec',
+          'delivery',
+          'timeout',
+        ) as string,
+      );
+    expect(timeoutOf('disk-gc-tick')).toBeLessThan(5 * 60);
+    expect(timeoutOf('reconcile-pool-resync')).toBeLessThan(2 * 60);
+  });
+
+  it("images are pinned by digest but for base's `vmpool` placeholder, which the example overlay sets", () => {
+    const digest = /@sha256:[0-9a-f]{64}$/;
+    for (const dir of DIRS)
+      for (const image of images(objectsOf(dir)))
+        if (image !== 'vmpool') expect(image, dir).toMatch(digest);
+    const example = images(objectsOf('knative/overlays/example'));
+    expect(example).not.toContain('vmpool');
+    expect(example.filter((i) => i.includes('/vmpool@')).length).toBe(FUNCTIONS.length);
+    expect(example).toContain(
+      'gcr.io/knative-releases/knative.dev/eventing/cmd/event_display@sha256:610234e4319b767b187398085971d881956da660a4e0fab65a763e0f81881d82',
+    );
+  });
+
+  it('the documented Uninstall removes every object an install creates and never a CRD', () => {
+    const commands = readmeBlock('uninstall')
+      .split('\n')
+      .filter((l) => l.startsWith('kubectl delete '));
+    expect(commands.join('\n')).not.toMatch(/crd|customresourcedefinition/i);
+    const byLabel = (kind: string, ns?: string) =>
+      commands.some(
+        (c) =>
+          c.split(' ')[2]!.split(',').includes(kind.toLowerCase()) &&
+          c.includes('-l app.kubernetes.io/part-of=vmpool') &&
+          (ns === undefined ? !c.includes(' -n ') : c.includes(` -n ${ns}`)),
+      );
+    expect(commands).toContain(`kubectl delete namespace ${NAMESPACE}`);
+    for (const dir of DIRS.filter((d) => d !== 'knative/crd')) {
+      for (const o of objectsOf(dir)) {
+        if (o.kind === 'Namespace' && o.metadata.name === NAMESPACE) continue;
+        if (o.metadata.namespace === NAMESPACE) continue; // deleted with the namespace
+        expect(o.metadata.labels?.['app.kubernetes.io/part-of'], `${dir}: ${ident(o)}`).toBe(
+          'vmpool',
+        );
+        expect(byLabel(o.kind, o.metadata.namespace), `${dir}: ${ident(o)} not uninstalled`).toBe(
+          true,
+        );
+      }
+    }
+  });
+});
+
+describe('knative/base', () => {
+  it('ships these objects and RBAC verbs', () => {
+    const objects = objectsOf('knative/base');
     expect(objects.map(ident)).toMatchSnapshot('objects');
     expect(rbacVerbs(objects)).toMatchSnapshot('rbac');
   });
 
-  it('agrees with the code: bundles, webhook paths, API group, accounts', async () => {
-    const { objects } = await render('knative/base');
+  it('agrees with the code: bundles, webhook paths, API group, accounts', () => {
+    const objects = objectsOf('knative/base');
     const accounts = new Set(
       byKind(objects, 'ServiceAccount').map((o) => `${o.metadata.namespace}/${o.metadata.name}`),
     );
@@ -178,7 +362,7 @@ describe('knative/base', () => {
       const containers = at(pod, 'containers') as { image: string; args?: string[] }[] | undefined;
       const c = containers?.[0];
       if (c === undefined || !c.image.startsWith('vmpool')) continue;
-      expect(c.image).toBe('vmpool:latest');
+      expect(c.image).toBe('vmpool');
       const bundle = /^dist\/(.+)\.mjs$/.exec(c.args?.[0] ?? '')?.[1];
       expect(FUNCTIONS).toContain(bundle);
       started.add(bundle!);
@@ -197,13 +381,15 @@ describe('knative/base', () => {
     );
     expect(paths).toEqual([POOL_PATH, SCALE_PATH]);
 
-    const [apiService] = byKind(objects, 'APIService');
-    expect(at(apiService, 'spec', 'group')).toBe(SUBRESOURCES_GROUP);
-    expect(at(apiService, 'spec', 'service')).toEqual({
-      name: 'scale-down-with',
-      namespace: NAMESPACE,
-      port: 443,
-    });
+    for (const dir of DIRS.filter((d) => d.endsWith('/apiservice'))) {
+      const [apiService] = byKind(objectsOf(dir), 'APIService');
+      expect(at(apiService, 'spec', 'group')).toBe(groupOf(dir));
+      expect(at(apiService, 'spec', 'service')).toEqual({
+        name: 'scale-down-with',
+        namespace: NAMESPACE,
+        port: 443,
+      });
+    }
 
     for (const t of byKind(objects, 'Trigger')) {
       expect(at(t, 'spec', 'delivery')).toMatchObject({
@@ -218,27 +404,20 @@ describe('knative/base', () => {
   });
 });
 
-describe('knative/overlays/cert-manager', () => {
-  it('is accepted object by object by a server-side dry-run', async () => {
-    const { text, objects } = await render('knative/overlays/cert-manager');
-    const lines = await dryRun(text);
-    console.log(
-      `[manifests] knative/overlays/cert-manager: ${lines.length} objects accepted by server dry-run`,
-    );
-    expect(lines).toHaveLength(objects.length);
-    for (const l of lines) expect(l).toMatch(/ (created|configured|unchanged) \(server dry run\)$/);
-  });
-
-  it('injects the CA into the webhook and the APIService and issues both DNS names', async () => {
-    const { objects } = await render('knative/overlays/cert-manager');
-    const base = (await render('knative/base')).objects.map(ident);
+describe('the TLS overlays', () => {
+  it('cert-manager: the CA is injected into the webhook and the APIService, both DNS names issued', () => {
+    const objects = objectsOf('knative/overlays/cert-manager');
+    const base = objectsOf('knative/base').map(ident);
     expect(objects.map(ident).filter((i) => !base.includes(i))).toMatchSnapshot('added objects');
-    for (const kind of ['ValidatingWebhookConfiguration', 'APIService']) {
-      const [o] = byKind(objects, kind);
-      expect(o?.metadata.annotations?.['cert-manager.io/inject-ca-from']).toBe(
+    const injected = [
+      ...byKind(objects, 'ValidatingWebhookConfiguration'),
+      ...byKind(objectsOf('knative/overlays/cert-manager/apiservice'), 'APIService'),
+    ];
+    expect(injected).toHaveLength(2);
+    for (const o of injected)
+      expect(o.metadata.annotations?.['cert-manager.io/inject-ca-from']).toBe(
         `${NAMESPACE}/vmpool-serving`,
       );
-    }
     const serving = byKind(objects, 'Certificate').find(
       (c) => c.metadata.name === 'vmpool-serving',
     );
@@ -250,4 +429,94 @@ describe('knative/overlays/cert-manager', () => {
       ]),
     );
   });
+
+  it("plain-tls: the Secret is the admin's files and both caBundles are their ca.crt", () => {
+    const files = join(checkout, 'knative/overlays/plain-tls/certs');
+    const b64 = (f: string) => readFileSync(join(files, f)).toString('base64');
+    const flat = (v: unknown) => String(v).replace(/\s/g, '');
+    const objects = objectsOf('knative/overlays/plain-tls');
+    const [secret] = byKind(objects, 'Secret');
+    expect(secret?.metadata.name).toBe('vmpool-tls');
+    expect(secret?.type).toBe('kubernetes.io/tls');
+    for (const f of ['tls.crt', 'tls.key', 'ca.crt'])
+      expect(flat(at(secret, 'data', f)), f).toBe(b64(f));
+    const [hook] = byKind(objects, 'ValidatingWebhookConfiguration');
+    for (const w of at(hook, 'webhooks') as unknown[])
+      expect(flat(at(w, 'clientConfig', 'caBundle'))).toBe(b64('ca.crt'));
+    const [api] = byKind(objectsOf('knative/overlays/plain-tls/apiservice'), 'APIService');
+    expect(flat(at(api, 'spec', 'caBundle'))).toBe(b64('ca.crt'));
+    // Keys never reach git: the repository's copy of the directory ignores them.
+    const ignored = readFileSync(
+      join(REPO_ROOT, 'knative/overlays/plain-tls/certs/.gitignore'),
+      'utf8',
+    ).split('\n');
+    expect(ignored).toEqual(expect.arrayContaining(['*.crt', '*.key']));
+  });
+
+  it('the webhook and the APIService name the Services whose DNS names the certificates carry', () => {
+    const hook = byKind(objectsOf('knative/base'), 'ValidatingWebhookConfiguration')[0]!;
+    const api = byKind(objectsOf('knative/overlays/plain-tls/apiservice'), 'APIService')[0]!;
+    const dnsOf = (svc: unknown) =>
+      `${String(at(svc, 'name'))}.${String(at(svc, 'namespace'))}.svc`;
+    const names = [
+      ...(at(hook, 'webhooks') as unknown[]).map((w) => dnsOf(at(w, 'clientConfig', 'service'))),
+      dnsOf(at(api, 'spec', 'service')),
+    ];
+    const serving = byKind(objectsOf('knative/overlays/cert-manager'), 'Certificate').find(
+      (c) => c.metadata.name === 'vmpool-serving',
+    );
+    expect(at(serving, 'spec', 'dnsNames')).toEqual(expect.arrayContaining(names));
+    const script = readFileSync(
+      join(REPO_ROOT, 'knative/overlays/plain-tls/certs/self-signed.sh'),
+      'utf8',
+    );
+    for (const n of names) expect(script).toContain(`DNS:${n}`);
+  });
+});
+
+describe('knative/overlays/podmonitor', () => {
+  it("selects vmpool's pods and scrapes ports they have", () => {
+    const base = objectsOf('knative/base');
+    const pods = [...byKind(base, 'Deployment'), ...base.filter((o) => o.kind === 'Service')]
+      .map((w) => ({
+        labels: (at(w, 'spec', 'template', 'metadata', 'labels') ?? {}) as Record<string, string>,
+        ports: (
+          (at(w, 'spec', 'template', 'spec', 'containers', 0, 'ports') ?? []) as { name: string }[]
+        ).map((p) => p.name),
+        knative: w.apiVersion.startsWith('serving.knative.dev/'),
+      }))
+      .filter((p) => p.labels['app.kubernetes.io/part-of'] === 'vmpool');
+    for (const pm of byKind(objectsOf('knative/overlays/podmonitor'), 'PodMonitor')) {
+      const exprs = at(pm, 'spec', 'selector', 'matchExpressions') as {
+        key: string;
+        values: string[];
+      }[];
+      const selected = pods.filter((p) =>
+        exprs.every((e) => e.values.includes(p.labels[e.key] ?? '')),
+      );
+      expect(selected.length, pm.metadata.name).toBe(2);
+      for (const ep of at(pm, 'spec', 'podMetricsEndpoints') as { port: string }[])
+        for (const p of selected) {
+          // Knative renames a Knative Service's container port to `user-port` in its pods.
+          if (p.knative) expect(ep.port).toBe('user-port');
+          else expect(p.ports).toContain(ep.port);
+        }
+    }
+  });
+});
+
+describe('functions/*/func.yaml of the two HTTPS functions', () => {
+  it.each(['scale-validate', 'scale-down-with'])(
+    '%s says it is deployed by knative/base and has no deploy or build settings',
+    (name) => {
+      const text = readFileSync(join(REPO_ROOT, 'functions', name, 'func.yaml'), 'utf8');
+      const doc = parse(text) as Record<string, unknown>;
+      expect(doc.name).toBe(name);
+      expect(doc.deploy).toBeUndefined();
+      expect(doc.build).toBeUndefined();
+      expect(doc.run).toBeUndefined();
+      expect(text).toMatch(/NOT deployable with `func deploy`/);
+      expect(text).toContain(`knative/base (deploy-${name}.yaml`);
+    },
+  );
 });

@@ -4,7 +4,6 @@
  */
 import { GROUP, VERSION, keys } from '../../shared/api/index.js';
 import { cluster, type Obj } from './harness.js';
-import { runnersPool } from '../../local/guide.js';
 
 /** A member VM as the tests look at it. */
 export interface Member {
@@ -53,17 +52,4 @@ export async function members(namespace: string, pool: string): Promise<Member[]
       ...(status.phase ? { phase: status.phase } : {}),
     };
   });
-}
-
-/** The user guide's pool with 1Gi disks (sizes do not matter here and keep the plane light). */
-export function smallPool(
-  namespace: string,
-  name: string,
-  edit: (p: ReturnType<typeof runnersPool>) => void = () => undefined,
-): ReturnType<typeof runnersPool> {
-  const p = runnersPool(namespace, name);
-  p.spec.virtualDiskTemplates[0]!.spec.persistentVolumeClaim.size = '1Gi';
-  p.spec.virtualDiskTemplates[1]!.spec.persistentVolumeClaim.size = '1Gi';
-  edit(p);
-  return p;
 }

@@ -2,10 +2,15 @@
  * reconcile-pool and disk-gc-tick end to end: the real ApiServerSource adapter delivers events over
  * HTTP, the platform simulator plays the VM and disk controllers, kubectl is typed as a user would.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../../local/controlplane/binaries.js';
+import { parseManifests } from '../../local/controlplane/crds.js';
 import { keys } from '../../shared/api/index.js';
 import { cluster, create, dropNamespace, eventually, newNamespace, read } from './harness.js';
-import { listObjects, members as readMembers, smallPool, type Member } from './members.js';
+import { listObjects, members as readMembers, type Member } from './members.js';
+import { smallPool } from '../../local/guide.js';
 import { startStack, type Stack } from './stack.js';
 
 let ns = '';
@@ -329,6 +334,50 @@ describe('reconcile-pool end to end', () => {
     expect(left.map((d) => d.name)).toContain(kept!.refs[1]);
   });
 
+  it(
+    'deletes a free disk within 60 s of its ttl when ticked on the schedule knative ships',
+    { timeout: 180_000 },
+    async () => {
+      const periodMs = shippedGcPeriodMs();
+      expect(periodMs).toBeLessThanOrEqual(60_000);
+      await create(
+        'virtualmachinepools',
+        ns,
+        pool('ontime', (p) => {
+          p.spec.replicas = 1;
+          p.spec.virtualDiskTemplates[1]!.reclaim = { onScaleDown: 'Retain', keep: 0, ttl: '10s' };
+        }),
+      );
+      await converged('ontime', 1);
+      await kubectl(['scale', 'virtualmachinepool/ontime', '--replicas=0']);
+      const free = await eventually('the freed disk stamped', async () =>
+        (await disks('ontime')).find((d) => d.template === 'cache' && d.freeSince !== undefined),
+      );
+      const expiry = Date.parse(free.freeSince!) + 10_000;
+      // A PingSource fires at the start of each period of wall-clock time, as cron does.
+      const ticker = setTimeout(
+        function tick() {
+          void stack.ping(stack.gcUrl, {}).catch(() => undefined);
+          ticking = setTimeout(tick, periodMs);
+        },
+        periodMs - (Date.now() % periodMs),
+      );
+      let ticking = ticker;
+      try {
+        await eventually(
+          'the free disk collected',
+          async () => ((await read('virtualdisks', ns, free.name)) ? undefined : true),
+          periodMs + 30_000,
+        );
+      } finally {
+        clearTimeout(ticking);
+      }
+      const lateMs = Date.now() - expiry;
+      console.log(`[gc] free disk deleted ${(lateMs / 1000).toFixed(1)} s after its ttl expired`);
+      expect(lateMs).toBeLessThanOrEqual(60_000);
+    },
+  );
+
   it('grows disks when the template size grows, never shrinks them', async () => {
     await create(
       'virtualmachinepools',
@@ -408,3 +457,15 @@ describe('reconcile-pool end to end', () => {
     expect(stack.errors.filter((e) => !e.includes('503'))).toEqual([]);
   });
 });
+
+/** The period of the disk-GC PingSource in knative/base: every minute, or every N minutes. */
+function shippedGcPeriodMs(): number {
+  const text = readFileSync(join(REPO_ROOT, 'knative', 'base', 'eventing.yaml'), 'utf8');
+  const gc = parseManifests(text).find(
+    (o) => o.kind === 'PingSource' && o.metadata.name === 'vmpool-disk-gc',
+  );
+  const schedule = (gc?.spec as { schedule?: string } | undefined)?.schedule ?? '';
+  const minutes = /^(\*|\*\/(\d+)) \* \* \* \*$/.exec(schedule);
+  if (minutes === null) throw new Error(`unexpected disk-GC schedule "${schedule}"`);
+  return Number(minutes[2] ?? 1) * 60_000;
+}

@@ -1,7 +1,8 @@
 /**
  * vmpool's event-driven functions wired to the test control plane as in a cluster: reconcile-pool and
- * disk-gc-tick served over HTTP, two real ApiServerSource adapters (pools; VMs and disks owned by a
- * pool) in Resource mode, the platform simulator, and PingSource-like resync and GC ticks.
+ * disk-gc-tick served over HTTP, the real ApiServerSource adapter configured from knative/'s source
+ * (pools; VMs and disks with a pool-uid label) in Resource mode, the platform simulator, and
+ * PingSource-like resync and GC ticks.
  * @module
  */
 import { pingInit } from '../../local/events.js';

@@ -7,14 +7,21 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { isBuiltin } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildBundles, FUNCTIONS, OPTIONAL_PEERS } from '../../scripts/build.js';
+import {
+  buildBundles,
+  bundledPackageDirs,
+  FUNCTIONS,
+  NOTICES_FILE,
+  OPTIONAL_PEERS,
+  ROOT,
+} from '../../scripts/build.js';
 import type { BuiltBundle, FunctionName } from '../../scripts/build.js';
 import { mintCa, mintLeaf } from '../../local/controlplane/certs.js';
 
@@ -116,6 +123,31 @@ describe('function bundles', () => {
         .map((i) => i.path);
       expect(external, `${b.name} imports packages at run time`).toEqual([]);
     }
+  });
+
+  it('ships the licence text of every bundled npm package, in the image too', () => {
+    const notices = readFileSync(join(dir, 'dist', NOTICES_FILE), 'utf8');
+    const dirs = [...new Set(bundles.flatMap((b) => bundledPackageDirs(b.metafile)))];
+    expect(dirs.length).toBeGreaterThan(10);
+    for (const d of dirs) {
+      const pkg = JSON.parse(readFileSync(join(ROOT, d, 'package.json'), 'utf8')) as {
+        name: string;
+        version: string;
+      };
+      expect(notices).toContain(`==== ${pkg.name} ${pkg.version} (`);
+    }
+    // A licence text itself, not just a name: hono's MIT licence and client-node's Apache licence.
+    expect(notices).toMatch(/==== hono [^\n]*\n\n--- LICENSE ---\nMIT License/);
+    expect(notices).toMatch(/==== @kubernetes\/client-node [\s\S]*?Apache License/);
+    // The runtime stage of the image copies it next to the bundles; the build context never
+    // carries knative/ (certificate keys of the plain-TLS path live there).
+    const containerfile = readFileSync(join(ROOT, 'Containerfile'), 'utf8');
+    const runtime = containerfile.slice(containerfile.lastIndexOf('\nFROM '));
+    expect(runtime).toMatch(
+      new RegExp(`^COPY --from=build .*/src/dist/${NOTICES_FILE} /app/dist/$`, 'm'),
+    );
+    const ignored = readFileSync(join(ROOT, '.containerignore'), 'utf8').split('\n');
+    expect(ignored).toContain('knative/');
   });
 
   it.each([...FUNCTIONS])(

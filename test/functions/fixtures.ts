@@ -46,6 +46,19 @@ export function statusBody(code: number, reason: string, message = reason): obje
 
 let ids = 0;
 
+/** A list that answers 500 to each of the funnel's three attempts. */
+export function failingList(
+  path: string,
+  query: Parameters<nock.Interceptor['query']>[0],
+  message = 'InternalError',
+): nock.Scope {
+  return nock(API)
+    .get(path)
+    .query(query)
+    .times(3)
+    .reply(500, statusBody(500, 'InternalError', message));
+}
+
 /** Request init of a binary-mode CloudEvent (ce-* headers, JSON body), as ApiServerSource sends. */
 export function binaryEvent(
   type: string,

@@ -6,16 +6,17 @@
 import type {
   BlockDeviceRef,
   Condition,
-  DiskTemplate,
   Quantity,
   VirtualDisk,
   VirtualMachine,
   VirtualMachinePool,
   PoolStatus,
   ScaleDownPolicy,
-  VirtualMachineTemplate,
 } from '../../shared/api/index.js';
-import { API_VERSION, keys } from '../../shared/api/index.js';
+import { API_VERSION, DiskTemplate, VirtualMachineTemplate, keys } from '../../shared/api/index.js';
+import { runnersPool } from '../../local/guide.js';
+import { templateHash } from '../../shared/domain/hash.js';
+import type { Observed } from '../../shared/domain/observe.js';
 
 /** A fixed instant tests use as "now". */
 export const NOW = new Date('2025-01-01T12:00:00Z');
@@ -47,39 +48,12 @@ export interface PoolOverrides {
 
 /** The `runners` pool's disk templates: `root` (Delete) and `cache` (Retain, keep 5, ttl 30m). */
 export function runnersDiskTemplates(): DiskTemplate[] {
-  return [
-    {
-      name: 'root',
-      reclaim: { onScaleDown: 'Delete', keep: 0 },
-      spec: {
-        persistentVolumeClaim: { size: '30Gi' },
-        dataSource: { type: 'ObjectRef', objectRef: { kind: 'VirtualImage', name: 'ubuntu' } },
-      },
-    },
-    {
-      name: 'cache',
-      reclaim: { onScaleDown: 'Retain', keep: 5, ttl: '30m' },
-      spec: { persistentVolumeClaim: { size: '50Gi' } },
-    },
-  ];
+  return DiskTemplate.array().parse(runnersPool('ci').spec.virtualDiskTemplates);
 }
 
 /** The `runners` pool's VM template. */
 export function runnersVmTemplate(): VirtualMachineTemplate {
-  return {
-    spec: {
-      runPolicy: 'AlwaysOn',
-      virtualMachineClassName: 'generic',
-      cpu: { cores: 2 },
-      memory: { size: '4Gi' },
-      provisioning: { type: 'UserData', userData: '#cloud-config\n' },
-      blockDeviceRefs: [
-        { kind: 'VirtualDisk', name: 'root' },
-        { kind: 'VirtualDisk', name: 'cache' },
-        { kind: 'ClusterVirtualImage', name: 'tools-iso' },
-      ],
-    },
-  };
+  return VirtualMachineTemplate.parse(runnersPool('ci').spec.virtualMachineTemplate);
 }
 
 /** The user guide's `runners` pool (namespace `ci`, 3 replicas, NewestFirst), with overrides. */
@@ -233,14 +207,41 @@ export function disk(p: VirtualMachinePool, name: string, o: DiskOptions = {}): 
   return d;
 }
 
-/** A seeded PRNG (mulberry32) returning floats in [0, 1): the same seed replays the same names. */
-export function seededRand(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+/** A member of `p` on the current revision whose disks exist: `<name>-root` (Delete) and a Retain cache. */
+export function steady(
+  p: VirtualMachinePool,
+  name: string,
+  o: VmOptions & { cache?: string } = {},
+): { vm: VirtualMachine; disks: VirtualDisk[] } {
+  const hash = templateHash(p.spec.virtualMachineTemplate);
+  const cache = o.cache ?? `${p.metadata.name ?? ''}-cache-${name.slice(-5)}b`;
+  const v = vm(p, name, {
+    ...o,
+    labels: { [keys.templateHash]: hash, ...o.labels },
+    annotations: { [keys.patchedTemplateHash]: hash, ...o.annotations },
+    refs: o.refs ?? [
+      { kind: 'VirtualDisk', name: `${name}-root` },
+      { kind: 'VirtualDisk', name: cache },
+      { kind: 'ClusterVirtualImage', name: 'tools-iso' },
+    ],
+  });
+  return {
+    vm: v,
+    disks: [disk(p, `${name}-root`, { template: 'root', owner: v }), disk(p, cache)],
   };
 }
+
+export function observed(
+  p: VirtualMachinePool,
+  members: Array<{ vm: VirtualMachine; disks: VirtualDisk[] }>,
+  extra: VirtualDisk[] = [],
+): Observed {
+  return {
+    pool: p,
+    vms: members.map((m) => m.vm),
+    disks: [...members.flatMap((m) => m.disks), ...extra],
+  };
+}
+
+/** A seeded PRNG: the same seed replays the same names. */
+export { seededRandom } from '../../local/simulator/rng.js';

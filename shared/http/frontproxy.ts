@@ -5,9 +5,9 @@
  * @module
  */
 import type { X509Certificate } from 'node:crypto';
-import type { ClientCertificate } from '../../shared/http/index.js';
-import { signedBy } from '../../shared/http/index.js';
-import type { Kube } from '../../shared/kube/index.js';
+import type { ClientCertificate } from './tls.js';
+import { signedBy } from './tls.js';
+import type { Kube } from '../kube/index.js';
 
 /** The front-proxy settings the API server publishes in kube-system. */
 export interface FrontProxy {

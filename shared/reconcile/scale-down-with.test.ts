@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { Kube } from '../kube/index.js';
-import { scaleDownWith } from './scaledownwith.js';
+import { scaleDownWith } from './scale-down-with.js';
 
 /** A Kube whose every call is recorded and refused as invalid (as the API server does bad names). */
 function recordingKube(calls: string[]): Kube {

@@ -27,7 +27,8 @@ import {
   read,
   type Obj,
 } from './harness.js';
-import { members as readMembers, smallPool } from './members.js';
+import { members as readMembers } from './members.js';
+import { smallPool } from '../../local/guide.js';
 import { runnersVm } from '../../local/guide.js';
 import { startStack, type Stack } from './stack.js';
 

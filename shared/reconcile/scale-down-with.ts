@@ -4,64 +4,19 @@
  * @module
  */
 import type { ScaleDownWithBody, VirtualMachine } from '../api/index.js';
-import { GROUP } from '../api/index.js';
 import {
   EMPTY_TARGETS,
   forbiddenMessage,
   planScaleDownWith,
   refusedByRbac,
 } from '../domain/index.js';
+import type { Status } from '../http/status.js';
+import { poolNotFound, statusFailure, statusSuccess } from '../http/status.js';
 import type { Failure, Kube } from '../kube/index.js';
-
-/** A metav1.Status, the answer of the aggregated API. */
-export interface Status {
-  readonly apiVersion: 'v1';
-  readonly kind: 'Status';
-  readonly metadata: Record<string, never>;
-  readonly status: 'Success' | 'Failure';
-  readonly code: number;
-  readonly reason?: string;
-  readonly message: string;
-  readonly details?: {
-    readonly name: string;
-    readonly group: string;
-    readonly kind: string;
-    readonly causes?: ReadonlyArray<{
-      readonly reason: string;
-      readonly field: string;
-      readonly message: string;
-    }>;
-  };
-}
-
-const REASONS: Readonly<Record<number, string>> = {
-  400: 'BadRequest',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'NotFound',
-  409: 'Conflict',
-  422: 'Invalid',
-  500: 'InternalError',
-  503: 'ServiceUnavailable',
-};
-
-/** A failure Status with the conventional reason for its code. */
-export function failure(code: number, message: string, name = ''): Status {
-  return {
-    apiVersion: 'v1',
-    kind: 'Status',
-    metadata: {},
-    status: 'Failure',
-    code,
-    reason: REASONS[code] ?? 'InternalError',
-    message,
-    ...(name === '' ? {} : { details: { name, group: GROUP, kind: 'virtualmachinepools' } }),
-  };
-}
 
 /** A 500 for a failed call of scale-down-with itself, naming the missing grant when it was RBAC. */
 function ownFailure(f: Failure, name: string): Status {
-  return failure(
+  return statusFailure(
     500,
     f.reason === 'forbidden' && refusedByRbac(f.message)
       ? forbiddenMessage('scale-down-with', f.message)
@@ -91,18 +46,15 @@ export async function scaleDownWith(
 ): Promise<Status> {
   // The body is judged before anything is read, as the reference does: an empty list is a 400 even
   // for a pool that does not exist, and costs no API call.
-  if (body.targets.length === 0) return failure(400, EMPTY_TARGETS, name);
+  if (body.targets.length === 0) return statusFailure(400, EMPTY_TARGETS, name);
   // A name the API server cannot even look up is the caller's mistake (400), not ours (500).
   const malformed = body.targets.find((t) => !OBJECT_NAME.test(t) || t.length > 253);
   if (malformed !== undefined)
-    return failure(400, `target "${malformed}" is not a valid VirtualMachine name`, name);
+    return statusFailure(400, `target "${malformed}" is not a valid VirtualMachine name`, name);
   const seen = new Map<string, VirtualMachine>();
   for (let i = 0; i < attempts; i++) {
     const got = await kube.getPool(namespace, name);
-    if (!got.ok)
-      return got.reason === 'notFound'
-        ? failure(404, `virtualmachinepools.${GROUP} "${name}" not found`, name)
-        : ownFailure(got, name);
+    if (!got.ok) return got.reason === 'notFound' ? poolNotFound(name) : ownFailure(got, name);
     const pool = got.value;
     const vms = new Map<string, VirtualMachine>();
     for (const t of new Set(body.targets)) {
@@ -119,25 +71,17 @@ export async function scaleDownWith(
             ...before,
             metadata: { ...before.metadata, deletionTimestamp: new Date(0).toISOString() },
           });
-      } else if (vm.reason === 'invalid') return failure(400, vm.message, name);
+      } else if (vm.reason === 'invalid') return statusFailure(400, vm.message, name);
       else return ownFailure(vm, name);
     }
     const p = planScaleDownWith(pool, body, vms, request);
-    if (!p.ok) return failure(p.code, p.message, name);
+    if (!p.ok) return statusFailure(p.code, p.message, name);
     const causes = p.outcomes.map((o) => ({
       reason: o.outcome,
       field: o.target,
       message: `${o.target}: ${o.outcome}`,
     }));
-    const done = (message: string): Status => ({
-      apiVersion: 'v1',
-      kind: 'Status',
-      metadata: {},
-      status: 'Success',
-      code: 201,
-      message,
-      details: { name, group: GROUP, kind: 'virtualmachinepools', causes },
-    });
+    const done = (message: string): Status => statusSuccess(message, name, causes);
     const summary = `replicas ${p.replicas.from} -> ${p.replicas.to}`;
     if (p.replay) return done('already carried out: a redelivered request');
     if (p.dryRun) return done(`dry run: nothing changed (would set ${summary})`);
@@ -146,14 +90,13 @@ export async function scaleDownWith(
     const wrote = await kube.updatePool(p.write);
     if (wrote.ok) return done(removes ? summary : 'nothing to remove');
     if (wrote.reason === 'conflict') continue;
-    if (wrote.reason === 'notFound')
-      return failure(404, `virtualmachinepools.${GROUP} "${name}" not found`, name);
+    if (wrote.reason === 'notFound') return poolNotFound(name);
     // scale-down-with writes as its own ServiceAccount: a refused grant is a server error, not the
     // caller's 403.
     if (wrote.reason === 'forbidden' && refusedByRbac(wrote.message))
       return ownFailure(wrote, name);
     // The pool's own admission may refuse the write; its words are the caller's answer.
-    return failure(wrote.code === 0 ? 500 : wrote.code, wrote.message, name);
+    return statusFailure(wrote.code === 0 ? 500 : wrote.code, wrote.message, name);
   }
-  return failure(409, `the pool kept changing; try again`, name);
+  return statusFailure(409, `the pool kept changing; try again`, name);
 }

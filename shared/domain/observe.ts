@@ -1,0 +1,130 @@
+/**
+ * The first step of a plan: what a reconcile read, sorted into members, the intent still pending and
+ * disks by the role they play. Everything later steps need to look up is indexed here, once.
+ * @module
+ */
+import type {
+  Binding,
+  DiskTemplate,
+  RecordedTarget,
+  VirtualDisk,
+  VirtualMachine,
+  VirtualMachinePool,
+} from '../api/index.js';
+import { keys } from '../api/index.js';
+import { diskRefs } from './disks.js';
+import { templateHash } from './hash.js';
+import { isTerminating, membersOf, nameOf } from './membership.js';
+import { recordedTargets } from './targets.js';
+
+/** What a reconcile read: the pool and every VM and disk carrying its pool-uid label. */
+export interface Observed {
+  readonly pool: VirtualMachinePool;
+  readonly vms: readonly VirtualMachine[];
+  readonly disks: readonly VirtualDisk[];
+  /**
+   * Names a create found taken by a VM that is not the pool's (AlreadyExists): no longer pending,
+   * and not chosen again.
+   */
+  readonly foreign?: ReadonlySet<string>;
+}
+
+/** A member named together with the uid it had when recorded, so a same-named newcomer is safe. */
+export type MemberRef = RecordedTarget;
+
+/** A disk labelled for the pool and the template its label names (undefined: a removed template). */
+export interface PoolDisk {
+  readonly disk: VirtualDisk;
+  readonly template?: DiskTemplate;
+}
+
+/** The observation, indexed: the input of every later step. */
+export interface View {
+  readonly pool: VirtualMachinePool;
+  /** Revision of the VM template (computed once per plan). */
+  readonly hash: string;
+  readonly templates: readonly DiskTemplate[];
+  /** Members (Terminating included) and the live ones among them, by name. */
+  readonly members: readonly VirtualMachine[];
+  readonly live: ReadonlyMap<string, VirtualMachine>;
+  readonly disks: readonly VirtualDisk[];
+  readonly diskByName: ReadonlyMap<string, VirtualDisk>;
+  /** The pool's own disks (by label), not Terminating, with the template their label names. */
+  readonly poolDisks: readonly PoolDisk[];
+  readonly poolDisk: ReadonlyMap<string, PoolDisk>;
+  /** Disks a live member references. */
+  readonly liveRefs: ReadonlySet<string>;
+  /** Disks only a Terminating member still references (free soon). */
+  readonly heldByLeaving: ReadonlySet<string>;
+  /** Recorded creates not yet observed, minus those a VM outside the pool turned out to hold. */
+  readonly pendingCreates: readonly string[];
+  /** Recorded victims still live under the recorded uid. */
+  readonly pendingDeletes: readonly MemberRef[];
+  /** Recorded bindings, as stored. */
+  readonly recordedBindings: readonly Binding[];
+  /** scaledownwith targets recorded on the pool, and those still live. */
+  readonly targets: readonly RecordedTarget[];
+  readonly liveTargets: readonly RecordedTarget[];
+  /** Every VM name seen, pending creates and foreign-held names: never chosen for a new VM. */
+  readonly taken: ReadonlySet<string>;
+  readonly warnings: readonly string[];
+}
+
+/** Indexes an observation (pure; linear in the objects read). */
+export function observe(obs: Observed): View {
+  const { pool } = obs;
+  const targets = recordedTargets(pool);
+  const members = membersOf(pool, obs.vms);
+  const live = new Map<string, VirtualMachine>();
+  const liveRefs = new Set<string>();
+  const heldByTerminating = new Set<string>();
+  for (const m of members) {
+    if (isTerminating(m)) for (const d of diskRefs(m)) heldByTerminating.add(d);
+    else {
+      live.set(nameOf(m), m);
+      for (const d of diskRefs(m)) liveRefs.add(d);
+    }
+  }
+  const isLive = (r: MemberRef): boolean => live.get(r.name)?.metadata.uid === r.uid;
+
+  const intent = pool.status?.intent ?? {};
+  const vmNames = new Set(obs.vms.map(nameOf));
+  const foreign = obs.foreign ?? new Set<string>();
+  const pendingCreates: string[] = [];
+  const warnings: string[] = [];
+  for (const n of intent.creates ?? []) {
+    if (vmNames.has(n)) continue;
+    if (!foreign.has(n)) pendingCreates.push(n);
+    else warnings.push(`VirtualMachine ${n} exists and is not the pool's: creating another name`);
+  }
+
+  const templates = pool.spec.virtualDiskTemplates;
+  const templateByName = new Map(templates.map((t) => [t.name, t]));
+  const poolDisks = obs.disks
+    .filter((d) => !isTerminating(d) && d.metadata.labels?.[keys.poolUid] === pool.metadata.uid)
+    .map((disk): PoolDisk => {
+      const template = templateByName.get(disk.metadata.labels?.[keys.diskTemplate] ?? '');
+      return template === undefined ? { disk } : { disk, template };
+    });
+
+  return {
+    pool,
+    hash: templateHash(pool.spec.virtualMachineTemplate),
+    templates,
+    members,
+    live,
+    disks: obs.disks,
+    diskByName: new Map(obs.disks.map((d) => [nameOf(d), d])),
+    poolDisks,
+    poolDisk: new Map(poolDisks.map((p) => [nameOf(p.disk), p])),
+    liveRefs,
+    heldByLeaving: heldByTerminating,
+    pendingCreates,
+    pendingDeletes: (intent.deletes ?? []).filter(isLive),
+    recordedBindings: intent.bindings ?? [],
+    targets,
+    liveTargets: targets.filter(isLive),
+    taken: new Set([...vmNames, ...pendingCreates, ...foreign]),
+    warnings,
+  };
+}

@@ -1,0 +1,69 @@
+/**
+ * Disks the pool no longer wants: those of a removed template are detached from live members and
+ * deleted once nothing references them; free pool-owned disks of a template now under Delete go.
+ * @module
+ */
+import type { BlockDeviceRef } from '../api/index.js';
+import type { DeleteDisk } from './actions.js';
+import { policyOf, poolOwned } from './disks.js';
+import { nameOf } from './membership.js';
+import type { View } from './observe.js';
+
+/** The pruning decisions: deletes, members' refs with removed-template disks detached, warnings. */
+export interface Pruned {
+  readonly deletes: DeleteDisk[];
+  readonly refs: Map<string, BlockDeviceRef[]>;
+  readonly warnings: string[];
+}
+
+/** Prunes given the refs planned so far and the disks bound in this plan (pure). */
+export function pruneDisks(
+  view: View,
+  planned: ReadonlyMap<string, BlockDeviceRef[]>,
+  claimed: ReadonlySet<string>,
+): Pruned {
+  const refs = new Map(planned);
+  const deletes: DeleteDisk[] = [];
+  const warnings: string[] = [];
+  for (const { disk: d, template: t } of view.poolDisks) {
+    const name = nameOf(d);
+    let remove: DeleteDisk['why'] | undefined;
+    if (t === undefined) {
+      let referenced = false;
+      for (const m of view.live.values()) {
+        const mine = refs.get(nameOf(m)) ?? m.spec.blockDeviceRefs ?? [];
+        const i = mine.findIndex((r) => r.kind === 'VirtualDisk' && r.name === name);
+        if (i < 0) continue;
+        referenced = true;
+        // The boot disk is never pulled from under a running replica.
+        if (i === 0)
+          warnings.push(
+            `VirtualDisk "${name}" of a removed template is the boot disk of "${nameOf(m)}" and stays until that replica is recreated`,
+          );
+        else
+          refs.set(
+            nameOf(m),
+            mine.filter((_, j) => j !== i),
+          );
+      }
+      if (!referenced) remove = 'removedTemplate';
+    } else if (
+      policyOf(t) === 'Delete' &&
+      poolOwned(view.pool, d) &&
+      !view.liveRefs.has(name) &&
+      !view.heldByLeaving.has(name) &&
+      !claimed.has(name)
+    ) {
+      remove = 'deletePolicy';
+    }
+    if (remove !== undefined)
+      deletes.push({
+        kind: 'deleteDisk',
+        name,
+        uid: d.metadata.uid ?? '',
+        resourceVersion: d.metadata.resourceVersion ?? '',
+        why: remove,
+      });
+  }
+  return { deletes, refs, warnings };
+}

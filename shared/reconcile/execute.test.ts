@@ -1,0 +1,223 @@
+import { describe, expect, it } from 'vitest';
+import type { PoolEvent } from '../kube/index.js';
+import type { Action } from '../domain/index.js';
+import { newDisk, newMember } from '../domain/index.js';
+import { execute } from './execute.js';
+import { disk, pool, runnersDiskTemplates, vm } from '../../test/unit/builders.js';
+import type { Script } from '../../test/unit/fake-kube.js';
+import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
+import { testLog } from '../../test/logs.js';
+
+const p = pool();
+const log = testLog('execute');
+const [root, cache] = runnersDiskTemplates() as [
+  ReturnType<typeof runnersDiskTemplates>[number],
+  ReturnType<typeof runnersDiskTemplates>[number],
+];
+
+const createVm = (name: string): Action => ({ kind: 'createVm', vm: newMember(p, name, 'h', []) });
+const vmDisk = (vmName: string): Action => ({
+  kind: 'createDisk',
+  disk: newDisk(p, root, `${vmName}-root`, { kind: 'VirtualMachine', name: vmName }),
+  ownerVm: vmName,
+});
+const retainDisk = (name: string): Action => ({
+  kind: 'createDisk',
+  disk: newDisk(p, cache, name, { kind: 'VirtualMachinePool', name: 'runners', uid: 'pool-uid-1' }),
+});
+const deleteVm = (name: string): Action => ({
+  kind: 'deleteVm',
+  name,
+  uid: `uid-${name}`,
+  why: 'scaleDown',
+});
+const deleteDisk = (name: string): Action => ({
+  kind: 'deleteDisk',
+  name,
+  uid: `uid-${name}`,
+  resourceVersion: '3',
+  why: 'gc',
+});
+
+function events(f: ReturnType<typeof fakeKube>): string[] {
+  return f.of('recordEvent').map((c) => (c.args[1] as PoolEvent).reason);
+}
+
+async function run(actions: Action[], script: Script = {}) {
+  const f = fakeKube(script, p);
+  const out = await execute(f.kube, p, actions, log);
+  return { f, out };
+}
+
+describe('execute: every outcome of the funnel', () => {
+  it('counts successes, records Events for creates and deletes, and asks for nothing more', async () => {
+    const { f, out } = await run([createVm('runners-aaaaa'), deleteVm('runners-bbbbb')]);
+    expect(out).toEqual({ done: 2, retry: false, failed: [], foreign: [] });
+    expect(events(f)).toEqual(['SuccessfulCreate', 'SuccessfulDelete']);
+  });
+
+  it('creates a new VM’s own disk right after it, owned by the uid the create returned', async () => {
+    const { f, out } = await run([createVm('runners-aaaaa'), vmDisk('runners-aaaaa')]);
+    expect(out.done).toBe(2);
+    const created = f.of('createDisk')[0]?.args[1] as ReturnType<typeof newDisk>;
+    expect(created.metadata.ownerReferences?.[0]?.uid).toBe('uid-runners-aaaaa');
+    expect(f.calls.map((c) => c.method).filter((m) => m !== 'recordEvent')).toEqual([
+      'createVm',
+      'createDisk',
+    ]);
+  });
+
+  it('leaves the disk of a VM another reconcile created to the next pass (its uid is unknown)', async () => {
+    const { f, out } = await run([vmDisk('runners-zzzzz')]);
+    expect(out).toMatchObject({ done: 1, retry: false });
+    expect(f.of('createDisk')).toEqual([]);
+  });
+
+  it.each(['alreadyExists'] as const)('a disk create answered %s is done', async (reason) => {
+    const { out } = await run([retainDisk('runners-cache-aaaaaa')], {
+      createDisk: () => fail(reason),
+    });
+    expect(out).toMatchObject({ done: 1, retry: false, failed: [] });
+  });
+
+  it('a VM create that meets our own member under the name is done, with no second Event', async () => {
+    const { f, out } = await run([createVm('runners-aaaaa')], {
+      createVm: () => fail('alreadyExists'),
+      getVm: () => ok(vm(p, 'runners-aaaaa')),
+    });
+    expect(out).toEqual({ done: 1, retry: false, failed: [], foreign: [] });
+    expect(events(f)).toEqual([]);
+  });
+
+  it('a VM create that meets a foreign VM under the name reports the name and re-plans', async () => {
+    const stranger = vm(p, 'runners-aaaaa');
+    stranger.metadata.ownerReferences = [];
+    const { out } = await run([createVm('runners-aaaaa')], {
+      createVm: () => fail('alreadyExists'),
+      getVm: () => ok(stranger),
+    });
+    expect(out).toMatchObject({ done: 0, retry: true, foreign: ['runners-aaaaa'] });
+  });
+
+  it('a VM create the API refuses fails with a FailedCreate Event and stops the slow start', async () => {
+    const names = ['runners-aaaaa', 'runners-bbbbb', 'runners-ccccc', 'runners-ddddd'];
+    const { f, out } = await run(names.map(createVm), {
+      createVm: () => fail('invalid', 'spec.cpu.cores: must be at least 1'),
+    });
+    expect(f.of('createVm')).toHaveLength(1);
+    expect(out.failed.map((x) => x.reason)).toEqual(['invalid']);
+    expect(out.retry).toBe(true);
+    expect(events(f)).toEqual(['FailedCreate']);
+  });
+
+  it.each(['conflict', 'transient', 'notFound'] as const)(
+    'an update answered %s re-plans',
+    async (reason) => {
+      const { out } = await run(
+        [{ kind: 'updateVm', vm: vm(p, 'runners-aaaaa'), why: ['rollout'] }],
+        {
+          updateVm: () => fail(reason),
+        },
+      );
+      expect(out).toMatchObject({ done: 0, retry: true, failed: [] });
+    },
+  );
+
+  it.each(['invalid', 'forbidden'] as const)(
+    'an update answered %s is a failure',
+    async (reason) => {
+      const { out } = await run(
+        [{ kind: 'updateDisk', disk: disk(p, 'runners-cache-aaaaaa'), why: ['grow'] }],
+        { updateDisk: () => fail(reason) },
+      );
+      expect(out.failed.map((x) => x.reason)).toEqual([reason]);
+      expect(out.retry).toBe(false);
+    },
+  );
+
+  it.each(['notFound', 'conflict'] as const)(
+    'a VM delete answered %s is done (gone, or another VM under the name) with no Event',
+    async (reason) => {
+      const { f, out } = await run([deleteVm('runners-aaaaa')], { deleteVm: () => fail(reason) });
+      expect(out).toMatchObject({ done: 1, retry: false });
+      expect(events(f)).toEqual([]);
+    },
+  );
+
+  it('a VM delete that is forbidden fails with a FailedDelete Event', async () => {
+    const { f, out } = await run([deleteVm('runners-aaaaa')], {
+      deleteVm: () => fail('forbidden'),
+    });
+    expect(out.failed).toHaveLength(1);
+    expect(events(f)).toEqual(['FailedDelete']);
+  });
+
+  it('a disk delete carries uid and resourceVersion; a changed disk (conflict) is left alone', async () => {
+    const { f, out } = await run([deleteDisk('runners-cache-aaaaaa')], {
+      deleteDisk: () => fail('conflict'),
+    });
+    expect(f.of('deleteDisk')[0]?.args[2]).toEqual({
+      uid: 'uid-runners-cache-aaaaaa',
+      resourceVersion: '3',
+    });
+    expect(out).toMatchObject({ done: 1, retry: false });
+    expect(events(f)).toEqual([]);
+  });
+
+  it('a lost claim stops the pass before the VM that would use the disk', async () => {
+    const claim: Action = {
+      kind: 'claimDisk',
+      disk: disk(p, 'runners-cache-aaaaaa'),
+      forVm: 'runners-aaaaa',
+    };
+    const { f, out } = await run([claim, createVm('runners-aaaaa')], {
+      updateDisk: () => fail('conflict'),
+    });
+    expect(f.of('createVm')).toEqual([]);
+    expect(out).toMatchObject({ done: 0, retry: true });
+  });
+
+  it('drops carried-out targets on a fresh read of the pool, and only from the same pool', async () => {
+    const dropped: Action = { kind: 'dropTargets', names: ['runners-aaaaa'] };
+    const same = await run([dropped]);
+    expect(same.f.of('updatePool')).toHaveLength(1);
+    const replaced = await run([dropped], {
+      getPool: () => ok({ ...p, metadata: { ...p.metadata, uid: 'another' } }),
+    });
+    expect(replaced.f.of('updatePool')).toEqual([]);
+    expect(replaced.out.done).toBe(1);
+    const gone = await run([dropped], { getPool: () => fail('notFound') });
+    expect(gone.out.done).toBe(1);
+  });
+
+  it('an Event the API server refuses changes nothing about the outcome', async () => {
+    const { out } = await run([createVm('runners-aaaaa')], {
+      recordEvent: () => fail('forbidden'),
+    });
+    expect(out).toEqual({ done: 1, retry: false, failed: [], foreign: [] });
+  });
+
+  it('Events a user looks for: a disk create refused, a disk grown, a disk collected', async () => {
+    const refused = await run([retainDisk('runners-cache-aaaaaa')], {
+      createDisk: () => fail('forbidden', 'quota exceeded'),
+    });
+    const [warning] = refused.f.of('recordEvent').map((c) => c.args[1] as PoolEvent);
+    expect(warning).toMatchObject({ type: 'Warning', reason: 'FailedCreate' });
+    expect(warning?.note).toBe(
+      'Failed to create VirtualDisk "runners-cache-aaaaaa": quota exceeded',
+    );
+    const big = disk(p, 'runners-cache-bbbbbb', { size: '50Gi' });
+    const grown = await run([
+      { kind: 'updateDisk', disk: big, why: ['grow'] },
+      { kind: 'claimDisk', disk: big, forVm: 'runners-aaaaa', grownTo: '50Gi' },
+      { kind: 'claimDisk', disk: big, forVm: 'runners-bbbbb' },
+      deleteDisk('runners-cache-cccccc'),
+    ]);
+    const notes = grown.f.of('recordEvent').map((c) => c.args[1] as PoolEvent);
+    expect(notes.map((e) => e.reason)).toEqual(['DiskSizeGrown', 'DiskSizeGrown', 'DiskCollected']);
+    expect(notes[0]?.note).toBe(
+      'Grew VirtualDisk "runners-cache-bbbbbb" to 50Gi, the size of its template.',
+    );
+    expect(notes[2]?.note).toContain('free for longer than its template ttl');
+  });
+});
