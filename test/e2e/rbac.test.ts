@@ -19,7 +19,7 @@ import { startApiserverFacing, scaleDownWithPath } from './apiserver-facing.js';
 import type { ApiserverFacing } from './apiserver-facing.js';
 import { cluster, dropNamespace, eventually, newNamespace, read, type Obj } from './harness.js';
 import type { FunctionName, Rendered } from './rbac.js';
-import { SYSTEM_NAMESPACE, renderBase, serviceAccountKubeConfig } from './rbac.js';
+import { FUNCTIONS_NAMESPACE, e2eName, renderBase, serviceAccountKubeConfig } from './rbac.js';
 
 let ns = '';
 let rendered: Rendered[] = [];
@@ -79,22 +79,26 @@ async function withoutGrant(fn: FunctionName, resource: string, verb: string): P
         ...b,
         metadata: { ...b.metadata, name: `vmpool-e2e:${sa}:${b.metadata.name}` },
         roleRef: ref.name === `vmpool:${fn}` ? { ...ref, name: deniedRole } : ref,
-        subjects: [{ kind: 'ServiceAccount', name: sa, namespace: SYSTEM_NAMESPACE }],
+        subjects: [{ kind: 'ServiceAccount', name: sa, namespace: FUNCTIONS_NAMESPACE }],
       };
     });
   const restored = {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRoleBinding',
     metadata: { name: `vmpool-e2e:${sa}:restored` },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `vmpool:${fn}` },
-    subjects: [{ kind: 'ServiceAccount', name: sa, namespace: SYSTEM_NAMESPACE }],
+    roleRef: {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: e2eName(`vmpool:${fn}`),
+    },
+    subjects: [{ kind: 'ServiceAccount', name: sa, namespace: FUNCTIONS_NAMESPACE }],
   };
   const c = cluster();
   await c.applyManifest([
     {
       apiVersion: 'v1',
       kind: 'ServiceAccount',
-      metadata: { name: sa, namespace: SYSTEM_NAMESPACE },
+      metadata: { name: sa, namespace: FUNCTIONS_NAMESPACE },
     },
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -104,7 +108,7 @@ async function withoutGrant(fn: FunctionName, resource: string, verb: string): P
     },
     ...bindings,
   ]);
-  made.push(['-n', SYSTEM_NAMESPACE, 'serviceaccount', sa], ['clusterrole', deniedRole]);
+  made.push(['-n', FUNCTIONS_NAMESPACE, 'serviceaccount', sa], ['clusterrole', deniedRole]);
   for (const b of bindings)
     made.push(
       b.kind === 'RoleBinding'

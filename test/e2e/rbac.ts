@@ -15,6 +15,17 @@ import { kubeConfigFor } from '../../shared/kube/index.js';
 /** Namespace of the functions' ServiceAccounts in knative/base. */
 export const SYSTEM_NAMESPACE = 'vmpool-system';
 
+/**
+ * Where the e2e plane keeps them instead: other tests create and delete `vmpool-system` (the Knative
+ * install is dry-run there), which would take the functions' identities with it.
+ */
+export const FUNCTIONS_NAMESPACE = 'vmpool-e2e-functions';
+
+/** The name an installed copy of a cluster-scoped RBAC object of knative/base gets. */
+export function e2eName(name: string): string {
+  return `e2e:${name}`;
+}
+
 /** The four functions, by ServiceAccount name. */
 export type FunctionName = 'reconcile-pool' | 'disk-gc-tick' | 'scale-validate' | 'scale-down-with';
 
@@ -65,9 +76,39 @@ export function rbacOf(objects: readonly Rendered[]): Rendered[] {
   );
 }
 
-/** Applies the rendered RBAC of knative/base to a plane (server-side, idempotent). */
+interface Subject {
+  kind: string;
+  name: string;
+  namespace?: string;
+}
+
+/**
+ * The same identities and grants, moved out of the way of other tests: ServiceAccounts (and the
+ * namespace) in {@link FUNCTIONS_NAMESPACE}, cluster roles and bindings renamed with {@link e2eName}.
+ * The rules are knative/base's, untouched.
+ */
+export function relocated(objects: readonly Rendered[]): Rendered[] {
+  const ns = (n: string | undefined) => (n === SYSTEM_NAMESPACE ? FUNCTIONS_NAMESPACE : n);
+  return objects.map((o) => {
+    if (o.kind === 'Namespace')
+      return { ...o, metadata: { ...o.metadata, name: FUNCTIONS_NAMESPACE } };
+    if (o.kind === 'ServiceAccount')
+      return { ...o, metadata: { ...o.metadata, namespace: FUNCTIONS_NAMESPACE } };
+    const renamed = { ...o, metadata: { ...o.metadata, name: e2eName(o.metadata.name) } };
+    if (o.kind === 'Role') return o;
+    if (o.kind === 'ClusterRole') return renamed;
+    const ref = o.roleRef as { kind: string; name: string; apiGroup: string };
+    return {
+      ...renamed,
+      roleRef: ref.kind === 'ClusterRole' ? { ...ref, name: e2eName(ref.name) } : ref,
+      subjects: (o.subjects as Subject[]).map((x) => ({ ...x, namespace: ns(x.namespace) })),
+    };
+  });
+}
+
+/** Applies the rendered RBAC of knative/base to a plane, {@link relocated} (server-side, idempotent). */
 export async function installFunctionRbac(p: PlaneAccess): Promise<void> {
-  const objects = rbacOf(await renderBase(p.binDir));
+  const objects = relocated(rbacOf(await renderBase(p.binDir)));
   const namespaces = objects.filter((o) => o.kind === 'Namespace');
   // The namespace first: the ServiceAccounts in it are refused until it exists.
   await kubectl(p, ['apply', '--server-side', '-f', '-'], toYaml(namespaces));
@@ -82,7 +123,7 @@ export async function installFunctionRbac(p: PlaneAccess): Promise<void> {
 export async function serviceAccountKubeConfig(
   p: PlaneAccess,
   sa: string,
-  namespace = SYSTEM_NAMESPACE,
+  namespace = FUNCTIONS_NAMESPACE,
 ): Promise<KubeConfig> {
   const token = (
     await kubectl(p, ['create', 'token', sa, '-n', namespace, '--duration=4h'])
