@@ -18,8 +18,8 @@ import { collectDisks } from '../../shared/reconcile/index.js';
 
 /** The disk-gc-tick HTTP app: `POST /` takes one PingSource CloudEvent. */
 export function buildGcApp(input: AppDeps): Hono<NodeEnv> {
-  const { kube, log, metrics, now } = resolveDeps(input);
-  const app = buildFunctionApp({ name: 'disk-gc-tick', log, metrics });
+  const { kube, log, metrics, now, health } = resolveDeps(input);
+  const app = buildFunctionApp({ name: 'disk-gc-tick', log, metrics, health });
   app.post(
     '/',
     cloudEventHandler(log, async function tick(event, { log }) {

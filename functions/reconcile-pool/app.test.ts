@@ -1,5 +1,5 @@
 import nock from 'nock';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../../shared/api/index.js';
 import { keys } from '../../shared/api/index.js';
 import { createFunctionMetrics } from '../../shared/http/index.js';
@@ -19,6 +19,7 @@ import {
   testKube,
 } from '../../test/functions/fixtures.js';
 import { NOW, disk, pool, seededRandom, vm } from '../../test/unit/builders.js';
+import { plan } from '../../shared/domain/index.js';
 import { buildReconcileApp } from './app.js';
 import { testLog } from '../../test/logs.js';
 
@@ -685,6 +686,29 @@ describe('reconcile-pool: what it answers', () => {
       const res = await build().app.request('/', binaryEvent(`${RES}update`, { kind: 'X' }));
       expect(res.status).toBe(400);
     });
+
+    it.each([
+      [
+        'a pool in namespace ".."',
+        `${RES}update`,
+        { ...pool(), metadata: { ...pool().metadata, namespace: '..' } },
+      ],
+      [
+        'a pool named "a/b"',
+        `${RES}update`,
+        { ...pool(), metadata: { ...pool().metadata, name: 'a/b' } },
+      ],
+      [
+        'a Reference to a VM in "../x"',
+        `${REF}update`,
+        { apiVersion: VM_API, kind: 'VirtualMachine', name: 'v', namespace: '../x' },
+      ],
+      ['a tick for namespace "A_B"', PING, { namespace: 'A_B' }],
+    ])('%s: names no object can have → 400 before any API call', async (_what, type, data) => {
+      const res = await build().app.request('/', binaryEvent(type, data));
+      expect(res.status).toBe(400);
+      expect(unmatched.seen).toEqual([]);
+    });
   });
 
   it('a body over 1 MiB → 413', async () => {
@@ -712,5 +736,64 @@ describe('reconcile-pool: what it answers', () => {
     const text = await res.text();
     expect(text).toContain('vmpool_reconciles_total');
     expect(text).toMatch(/vmpool_reconciles_total\{[^}]*outcome="gone"[^}]*\} 1/);
+  });
+});
+
+describe('reconcile-pool: drain deadlines', () => {
+  it('a pool waiting on a drain is reconciled again at its deadline (zero writes meanwhile)', async () => {
+    const base = pool({ replicas: 3 });
+    base.spec.scaleDown = { drainTimeout: '10m' };
+    const c = converged(base, ['runners-aaaaa', 'runners-bbbbb', 'runners-ccccc']);
+    // Scaled to 2 and runners-ccccc asked to drain a minute ago: the stored status says so.
+    const asked = new Date(NOW.getTime() - 60_000).toISOString().replace('.000', '');
+    const vms = c.vms.map((v) =>
+      v.metadata.name === 'runners-ccccc'
+        ? {
+            ...v,
+            metadata: {
+              ...v.metadata,
+              annotations: { ...v.metadata.annotations, [keys.drainRequested]: asked },
+            },
+          }
+        : v,
+    );
+    const scaled = { ...c.pool, spec: { ...c.pool.spec, replicas: 2 } };
+    const waiting = {
+      ...scaled,
+      status: plan({ pool: scaled, vms, disks: c.disks }, NOW, () => 0).status,
+    };
+    expect(waiting.status.intent?.deletes?.map((d) => d.name)).toEqual(['runners-ccccc']);
+    const reads = () =>
+      nock(API)
+        .get(poolPath('ci', 'runners'))
+        .reply(200, waiting)
+        .get(`${BASE}/namespaces/ci/virtualmachines`)
+        .query(true)
+        .reply(200, list(vms))
+        .get(`${BASE}/namespaces/ci/virtualdisks`)
+        .query(true)
+        .reply(200, list(c.disks));
+    const due: Array<{ key: string; when: Date; run: () => void }> = [];
+    const app = buildReconcileApp({
+      kube: testKube(),
+      log: testLog('test'),
+      now: () => NOW,
+      rand: () => 0,
+      rechecks: { at: (key, when, run) => due.push({ key, when, run }), pending: () => [] },
+    });
+    const first = reads();
+    expect((await app.request('/', binaryEvent(`${RES}update`, waiting))).status).toBe(202);
+    first.done();
+    expect(due.map((d) => [d.key, d.when])).toEqual([
+      ['ci/runners', new Date(NOW.getTime() + 9 * 60_000)],
+    ]);
+    // The timer's reconcile reads the pool again (here still waiting: it schedules itself again).
+    const second = reads();
+    due[0]!.run();
+    await vi.waitFor(() => {
+      expect(due).toHaveLength(2);
+    });
+    second.done();
+    expect(unmatched.seen).toEqual([]);
   });
 });

@@ -15,18 +15,48 @@ import {
   resolveDeps,
   retryLater,
 } from '../../shared/http/index.js';
-import { coalesce, reconcilePool, reconcileScope, scopeOf } from '../../shared/reconcile/index.js';
+import type { Rechecks, ScopedOutcome } from '../../shared/reconcile/index.js';
+import {
+  coalesce,
+  createRechecks,
+  invalidScope,
+  reconcilePool,
+  reconcileScope,
+  scopeOf,
+} from '../../shared/reconcile/index.js';
+
+/** Dependencies; the drain-deadline timers are injectable for tests. */
+export interface ReconcileAppDeps extends AppDeps {
+  readonly rechecks?: Rechecks;
+}
 
 /** The reconcile-pool HTTP app: `POST /` takes one CloudEvent. */
-export function buildReconcileApp(input: AppDeps): Hono<NodeEnv> {
+export function buildReconcileApp(input: ReconcileAppDeps): Hono<NodeEnv> {
   const deps = resolveDeps(input);
+  const rechecks = input.rechecks ?? createRechecks(deps.now);
   const { kube, metrics } = deps;
-  const app = buildFunctionApp({ name: 'reconcile-pool', log: deps.log, metrics });
+  const app = buildFunctionApp({
+    name: 'reconcile-pool',
+    log: deps.log,
+    metrics,
+    health: deps.health,
+  });
   // One event per created object would otherwise start a herd of identical reconciles of one pool.
   const reconcileOne = coalesce(
     (_deps: unknown, namespace: string, name: string) => `${namespace}/${name}`,
     reconcilePool,
   );
+  // A pool waiting on a drain is looked at again at its deadline (the resync tick is the fallback).
+  const recheck = (results: readonly ScopedOutcome[]): void => {
+    for (const { pool, outcome } of results) {
+      if (outcome.kind !== 'converged' || outcome.recheckAt === undefined) continue;
+      const [namespace = '', name = ''] = pool.split('/');
+      rechecks.at(pool, outcome.recheckAt, () => {
+        const scope = { kind: 'pool', namespace, name } as const;
+        void reconcileScope(deps, scope, reconcileOne).then(recheck, () => undefined);
+      });
+    }
+  };
   app.post(
     '/',
     cloudEventHandler(deps.log, async function reconcile(event, { log }) {
@@ -34,7 +64,10 @@ export function buildReconcileApp(input: AppDeps): Hono<NodeEnv> {
       if (!parsed.ok)
         return badRequest(`not an ApiServerSource or PingSource event: ${parsed.message}`);
       const scope = await scopeOf(parsed.data, kube);
+      const bad = invalidScope(scope);
+      if (bad !== undefined) return badRequest(bad);
       const results = await reconcileScope({ ...deps, log }, scope, reconcileOne);
+      recheck(results);
       for (const r of results) {
         metrics.reconciles.inc({ function: 'reconcile-pool', outcome: r.outcome.kind });
         if (r.outcome.kind === 'failed')

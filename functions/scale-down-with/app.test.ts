@@ -1,30 +1,36 @@
 import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import nock from 'nock';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { VirtualMachinePool } from '../../shared/api/index.js';
-import { keys } from '../../shared/api/index.js';
-import { requestKey } from '../../shared/domain/index.js';
+import { MAX_TARGETS, keys } from '../../shared/api/index.js';
+import { serveApp } from '../../shared/http/index.js';
+import { requestText } from '../../local/controlplane/http.js';
+import type { Answer } from '../../local/controlplane/http.js';
+import { TARGET_READS } from '../../shared/reconcile/index.js';
 import type { ClientCertificate } from '../../shared/http/index.js';
 import type { Status } from '../../shared/http/index.js';
 import { mintCerts } from '../../test/functions/certs.js';
 import type { TestCerts } from '../../test/functions/certs.js';
+import type { ReviewOfRights } from '../../test/functions/fixtures.js';
 import {
   API,
   BASE,
-  binaryEvent,
   guardNock,
+  reviewOfRights,
   statusBody,
   testKube,
 } from '../../test/functions/fixtures.js';
 import { pool, vm } from '../../test/unit/builders.js';
-import { SCALE_DOWN_WITH_EVENT } from '../../shared/api/index.js';
 import { buildScaleDownApp } from './app.js';
+import type { ScaleDownAppDeps } from './app.js';
 import { testLog } from '../../test/logs.js';
 
 const SUB = 'subresources.virtualization.deckhouse.io';
 const SUB_BASE = `/apis/${SUB}/v1alpha2`;
 const CM = '/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication';
-const SAR = '/apis/authorization.k8s.io/v1/subjectaccessreviews';
 const poolPath = (ns: string, name: string): string =>
   `${BASE}/namespaces/${ns}/virtualmachinepools/${name}`;
 const vmPath = (ns: string, name: string): string =>
@@ -39,66 +45,48 @@ beforeAll(() => {
   certs = mintCerts();
 });
 
-type CertChoice = 'proxy' | 'intruder' | 'rogue' | 'none';
+type CertChoice = 'proxy' | 'intruder' | 'rogue' | 'serverUsage' | 'none';
 
 function certOf(choice: CertChoice): ClientCertificate | undefined {
   const pem = {
     proxy: certs.proxyPem,
     intruder: certs.intruderPem,
     rogue: certs.roguePem,
+    serverUsage: certs.serverUsagePem,
     none: '',
   }[choice];
   return pem === '' ? undefined : { authorized: false, chain: [new X509Certificate(pem)] };
 }
 
-function build(cert: CertChoice = 'proxy') {
+function build(cert: CertChoice = 'proxy', more: Partial<ScaleDownAppDeps> = {}) {
   return buildScaleDownApp({
     kube: testKube(),
     log: testLog('test'),
     clientCert: () => certOf(cert),
-    acceptEvents: true,
+    ...more,
   });
+}
+
+/** The ConfigMap's document (the API server publishes the uid header since 1.32). */
+function frontProxyDocument(uidHeaders = '["X-Remote-Uid"]') {
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'extension-apiserver-authentication', namespace: 'kube-system' },
+    data: {
+      'requestheader-client-ca-file': certs.caPem,
+      'requestheader-allowed-names': '["front-proxy-client"]',
+      'requestheader-username-headers': '["X-Remote-User"]',
+      'requestheader-uid-headers': uidHeaders,
+      'requestheader-group-headers': '["X-Remote-Group"]',
+      'requestheader-extra-headers-prefix': '["X-Remote-Extra-"]',
+    },
+  };
 }
 
 /** kube-system's extension-apiserver-authentication ConfigMap with the minted CA. */
 function frontProxyConfigMap(): nock.Scope {
-  return nock(API)
-    .get(CM)
-    .reply(200, {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      metadata: { name: 'extension-apiserver-authentication', namespace: 'kube-system' },
-      data: {
-        'requestheader-client-ca-file': certs.caPem,
-        'requestheader-allowed-names': '["front-proxy-client"]',
-        'requestheader-username-headers': '["X-Remote-User"]',
-        'requestheader-group-headers': '["X-Remote-Group"]',
-        'requestheader-extra-headers-prefix': '["X-Remote-Extra-"]',
-      },
-    });
-}
-
-interface SarBody {
-  spec: {
-    user: string;
-    groups: string[];
-    extra?: Record<string, string[]>;
-    resourceAttributes: Record<string, string>;
-  };
-}
-
-/** The SubjectAccessReview answer; the request body lands in `seen`. */
-function sar(allowed: boolean, seen: SarBody[] = []): nock.Scope {
-  return nock(API)
-    .post(SAR, (body: SarBody) => {
-      seen.push(body);
-      return true;
-    })
-    .query(true)
-    .reply(201, (_uri, body) => ({
-      ...(body as object),
-      status: allowed ? { allowed: true } : { allowed: false, reason: 'no RBAC policy matched' },
-    }));
+  return nock(API).get(CM).reply(200, frontProxyDocument());
 }
 
 /** A request the front proxy forwards for alice. */
@@ -108,7 +96,7 @@ function forwarded(body: unknown, headers: Record<string, string> = {}): Request
     headers: {
       'content-type': 'application/json',
       'X-Remote-User': 'alice',
-      'X-Remote-Group': 'system:authenticated,team',
+      'X-Remote-Group': 'system:authenticated',
       'X-Remote-Extra-Scopes': 'read',
       ...headers,
     },
@@ -151,7 +139,7 @@ describe('scale-down-with: discovery', () => {
     });
   });
 
-  it('GET /apis/<group>/v1alpha2 lists only the scaledownwith subresource (the meta-resource would shadow the CRD in kubectl)', async () => {
+  it('GET /apis/<group>/v1alpha2 lists only the scaledownwith and victims subresources (the meta-resource would shadow the CRD in kubectl)', async () => {
     const res = await build().request(SUB_BASE);
     const doc = (await res.json()) as {
       kind: string;
@@ -162,13 +150,13 @@ describe('scale-down-with: discovery', () => {
     expect(doc.groupVersion).toBe(`${SUB}/v1alpha2`);
     expect(doc.resources.map((r) => [r.name, r.kind, r.namespaced, r.verbs])).toEqual([
       ['virtualmachinepools/scaledownwith', 'VirtualMachinePoolScaleDownWith', true, ['create']],
+      ['virtualmachinepools/victims', 'VirtualMachinePoolVictims', true, ['get']],
     ]);
   });
 });
 
 describe('scale-down-with: authentication and authorization', () => {
-  it('no client certificate → 401 Status', async () => {
-    const cm = frontProxyConfigMap();
+  it('no client certificate → 401 Status, and nothing is read (not even the front-proxy CA)', async () => {
     const res = await build('none').request(
       scaleDownPath('ci', 'runners'),
       forwarded({ targets: ['runners-aaaaa'] }),
@@ -181,12 +169,10 @@ describe('scale-down-with: authentication and authorization', () => {
       code: 401,
       reason: 'Unauthorized',
     });
-    cm.done();
     expect(unmatched.seen).toEqual([]);
   });
 
   it('X-Remote-User forged without a certificate → 401, no SubjectAccessReview', async () => {
-    const cm = frontProxyConfigMap();
     const res = await build('none').request(
       scaleDownPath('ci', 'runners'),
       forwarded(
@@ -195,7 +181,6 @@ describe('scale-down-with: authentication and authorization', () => {
       ),
     );
     expect(res.status).toBe(401);
-    cm.done();
     expect(unmatched.seen).toEqual([]);
   });
 
@@ -236,8 +221,8 @@ describe('scale-down-with: authentication and authorization', () => {
   });
 
   it('SubjectAccessReview denied → 403, and the review asked the right question', async () => {
-    const seen: SarBody[] = [];
-    const scopes = [frontProxyConfigMap(), sar(false, seen)];
+    const seen: ReviewOfRights[] = [];
+    const scopes = [frontProxyConfigMap(), reviewOfRights(false, seen)];
     const res = await build().request(
       scaleDownPath('ci', 'runners'),
       forwarded({ targets: ['runners-aaaaa'] }),
@@ -251,7 +236,7 @@ describe('scale-down-with: authentication and authorization', () => {
     for (const scope of scopes) scope.done();
     expect(seen).toHaveLength(1);
     expect(seen[0]?.spec.user).toBe('alice');
-    expect(seen[0]?.spec.groups).toEqual(['system:authenticated', 'team']);
+    expect(seen[0]?.spec.groups).toEqual(['system:authenticated']);
     expect(seen[0]?.spec.extra).toEqual({ scopes: ['read'] });
     expect(seen[0]?.spec.resourceAttributes).toEqual({
       namespace: 'ci',
@@ -268,11 +253,11 @@ describe('scale-down-with: authentication and authorization', () => {
   it('the front-proxy CA is read once per app, not per request', async () => {
     const app = build();
     const cm = frontProxyConfigMap();
-    const denied = sar(false);
+    const denied = reviewOfRights(false);
     expect(
       (await app.request(scaleDownPath('ci', 'runners'), forwarded({ targets: ['a'] }))).status,
     ).toBe(403);
-    const denied2 = sar(false);
+    const denied2 = reviewOfRights(false);
     expect(
       (await app.request(scaleDownPath('ci', 'runners'), forwarded({ targets: ['a'] }))).status,
     ).toBe(403);
@@ -304,7 +289,7 @@ describe('scale-down-with: POST scaledownwith', () => {
     scope.on('request', (req: { method: string }) => {
       methods.push(req.method);
     });
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(
       scaleDownPath('ci', 'runners'),
       // runners-aaaaa twice: counted once.
@@ -341,7 +326,7 @@ describe('scale-down-with: POST scaledownwith', () => {
       .reply(200, vm(p, 'runners-aaaaa'))
       .get(vmPath('ci', 'other-zzzzz'))
       .reply(200, foreign);
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(
       scaleDownPath('ci', 'runners'),
       forwarded({ targets: ['runners-aaaaa', 'other-zzzzz'] }),
@@ -365,7 +350,7 @@ describe('scale-down-with: POST scaledownwith', () => {
       .reply(200, explicitPool())
       .get(vmPath('ci', 'runners-nope0'))
       .reply(404, statusBody(404, 'NotFound'));
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(
       scaleDownPath('ci', 'runners'),
       forwarded({ targets: ['runners-nope0'] }),
@@ -380,7 +365,7 @@ describe('scale-down-with: POST scaledownwith', () => {
   });
 
   it('an empty target list → 400 with the reference message, nothing read or written', async () => {
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(scaleDownPath('ci', 'runners'), forwarded({ targets: [] }));
     expect(res.status).toBe(400);
     expect((await statusOf(res)).message).toBe('scaleDownWith requires a non-empty targets list');
@@ -395,7 +380,7 @@ describe('scale-down-with: POST scaledownwith', () => {
       .reply(200, p)
       .get(vmPath('ci', 'runners-aaaaa'))
       .reply(200, vm(p, 'runners-aaaaa'));
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(
       scaleDownPath('ci', 'runners'),
       forwarded({ targets: ['runners-aaaaa'], dryRun: ['All'] }),
@@ -436,7 +421,7 @@ describe('scale-down-with: POST scaledownwith', () => {
       })
       .query(true)
       .reply(200, (_uri, body) => body as object);
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(
       scaleDownPath('ci', 'runners'),
       forwarded({ targets: ['runners-aaaaa'] }),
@@ -450,7 +435,7 @@ describe('scale-down-with: POST scaledownwith', () => {
 
   it('a pool that does not exist → 404 Status', async () => {
     const scope = nock(API).get(poolPath('ci', 'ghost')).reply(404, statusBody(404, 'NotFound'));
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(scaleDownPath('ci', 'ghost'), forwarded({ targets: ['x'] }));
     expect(res.status).toBe(404);
     expect(await statusOf(res)).toMatchObject({
@@ -464,7 +449,7 @@ describe('scale-down-with: POST scaledownwith', () => {
   });
 
   it('a body that is not JSON → 400', async () => {
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(scaleDownPath('ci', 'runners'), forwarded('{"targets": ['));
     expect(res.status).toBe(400);
     expect((await statusOf(res)).message).toContain('expected VirtualMachinePoolScaleDownWith');
@@ -473,7 +458,7 @@ describe('scale-down-with: POST scaledownwith', () => {
   });
 
   it('a body of the wrong shape → 400', async () => {
-    const others = [frontProxyConfigMap(), sar(true)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(
       scaleDownPath('ci', 'runners'),
       forwarded({ targets: 'runners-aaaaa' }),
@@ -486,9 +471,9 @@ describe('scale-down-with: POST scaledownwith', () => {
 
 describe('scale-down-with: the pool meta-resource', () => {
   it('GET returns the pool metadata under the subresources group', async () => {
-    const seen: SarBody[] = [];
+    const seen: ReviewOfRights[] = [];
     const scope = nock(API).get(poolPath('ci', 'runners')).reply(200, explicitPool());
-    const others = [frontProxyConfigMap(), sar(true, seen)];
+    const others = [frontProxyConfigMap(), reviewOfRights(true, seen)];
     const res = await build().request(`${SUB_BASE}/namespaces/ci/virtualmachinepools/runners`, {
       headers: { 'X-Remote-User': 'alice' },
     });
@@ -504,161 +489,391 @@ describe('scale-down-with: the pool meta-resource', () => {
   });
 });
 
-describe('scale-down-with: the CloudEvent path', () => {
-  const event = (data: unknown): RequestInit => binaryEvent(SCALE_DOWN_WITH_EVENT, data);
-
-  /** The calls of a request that removes `runners-aaaaa` from `p`; `written()` is the pool PUT. */
-  function removesOne(p: VirtualMachinePool) {
-    let written: VirtualMachinePool | undefined;
-    const scope = nock(API)
-      .get(poolPath('ci', 'runners'))
-      .reply(200, p)
-      .get(vmPath('ci', 'runners-aaaaa'))
-      .reply(200, vm(p, 'runners-aaaaa'))
-      .put(poolPath('ci', 'runners'), (body: VirtualMachinePool) => {
-        written = body;
-        return true;
-      })
-      .query(true)
-      .reply(200, (_uri, body) => body as object);
-    return { scope, written: () => written };
-  }
-
-  /** The reads of a request naming `runners-aaaaa` once the replica is gone. */
-  const targetGone = (p: VirtualMachinePool | undefined) =>
-    nock(API)
-      .get(poolPath('ci', 'runners'))
-      .reply(200, p)
-      .get(vmPath('ci', 'runners-aaaaa'))
-      .reply(404, statusBody(404, 'NotFound'));
-
-  it('success → 202 with an empty body', async () => {
-    const { scope, written } = removesOne(explicitPool());
-    const res = await build('none').request(
-      '/',
-      event({ namespace: 'ci', pool: 'runners', targets: ['runners-aaaaa'] }),
+describe('scale-down-with: the identity the front proxy sends', () => {
+  it('a certificate of the front-proxy CA without the clientAuth usage → 401', async () => {
+    const cm = frontProxyConfigMap();
+    const res = await build('serverUsage').request(
+      scaleDownPath('ci', 'runners'),
+      forwarded({ targets: ['runners-aaaaa'] }),
     );
-    expect(res.status).toBe(202);
-    expect(await res.text()).toBe('');
-    expect(written()?.spec.replicas).toBe(2);
-    scope.done();
+    expect(res.status).toBe(401);
+    expect((await statusOf(res)).message).toBe(
+      'the client certificate is not valid for client authentication',
+    );
+    cm.done();
     expect(unmatched.seen).toEqual([]);
   });
 
-  it('a redelivery (same source and id) after the target is gone → 202, no second PUT', async () => {
-    const first = removesOne(explicitPool());
-    const init = event({ namespace: 'ci', pool: 'runners', targets: ['runners-aaaaa'] });
-    const app = build('none');
-    expect((await app.request('/', init)).status).toBe(202);
-    first.scope.done();
-    const written = first.written();
-    const key = requestKey('https://10.96.0.1:443', new Headers(init.headers).get('ce-id')!);
-    expect(written?.metadata.annotations?.[keys.scaleDownRequests]).toBe(key);
-    // The reconcile removed the replica since; the pool remembers the request.
-    const second = targetGone(written);
-    const res = await app.request('/', init);
-    expect(res.status).toBe(202);
-    expect(await res.text()).toBe('');
+  it('a malformed percent-encoding in an extra header key → 401 (was 500), no review', async () => {
+    const cm = frontProxyConfigMap();
+    const res = await build().request(
+      scaleDownPath('ci', 'runners'),
+      forwarded({ targets: ['runners-aaaaa'] }, { 'X-Remote-Extra-bad%zzkey': 'v' }),
+    );
+    expect(res.status).toBe(401);
+    expect(await statusOf(res)).toMatchObject({ kind: 'Status', reason: 'Unauthorized' });
+    cm.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  describe('over a real TLS connection, header line by header line', () => {
+    let dir = '';
+    beforeAll(() => {
+      nock.enableNetConnect('127.0.0.1');
+      dir = mkdtempSync(join(tmpdir(), 'vmpool-sdw-'));
+      writeFileSync(join(dir, 'tls.crt'), certs.servingPem);
+      writeFileSync(join(dir, 'tls.key'), certs.servingKeyPem);
+    });
+    afterAll(() => {
+      rmSync(dir, { recursive: true, force: true });
+      nock.disableNetConnect();
+    });
+
+    /** POSTs a scaledownwith to a fresh server as the front proxy does: a header line per value. */
+    async function post(headers: Record<string, string | string[]>): Promise<Answer> {
+      const app = buildScaleDownApp({ kube: testKube(), log: testLog('test') });
+      const served = serveApp(app, {
+        port: 0,
+        hostname: '127.0.0.1',
+        handleSignals: false,
+        tls: { certFile: join(dir, 'tls.crt'), keyFile: join(dir, 'tls.key'), requestCert: true },
+      });
+      const { port } = await served.listening;
+      try {
+        return await requestText({
+          url: `https://127.0.0.1:${String(port)}${scaleDownPath('ci', 'runners')}`,
+          ca: certs.caPem,
+          client: { certPem: certs.proxyPem, keyPem: certs.proxyKeyPem },
+          headers,
+          body: { targets: ['runners-aaaaa'] },
+        });
+      } finally {
+        await served.close();
+      }
+    }
+
+    it('a group named "a,system:masters" stays one group; uid and every extra value reach the review', async () => {
+      const seen: ReviewOfRights[] = [];
+      const scopes = [frontProxyConfigMap(), reviewOfRights(false, seen)];
+      const res = await post({
+        'X-Remote-User': 'bob',
+        'X-Remote-Uid': 'uid-of-bob',
+        'X-Remote-Group': ['a,system:masters', 'system:authenticated'],
+        'X-Remote-Extra-Scopes': ['read', 'write,admin'],
+        'X-Remote-Extra-Acme.com%2fproject': 'p1',
+      });
+      expect(res.status).toBe(403);
+      for (const scope of scopes) scope.done();
+      expect(seen[0]?.spec).toMatchObject({
+        user: 'bob',
+        uid: 'uid-of-bob',
+        groups: ['a,system:masters', 'system:authenticated'],
+        extra: { scopes: ['read', 'write,admin'], 'acme.com/project': ['p1'] },
+      });
+    });
+
+    it('X-Remote-Uid is ignored when the API server does not publish it as a uid header', async () => {
+      const seen: ReviewOfRights[] = [];
+      const scopes = [
+        nock(API).get(CM).reply(200, frontProxyDocument('')),
+        reviewOfRights(false, seen),
+      ];
+      await post({ 'X-Remote-User': 'bob', 'X-Remote-Uid': 'forged' });
+      for (const scope of scopes) scope.done();
+      expect(seen[0]?.spec.uid).toBeUndefined();
+    });
+  });
+});
+
+describe('scale-down-with: the front-proxy CA cache', () => {
+  it('is re-read after its time, kept through a failed read for a while, then dropped (503)', async () => {
+    let t = Date.now();
+    const app = build('proxy', { now: () => new Date(t) });
+    const ask = () =>
+      app.request(scaleDownPath('ci', 'runners'), forwarded({ targets: ['runners-aaaaa'] }));
+    const first = [frontProxyConfigMap(), reviewOfRights(false)];
+    expect((await ask()).status).toBe(403);
+    for (const s of first) s.done();
+    // A minute later the read fails (three attempts): the copy read before is still trusted.
+    t += 61_000;
+    const failing = nock(API).get(CM).times(3).reply(500, statusBody(500, 'InternalError'));
+    const stale = reviewOfRights(false);
+    expect((await ask()).status).toBe(403);
+    failing.done();
+    stale.done();
+    // Within the retry interval nothing is read again.
+    t += 1_000;
+    const quiet = reviewOfRights(false);
+    expect((await ask()).status).toBe(403);
+    quiet.done();
+    expect(unmatched.seen).toEqual([]);
+    // Five minutes after the last good read, the copy is no longer trusted.
+    t += 300_000;
+    const stillFailing = nock(API).get(CM).times(3).reply(500, statusBody(500, 'InternalError'));
+    const res = await ask();
+    expect(res.status).toBe(503);
+    expect((await statusOf(res)).message).toBe('cannot read the front-proxy CA from kube-system');
+    stillFailing.done();
+  });
+
+  it('a certificate of a rotated CA has it read again at once, not after its time', async () => {
+    let t = Date.now();
+    let cert: ClientCertificate | undefined = certOf('proxy');
+    const app = buildScaleDownApp({
+      kube: testKube(),
+      log: testLog('test'),
+      clientCert: () => cert,
+      now: () => new Date(t),
+    });
+    const ask = () =>
+      app.request(scaleDownPath('ci', 'runners'), forwarded({ targets: ['runners-aaaaa'] }));
+    const first = [frontProxyConfigMap(), reviewOfRights(false)];
+    expect((await ask()).status).toBe(403);
+    for (const s of first) s.done();
+    // The cluster moved to a new front-proxy CA (the rogue CA stands in for it) ten seconds later.
+    t += 10_000;
+    cert = { authorized: false, chain: [new X509Certificate(certs.roguePem)] };
+    const doc = frontProxyDocument();
+    const rotated = nock(API)
+      .get(CM)
+      .reply(200, {
+        ...doc,
+        data: { ...doc.data, 'requestheader-client-ca-file': certs.rogueCaPem },
+      });
+    const second = reviewOfRights(false);
+    expect((await ask()).status).toBe(403);
+    rotated.done();
     second.done();
     expect(unmatched.seen).toEqual([]);
-    // A new event naming the vanished replica is still refused.
-    const third = targetGone(written);
-    const again = event({ namespace: 'ci', pool: 'runners', targets: ['runners-aaaaa'] });
-    expect((await app.request('/', again)).status).toBe(400);
-    third.done();
+  });
+});
+
+describe('scale-down-with: every error is a metav1.Status', () => {
+  it.each([
+    ['an unknown path under /apis', 'GET', `${SUB_BASE}/namespaces/ci/nothing`, 404, 'NotFound'],
+    ['a wrong method', 'DELETE', scaleDownPath('ci', 'runners'), 404, 'NotFound'],
+  ])('%s → %s Status', async (_what, method, path, code, reason) => {
+    const res = await build().request(path, { method });
+    expect(res.status).toBe(code);
+    expect(await statusOf(res)).toMatchObject({ apiVersion: 'v1', kind: 'Status', code, reason });
   });
 
-  it('a refused request (non-member) → 400, no PUT', async () => {
-    const p = explicitPool();
-    const scope = nock(API)
-      .get(poolPath('ci', 'runners'))
-      .reply(200, p)
-      .get(vmPath('ci', 'other-zzzzz'))
-      .reply(200, vm(pool({ name: 'other', uid: 'pool-uid-2' }), 'other-zzzzz'));
-    const res = await build('none').request(
-      '/',
-      event({ namespace: 'ci', pool: 'runners', targets: ['other-zzzzz'] }),
+  it('a body over the limit → 413 Status', async () => {
+    const res = await build().request(
+      scaleDownPath('ci', 'runners'),
+      forwarded('x'.repeat(2 * 1024 * 1024)),
     );
-    expect(res.status).toBe(400);
-    expect(((await res.json()) as { error: string }).error).toBe(
-      'target VirtualMachine "other-zzzzz" does not belong to VirtualMachinePool "runners"',
-    );
-    scope.done();
-    expect(unmatched.seen).toEqual([]);
+    expect(res.status).toBe(413);
+    expect(await statusOf(res)).toMatchObject({ kind: 'Status', reason: 'RequestEntityTooLarge' });
   });
 
-  it('a pool that is already gone → 204, not a dead letter', async () => {
-    const scope = nock(API).get(poolPath('ci', 'ghost')).reply(404, statusBody(404, 'NotFound'));
-    const res = await build('none').request(
-      '/',
-      event({ namespace: 'ci', pool: 'ghost', targets: ['ghost-aaaaa'] }),
-    );
-    expect(res.status).toBe(204);
-    expect(await res.text()).toBe('');
-    scope.done();
-    expect(unmatched.seen).toEqual([]);
-  });
-
-  it('an empty target list → 400 without an API call', async () => {
-    const res = await build('none').request(
-      '/',
-      event({ namespace: 'ci', pool: 'runners', targets: [] }),
-    );
-    expect(res.status).toBe(400);
-    expect(((await res.json()) as { error: string }).error).toBe(
-      'scaleDownWith requires a non-empty targets list',
-    );
-    expect(unmatched.seen).toEqual([]);
-  });
-
-  it('conflicts on every attempt → 503 with Retry-After', async () => {
-    const p = explicitPool();
-    const scope = nock(API)
-      .get(poolPath('ci', 'runners'))
-      .times(5)
-      .reply(200, p)
-      .get(vmPath('ci', 'runners-aaaaa'))
-      .times(5)
-      .reply(200, vm(p, 'runners-aaaaa'))
-      .put(poolPath('ci', 'runners'))
-      .query(true)
-      .times(5)
-      .reply(409, statusBody(409, 'Conflict'));
-    const res = await build('none').request(
-      '/',
-      event({ namespace: 'ci', pool: 'runners', targets: ['runners-aaaaa'] }),
-    );
-    expect(res.status).toBe(503);
-    expect(res.headers.get('retry-after')).not.toBeNull();
-    scope.done();
-    expect(unmatched.seen).toEqual([]);
-  });
-
-  it('another event type → 400', async () => {
-    const res = await build('none').request('/', binaryEvent('dev.knative.sources.ping'));
-    expect(res.status).toBe(400);
-    expect(unmatched.seen).toEqual([]);
-  });
-
-  it('data without a pool → 400', async () => {
-    const res = await build('none').request('/', event({ namespace: 'ci', targets: ['a'] }));
-    expect(res.status).toBe(400);
-    expect(unmatched.seen).toEqual([]);
-  });
-  it('does not serve the unauthenticated CloudEvent path unless enabled', async () => {
-    const app = buildScaleDownApp({ kube: testKube(), log: testLog('test') });
-    const res = await app.request('/', {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'ce-specversion': '1.0',
-        'ce-id': 'x',
-        'ce-type': SCALE_DOWN_WITH_EVENT,
-        'ce-source': 'test',
-      },
-      body: JSON.stringify({ namespace: 'ci', pool: 'runners', targets: ['runners-aaaaa'] }),
+  it('an exception → 500 Status InternalError, without its text', async () => {
+    const kube = testKube();
+    const broken = { ...kube, getConfigMapData: () => Promise.reject(new Error('secret detail')) };
+    const app = buildScaleDownApp({
+      kube: broken,
+      log: testLog('test'),
+      clientCert: () => certOf('proxy'),
     });
-    expect(res.status).toBe(404);
+    const res = await app.request(scaleDownPath('ci', 'runners'), forwarded({ targets: ['a'] }));
+    expect(res.status).toBe(500);
+    const s = await statusOf(res);
+    expect(s).toMatchObject({ kind: 'Status', code: 500, reason: 'InternalError' });
+    expect(s.message).not.toContain('secret');
+  });
+});
+
+describe('scale-down-with: bounded work per request', () => {
+  it.each([
+    ['CI', 'runners'],
+    ['ci', 'Runners_1'],
+    ['ci.x', 'runners'],
+  ])('namespace %s, pool %s → 400 before any API call', async (ns, name) => {
+    const res = await build().request(scaleDownPath(ns, name), forwarded({ targets: ['a'] }));
+    expect(res.status).toBe(400);
+    expect(await statusOf(res)).toMatchObject({ kind: 'Status', reason: 'BadRequest' });
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it(`a 1 MiB body of targets costs the access check and nothing more (at most ${String(MAX_TARGETS)} targets)`, async () => {
+    const targets: string[] = [];
+    for (let size = 20; size < 1024 * 1024 - 40; size += 20)
+      targets.push(`runners-${String(targets.length).padStart(8, '0')}`);
+    const kube = testKube();
+    const app = buildScaleDownApp({
+      kube,
+      log: testLog('test'),
+      clientCert: () => certOf('proxy'),
+    });
+    const scopes = [frontProxyConfigMap(), reviewOfRights(true)];
+    const res = await app.request(scaleDownPath('ci', 'runners'), forwarded({ targets }));
+    expect(res.status).toBe(400);
+    expect((await statusOf(res)).message).toContain(`at most ${String(MAX_TARGETS)} targets`);
+    for (const s of scopes) s.done();
+    // The CA and the review; no pool, no VM.
+    expect(kube.counts()).toEqual({ get: 1, 'get:ok': 1, sar: 1, 'sar:ok': 1 });
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a caller that hangs up stops the work: the reads after it are never sent', async () => {
+    const p = explicitPool();
+    const gone = new AbortController();
+    const scope = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .reply(200, () => {
+        setTimeout(() => {
+          gone.abort();
+        }, 10);
+        return p;
+      })
+      .get(/\/virtualmachines\//)
+      .times(8)
+      .delay(300)
+      .reply(200, (uri) => vm(p, uri.split('/').pop() ?? ''));
+    const kube = testKube();
+    const app = buildScaleDownApp({
+      kube,
+      log: testLog('test'),
+      clientCert: () => certOf('proxy'),
+    });
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
+    const targets = Array.from({ length: 40 }, (_, i) => `runners-${String(i)}`);
+    const res = await app.request(scaleDownPath('ci', 'runners'), {
+      ...forwarded({ targets }),
+      signal: gone.signal,
+    });
+    // Nobody reads this answer; what matters is what was not done.
+    expect(res.status).toBeGreaterThanOrEqual(500);
+    for (const o of others) o.done();
+    // The pool and at most one round of target reads (cut short); nothing written.
+    expect(kube.counts().get).toBeLessThanOrEqual(2 + TARGET_READS);
+    expect(kube.counts().update ?? 0).toBe(0);
+    scope.persist(false);
+  });
+});
+
+describe('scale-down-with: audit', () => {
+  it('logs who asked (user, groups) with the pool and the outcome', async () => {
+    const lines: string[] = [];
+    const app = buildScaleDownApp({
+      kube: testKube(),
+      log: testLog('test', 'silent', lines),
+      clientCert: () => certOf('proxy'),
+    });
+    const scopes = [frontProxyConfigMap(), reviewOfRights(false)];
+    await app.request(scaleDownPath('ci', 'runners'), forwarded({ targets: ['runners-aaaaa'] }));
+    for (const s of scopes) s.done();
+    const audit = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.msg === 'scaledownwith');
+    expect(audit).toMatchObject({
+      pool: 'ci/runners',
+      user: 'alice',
+      groups: ['system:authenticated'],
+      code: 403,
+    });
+  });
+});
+
+describe('scale-down-with: fleet control', () => {
+  const victimsPath = (ns: string, name: string, query = ''): string =>
+    `${SUB_BASE}/namespaces/${ns}/virtualmachinepools/${name}/victims${query}`;
+  const get = (): RequestInit => ({ ...forwarded({}), method: 'GET', body: null });
+
+  it('POST scaledownwith naming a protected VM → 409 naming VM and annotation, and no PUT', async () => {
+    const p = explicitPool();
+    const guarded = vm(p, 'runners-ggggg', { annotations: { [keys.protected]: 'true' } });
+    const scope = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .reply(200, p)
+      .get(vmPath('ci', 'runners-ggggg'))
+      .reply(200, guarded);
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
+    const res = await build().request(
+      scaleDownPath('ci', 'runners'),
+      forwarded({ targets: ['runners-ggggg'] }),
+    );
+    expect(res.status).toBe(409);
+    const s = await statusOf(res);
+    expect(s).toMatchObject({ kind: 'Status', code: 409, reason: 'Conflict' });
+    expect(s.message).toContain('"runners-ggggg"');
+    expect(s.message).toContain(`${keys.protected}: "true"`);
+    scope.done();
+    for (const o of others) o.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('GET victims?count=2: authorized as get on virtualmachinepools/victims, answers the ranking', async () => {
+    const p = pool({ replicas: 3 });
+    const at = (m: number) =>
+      new Date(Date.UTC(2025, 0, 1, 12, m)).toISOString().replace('.000', '');
+    const members = [
+      vm(p, 'runners-aaaaa', { created: at(1) }),
+      vm(p, 'runners-bbbbb', { created: at(2), annotations: { [keys.protected]: 'true' } }),
+      vm(p, 'runners-ccccc', { created: at(3) }),
+    ];
+    const seen: ReviewOfRights[] = [];
+    const scope = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .reply(200, p)
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query({ labelSelector: `${keys.poolUid}=pool-uid-1`, limit: '500' })
+      .reply(200, { metadata: {}, items: members });
+    const others = [frontProxyConfigMap(), reviewOfRights(true, seen)];
+    const res = await build().request(victimsPath('ci', 'runners', '?count=2'), get());
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({
+      apiVersion: `${SUB}/v1alpha2`,
+      kind: 'VirtualMachinePoolVictims',
+      metadata: { name: 'runners', namespace: 'ci' },
+      policy: 'NewestFirst',
+      count: 2,
+      victims: [
+        { name: 'runners-ccccc', reason: 'Age', protected: false },
+        { name: 'runners-aaaaa', reason: 'OnlyCandidate', protected: false },
+      ],
+      leaving: [],
+    });
+    expect(seen[0]?.spec.resourceAttributes).toEqual({
+      namespace: 'ci',
+      group: SUB,
+      resource: 'virtualmachinepools',
+      subresource: 'victims',
+      name: 'runners',
+      verb: 'get',
+    });
+    scope.done();
+    for (const o of others) o.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it.each(['?count=0', '?count=-1', '?count=two', '?count=1001'])(
+    'GET victims%s → 400, nothing read',
+    async (query) => {
+      const others = [frontProxyConfigMap(), reviewOfRights(true)];
+      const res = await build().request(victimsPath('ci', 'runners', query), get());
+      expect(res.status).toBe(400);
+      expect((await statusOf(res)).message).toBe('count must be an integer from 1 to 1000');
+      for (const o of others) o.done();
+      expect(unmatched.seen).toEqual([]);
+    },
+  );
+
+  it('GET victims of a pool that does not exist → 404; without the right → 403', async () => {
+    const scope = nock(API).get(poolPath('ci', 'nope')).reply(404, statusBody(404, 'NotFound'));
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
+    const app = build();
+    expect((await app.request(victimsPath('ci', 'nope'), get())).status).toBe(404);
+    const denied = reviewOfRights(false);
+    const res = await app.request(victimsPath('ci', 'runners'), get());
+    expect(res.status).toBe(403);
+    expect((await statusOf(res)).message).toContain(
+      'cannot get resource "virtualmachinepools/victims"',
+    );
+    scope.done();
+    denied.done();
+    for (const o of others) o.done();
+    expect(unmatched.seen).toEqual([]);
   });
 });
 
@@ -679,15 +894,18 @@ describe('scale-down-with: a configured group (vmpool’s own, where the platfor
     });
     expect(await (await app.request(`/apis/${OWN}/v1alpha2`)).json()).toMatchObject({
       groupVersion: `${OWN}/v1alpha2`,
-      resources: [{ name: 'virtualmachinepools/scaledownwith', verbs: ['create'] }],
+      resources: [
+        { name: 'virtualmachinepools/scaledownwith', verbs: ['create'] },
+        { name: 'virtualmachinepools/victims', verbs: ['get'] },
+      ],
     });
     expect((await app.request(SUB_BASE)).status).toBe(404);
   });
 
   it('routes scaledownwith under it and authorizes callers in it', async () => {
     frontProxyConfigMap();
-    const seen: SarBody[] = [];
-    sar(false, seen);
+    const seen: ReviewOfRights[] = [];
+    reviewOfRights(false, seen);
     const res = await ownApp().request(
       `/apis/${OWN}/v1alpha2/namespaces/ci/virtualmachinepools/runners/scaledownwith`,
       forwarded({ targets: ['runners-bbbbb'] }),

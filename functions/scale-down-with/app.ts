@@ -1,33 +1,26 @@
 /**
  * scale-down-with: the aggregated API `POST …/virtualmachinepools/{name}/scaledownwith` that removes
- * named replicas atomically, and the same request as a CloudEvent for event-driven autoscalers.
+ * named replicas atomically, and `GET …/victims?count=N` that previews a scale-down's victims. The
+ * removal as a CloudEvent is served apart (events.ts).
  * @module
  */
 import type { Context, Hono } from 'hono';
+import { SUBRESOURCES_GROUP, ScaleDownWithBody, VERSION } from '../../shared/api/index.js';
+import { invalidObjectKey } from '../../shared/domain/index.js';
+import type { AppDeps, ClientCertificate, NodeEnv, Status } from '../../shared/http/index.js';
 import {
-  SCALE_DOWN_WITH_EVENT,
-  SUBRESOURCES_GROUP,
-  ScaleDownWithBody,
-  ScaleDownWithEvent,
-  VERSION,
-  parseWith,
-} from '../../shared/api/index.js';
-import type { AppDeps, ClientCertificate, NodeEnv } from '../../shared/http/index.js';
-import {
-  badRequest,
+  apiResponse,
+  auditFields,
   buildFunctionApp,
   clientCertificate,
-  cloudEventHandler,
   createAccessCheck,
-  eventReply,
   parseBody,
-  poolNotFound,
   resolveDeps,
   statusFailure,
   statusResponse,
 } from '../../shared/http/index.js';
-import { requestKey } from '../../shared/domain/index.js';
-import { scaleDownWith } from '../../shared/reconcile/index.js';
+import { withCallBudget } from '../../shared/kube/index.js';
+import { poolMeta, poolVictims, scaleDownWith } from '../../shared/reconcile/index.js';
 import { discovery } from './discovery.js';
 
 /** Dependencies; the certificate source is injectable for tests. */
@@ -35,11 +28,6 @@ export interface ScaleDownAppDeps extends AppDeps {
   readonly clientCert?: (c: Context<NodeEnv>) => ClientCertificate | undefined;
   /** How long the front-proxy CA read from kube-system is trusted before re-reading (ms). */
   readonly proxyTtlMs?: number;
-  /**
-   * Accept scaledownwith as a CloudEvent on `POST /`. That path carries no user identity, so it is
-   * off unless the deployment restricts who can reach it (env `SCALEDOWNWITH_EVENTS=enabled`).
-   */
-  readonly acceptEvents?: boolean;
   /**
    * The aggregated group served: routes, discovery, authorization checks (default the reference's
    * `subresources.virtualization.deckhouse.io`; vmpool's own where the platform serves that one; env
@@ -50,13 +38,20 @@ export interface ScaleDownAppDeps extends AppDeps {
 
 const EXPECTED = 'expected VirtualMachinePoolScaleDownWith {"targets": [...], "dryRun": [...]}';
 
-/** The aggregated API server app. */
+/** The aggregated API server app; every error it answers is a metav1.Status. */
 export function buildScaleDownApp(input: ScaleDownAppDeps): Hono<NodeEnv> {
   const deps = resolveDeps(input);
-  const { kube, log, metrics } = deps;
-  const app = buildFunctionApp({ name: 'scale-down-with', log, metrics });
+  const { kube, log, metrics, health } = deps;
+  const app = buildFunctionApp({
+    name: 'scale-down-with',
+    log,
+    metrics,
+    health,
+    statusPrefix: '/apis',
+  });
   const group = input.group ?? SUBRESOURCES_GROUP;
-  const BASE = `/apis/${group}/${VERSION}`;
+  const API_VERSION = `${group}/${VERSION}`;
+  const BASE = `/apis/${API_VERSION}`;
   const POOL = `${BASE}/namespaces/:ns/virtualmachinepools/:name` as const;
   const docs = discovery(group);
   const checkAccess = createAccessCheck({
@@ -66,59 +61,49 @@ export function buildScaleDownApp(input: ScaleDownAppDeps): Hono<NodeEnv> {
     clientCert: input.clientCert ?? clientCertificate,
     ...(input.proxyTtlMs === undefined ? {} : { proxyTtlMs: input.proxyTtlMs }),
   });
+  /** Names checked before anything is asked of the API server, then the caller's right. */
+  const admit = async (c: Context<NodeEnv>, verb: string, subresource?: string) => {
+    const { ns: namespace, name } = c.req.param() as { ns: string; name: string };
+    const bad = invalidObjectKey(namespace, name);
+    if (bad !== undefined) return statusFailure(400, bad, name);
+    return checkAccess(c, { verb, namespace, name, ...(subresource ? { subresource } : {}) });
+  };
+  const answer = (c: Context<NodeEnv>, s: Status): Response => {
+    const { ns, name } = c.req.param() as { ns: string; name: string };
+    const line = { pool: `${ns}/${name}`, code: s.code, message: s.message };
+    // A 5xx is vmpool's own failure (a missing grant, an unreachable API server): an error.
+    log[s.code >= 500 ? 'error' : 'info']({ ...line, ...auditFields(c) }, 'scaledownwith');
+    return statusResponse(s);
+  };
 
   app.get('/apis', (c) => c.json(docs.apiGroupList));
   app.get(`/apis/${group}`, (c) => c.json(docs.apiGroup));
   app.get(BASE, (c) => c.json(docs.resourceList));
 
   app.get(POOL, async (c) => {
-    const { ns: namespace, name } = c.req.param();
-    const refused = await checkAccess(c, { verb: 'get', namespace, name });
-    if (refused !== undefined) return statusResponse(refused);
-    const got = await kube.getPool(namespace, name);
-    if (!got.ok)
-      return statusResponse(
-        got.reason === 'notFound' ? poolNotFound(name) : statusFailure(500, got.message, name),
-      );
-    const apiVersion = `${group}/${VERSION}`;
-    return c.json({ apiVersion, kind: 'VirtualMachinePool', metadata: got.value.metadata });
+    const { ns, name } = c.req.param();
+    const refused = await admit(c, 'get');
+    return apiResponse(refused ?? (await poolMeta(kube, ns, name, API_VERSION)));
+  });
+
+  app.get(`${POOL}/victims`, async (c) => {
+    const { ns, name } = c.req.param();
+    const refused = await admit(c, 'get', 'victims');
+    const count = c.req.query('count');
+    return apiResponse(refused ?? (await poolVictims(kube, ns, name, count, API_VERSION)));
   });
 
   app.post(`${POOL}/scaledownwith`, async (c) => {
-    const { ns: namespace, name } = c.req.param();
-    const access = { verb: 'create', namespace, name, subresource: 'scaledownwith' };
-    const refused = await checkAccess(c, access);
-    if (refused !== undefined) return statusResponse(refused);
+    const refused = await admit(c, 'create', 'scaledownwith');
+    if (refused !== undefined) return answer(c, refused);
+    const { ns, name } = c.req.param();
     const body = await parseBody(c, ScaleDownWithBody);
-    if (!body.ok) return statusResponse(statusFailure(400, `${EXPECTED}: ${body.message}`, name));
-    const result = await scaleDownWith(kube, namespace, name, body.data);
+    if (!body.ok) return answer(c, statusFailure(400, `${EXPECTED}: ${body.message}`, name));
+    // A caller that hangs up stops the work: its reads and the write are not sent any more.
+    const signal = c.req.raw.signal;
+    const result = await withCallBudget({ signal }, () => scaleDownWith(kube, ns, name, body.data));
     metrics.reconciles.inc({ function: 'scale-down-with', outcome: String(result.code) });
-    const { code, message } = result;
-    // A 5xx is vmpool's own failure (a missing grant, an unreachable API server): an error.
-    log[code >= 500 ? 'error' : 'info'](
-      { pool: `${namespace}/${name}`, code, message },
-      'scaledownwith',
-    );
-    return statusResponse(result);
+    return answer(c, result);
   });
-
-  if (input.acceptEvents !== true) return app;
-  app.post(
-    '/',
-    cloudEventHandler(log, async function onEvent(event, { log }) {
-      if (event.type !== SCALE_DOWN_WITH_EVENT)
-        return badRequest(`expected a ${SCALE_DOWN_WITH_EVENT} event, got ${event.type}`);
-      const data = parseWith(ScaleDownWithEvent, event.data);
-      if (!data.ok) return badRequest(`invalid ${SCALE_DOWN_WITH_EVENT} data: ${data.message}`);
-      const { namespace, pool, targets, dryRun } = data.data;
-      // A broker redelivers with the same source and id: the key makes the retry idempotent.
-      const request = requestKey(event.source, event.id);
-      const body = { targets, ...(dryRun ? { dryRun } : {}) };
-      const result = await scaleDownWith(kube, namespace, pool, body, { request });
-      const { code, message } = result;
-      log.info({ pool: `${namespace}/${pool}`, code, message }, 'scaledownwith event');
-      return eventReply(result);
-    }),
-  );
   return app;
 }

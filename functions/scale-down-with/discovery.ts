@@ -16,7 +16,8 @@ export function discovery(group: string) {
     // The GET-only meta-resource `virtualmachinepools` is served but not advertised: listed here it
     // would share the CRD's names, and with the reference's APIService priority (1000, the CRDs' too)
     // the alphabetically first group wins, so kubectl would send `kubectl scale virtualmachinepool/x`
-    // (and get, patch, edit) to this server instead of the CRD.
+    // (and get, patch, edit) to this server instead of the CRD. Subresources are safe to list: kubectl
+    // maps kinds and short names from top-level resources only.
     resources: [
       {
         name: 'virtualmachinepools/scaledownwith',
@@ -24,6 +25,13 @@ export function discovery(group: string) {
         namespaced: true,
         kind: 'VirtualMachinePoolScaleDownWith',
         verbs: ['create'],
+      },
+      {
+        name: 'virtualmachinepools/victims',
+        singularName: '',
+        namespaced: true,
+        kind: 'VirtualMachinePoolVictims',
+        verbs: ['get'],
       },
     ],
   };

@@ -1,15 +1,29 @@
-/** Entry point of the scale-down-with aggregated API server (HTTPS: TLS_CERT_FILE, TLS_KEY_FILE). */
+/**
+ * Entry point of scale-down-with: the aggregated API (HTTPS with TLS_CERT_FILE, TLS_KEY_FILE on
+ * PORT) and, with SCALEDOWNWITH_EVENTS=enabled, the authenticated CloudEvent form on EVENTS_PORT
+ * (default 8080; HTTPS too with EVENTS_TLS=enabled), whose senders' tokens must be issued for
+ * EVENTS_AUDIENCE.
+ */
 import { runFunction } from '../../shared/runtime/index.js';
 import { buildScaleDownApp } from './app.js';
+import { DEFAULT_EVENTS_AUDIENCE, buildScaleDownEventsApp } from './events.js';
 
+const env = process.env;
+const group = env.SCALEDOWNWITH_GROUP;
 runFunction(
   'scale-down-with',
-  (deps) =>
-    buildScaleDownApp({
-      ...deps,
-      acceptEvents: process.env.SCALEDOWNWITH_EVENTS === 'enabled',
-      // Empty means the reference's group (knative/overlays/own-group sets vmpool's own).
-      ...(process.env.SCALEDOWNWITH_GROUP ? { group: process.env.SCALEDOWNWITH_GROUP } : {}),
-    }),
-  { ...process.env, requestClientCert: true },
+  // Unset or empty: the reference's group (knative/overlays/own-group sets vmpool's own).
+  (deps) => buildScaleDownApp({ ...deps, ...(group ? { group } : {}) }),
+  { ...env, requestClientCert: true },
 );
+if (env.SCALEDOWNWITH_EVENTS === 'enabled') {
+  const audience = env.EVENTS_AUDIENCE ?? DEFAULT_EVENTS_AUDIENCE;
+  const tls =
+    env.EVENTS_TLS === 'enabled'
+      ? { TLS_CERT_FILE: env.TLS_CERT_FILE, TLS_KEY_FILE: env.TLS_KEY_FILE }
+      : {};
+  runFunction('scale-down-with-events', (deps) => buildScaleDownEventsApp({ ...deps, audience }), {
+    PORT: env.EVENTS_PORT ?? '8080',
+    ...tls,
+  });
+}

@@ -4,6 +4,11 @@ import type { VirtualMachine, VirtualMachinePool } from '../../shared/api/index.
 import { keys } from '../../shared/api/index.js';
 import { API, BASE, guardNock, statusBody, testKube } from '../../test/functions/fixtures.js';
 import { pool, runnersDiskTemplates, runnersVmTemplate } from '../../test/unit/builders.js';
+import {
+  ADMISSION_BUDGET,
+  ADMISSION_MAX_BODY_BYTES,
+  WEBHOOK_TIMEOUT_MS,
+} from '../../shared/reconcile/index.js';
 import { POOL_PATH, SCALE_PATH, buildValidateApp } from './app.js';
 import { testLog } from '../../test/logs.js';
 
@@ -136,7 +141,7 @@ describe('scale-validate: /scale', () => {
   it('a pool read failing with 500 is a denial with code 500', async () => {
     const scope = nock(API)
       .get(poolPath('ci', 'runners'))
-      .times(3)
+      .times(ADMISSION_BUDGET.attempts)
       .reply(500, statusBody(500, 'InternalError', 'etcd is sad'));
     const { review: r } = await post(SCALE_PATH, scaleReview(3, 1));
     expect(r.response.allowed).toBe(false);
@@ -242,7 +247,7 @@ describe('scale-validate: pool CREATE and UPDATE', () => {
     const scope = nock(API)
       .post(`${BASE}/namespaces/ci/virtualmachines`)
       .query({ dryRun: 'All', fieldManager: 'vmpool', fieldValidation: 'Warn' })
-      .times(3)
+      .times(ADMISSION_BUDGET.attempts)
       .reply(503, statusBody(503, 'ServiceUnavailable', 'try later'));
     const { review: r } = await post(POOL_PATH, poolReview('CREATE', pool()));
     expect(r.response.allowed).toBe(false);
@@ -434,5 +439,61 @@ describe('scale-validate: requests it cannot or need not judge', () => {
     );
     expect(r.response.allowed).toBe(true);
     expect(unmatched.seen).toEqual([]);
+  });
+});
+
+describe('scale-validate: inside its own deadline', () => {
+  it(
+    'a slow API server: the webhook denies with a clear message before the API server gives up',
+    async () => {
+      const slow = nock(API)
+        .post(`${BASE}/namespaces/ci/virtualmachines`)
+        .query(true)
+        .times(ADMISSION_BUDGET.attempts)
+        .delay(WEBHOOK_TIMEOUT_MS + 5_000)
+        .reply(201, {});
+      const t0 = performance.now();
+      const { status, review: r } = await post(POOL_PATH, poolReview('CREATE', pool()));
+      const took = performance.now() - t0;
+      expect(status).toBe(200);
+      expect(r.response.allowed).toBe(false);
+      expect(r.response.status?.message).toMatch(
+        /^cannot check the template against the VirtualMachine API: the API server did not answer within 6000 ms/,
+      );
+      // Answered with room to spare: the API server waits WEBHOOK_TIMEOUT_MS for it.
+      expect(took).toBeLessThan(WEBHOOK_TIMEOUT_MS - 3_000);
+      slow.persist(false);
+      nock.abortPendingRequests();
+    },
+    WEBHOOK_TIMEOUT_MS + 5_000,
+  );
+
+  it('admits an UPDATE review of the largest pool the API server stores (object and oldObject)', async () => {
+    // etcd's default request limit is 1.5 MiB: a pool just under it, twice in the review.
+    const template = runnersVmTemplate();
+    const big = pool({
+      virtualMachineTemplate: {
+        ...template,
+        spec: {
+          ...template.spec,
+          provisioning: { type: 'UserData', userData: 'x'.repeat(1.5 * 1024 * 1024 - 8 * 1024) },
+        },
+      },
+    });
+    const body = JSON.stringify(poolReview('UPDATE', big, big));
+    expect(body.length).toBeGreaterThan(3 * 1024 * 1024 - 32 * 1024);
+    const { status, review: r } = await post(POOL_PATH, body);
+    expect(status).toBe(200);
+    expect(r.response.allowed).toBe(true);
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('refuses a body over its own cap with 413', async () => {
+    const res = await build().request(POOL_PATH, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: 'x'.repeat(ADMISSION_MAX_BODY_BYTES + 1),
+    });
+    expect(res.status).toBe(413);
   });
 });

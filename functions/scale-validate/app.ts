@@ -3,7 +3,7 @@
  * failurePolicy Fail with a 10 s timeout: a pool write is refused rather than let through unchecked.
  * @module
  */
-import type { Hono } from 'hono';
+import type { Context, Hono } from 'hono';
 import { AdmissionReview } from '../../shared/api/index.js';
 import type { AppDeps, NodeEnv } from '../../shared/http/index.js';
 import {
@@ -12,7 +12,7 @@ import {
   parseBody,
   resolveDeps,
 } from '../../shared/http/index.js';
-import { reviewAdmission } from '../../shared/reconcile/index.js';
+import { ADMISSION_MAX_BODY_BYTES, reviewAdmission } from '../../shared/reconcile/index.js';
 
 /** Paths the webhook configuration points at (the reference's, so its manifests carry over). */
 export const POOL_PATH = '/validate-virtualization-deckhouse-io-v1alpha2-virtualmachinepool';
@@ -35,9 +35,11 @@ function answer(
 
 /** The webhook app: both paths take any AdmissionReview v1 and dispatch on resource and subresource. */
 export function buildValidateApp(input: AppDeps): Hono<NodeEnv> {
-  const { kube, log, metrics } = resolveDeps(input);
-  const app = buildFunctionApp({ name: 'scale-validate', log, metrics });
-  const handler = async (c: { req: { text(): Promise<string> } }): Promise<Response> => {
+  const { kube, log, metrics, health } = resolveDeps(input);
+  // An UPDATE review carries the pool twice: the cap is this function's own, above the default.
+  const maxBodyBytes = ADMISSION_MAX_BODY_BYTES;
+  const app = buildFunctionApp({ name: 'scale-validate', log, metrics, health, maxBodyBytes });
+  const handler = async (c: Context<NodeEnv>): Promise<Response> => {
     const parsed = await parseBody(c, AdmissionReview);
     if (!parsed.ok) {
       if (parsed.raw === undefined) return errorResponse(400, parsed.message);
@@ -49,7 +51,7 @@ export function buildValidateApp(input: AppDeps): Hono<NodeEnv> {
         : errorResponse(400, message);
     }
     const req = parsed.data.request;
-    const verdict = await reviewAdmission(req, kube);
+    const verdict = await reviewAdmission(req, kube, c.req.raw.signal);
     const outcome = verdict.allowed ? 'allowed' : 'denied';
     metrics.reconciles.inc({ function: 'scale-validate', outcome });
     if (verdict.allowed) return answer(req.uid, true, undefined, verdict.warnings);

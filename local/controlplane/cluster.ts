@@ -13,7 +13,17 @@ import type { ControlPlaneCerts, KeyPair } from './certs.js';
 import { kubeconfigYaml, mintControlPlaneCerts, mintServingCert } from './certs.js';
 import { testCrds, type KubeObject } from './crds.js';
 import { runKubectl, toYaml } from './kubectl.js';
-import { freePort, killNow, startProcess, stopPid, tail, waitFor, type Proc } from './process.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  freePort,
+  killNow,
+  startProcess,
+  stopPid,
+  tail,
+  waitFor,
+  type Proc,
+  type StartOptions,
+} from './process.js';
 
 /** Options of {@link startControlPlane}. */
 export interface ControlPlaneOptions {
@@ -51,8 +61,24 @@ export interface ControlPlane {
   mintServingCert(service: string, namespace: string): KeyPair;
   /** Resident memory (MiB) per component, now and peak, from /proc (Linux only). */
   memory(): Record<string, { rssMiB: number; peakMiB: number }>;
+  /**
+   * Stops one component (SIGKILL by default: a crash) and starts it again on the same ports with the
+   * same data directory, waiting until it is ready; resolves with how long it was down.
+   */
+  restart(component: Restartable, opts?: RestartOptions): Promise<{ downMs: number }>;
   /** Stops every component (reverse order) and removes the working directory. Idempotent. */
   stop(): Promise<void>;
+}
+
+/** The components {@link ControlPlane.restart} can restart in place. */
+export type Restartable = 'etcd' | 'kube-apiserver';
+
+/** How a component is restarted. */
+export interface RestartOptions {
+  /** SIGKILL (a crash, the default) or SIGTERM (a graceful stop). */
+  readonly signal?: 'SIGKILL' | 'SIGTERM';
+  /** Extra time the component stays down before it is started again. */
+  readonly downMs?: number;
 }
 
 /** VmRSS and VmHWM of a PID in MiB; zeros when /proc is unavailable or the process is gone. */
@@ -113,6 +139,15 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'vmpool-cp-'));
   mkdirSync(dir, { recursive: true });
   const procs: Proc[] = [];
+  /** How each restartable component was started and how its readiness is told. */
+  const specs = new Map<string, { start: StartOptions; ready: (p: Proc) => Promise<void> }>();
+  const launch = async (start: StartOptions, ready: (p: Proc) => Promise<void>): Promise<Proc> => {
+    const p = startProcess(start);
+    procs.push(p);
+    specs.set(start.name, { start, ready });
+    await ready(p);
+    return p;
+  };
   const exitHook = () => {
     for (const p of procs) killNow(p.pid);
   };
@@ -136,70 +171,76 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
     const etcdUrl = `http://127.0.0.1:${etcdPort}`;
     const peerUrl = `http://127.0.0.1:${peerPort}`;
-    const etcd = startProcess({
-      watchdog: opts.detached !== true,
-      name: 'etcd',
-      bin: join(binDir, 'etcd'),
-      logPath: join(dir, 'etcd.log'),
-      args: [
-        `--data-dir=${join(dir, 'etcd')}`,
-        `--listen-client-urls=${etcdUrl}`,
-        `--advertise-client-urls=${etcdUrl}`,
-        `--listen-peer-urls=${peerUrl}`,
-        // Otherwise it advertises the default localhost:2380, a port another etcd on the host may own.
-        `--initial-advertise-peer-urls=${peerUrl}`,
-        `--initial-cluster=default=${peerUrl}`,
-        '--unsafe-no-fsync=true',
-        '--log-level=warn',
-      ],
-    });
-    procs.push(etcd);
-    await waitFor('etcd /health', async () => (await get(`${etcdUrl}/health`)).status === 200, {
-      timeoutMs,
-      proc: etcd,
-    });
+    await launch(
+      {
+        watchdog: opts.detached !== true,
+        name: 'etcd',
+        bin: join(binDir, 'etcd'),
+        logPath: join(dir, 'etcd.log'),
+        args: [
+          `--data-dir=${join(dir, 'etcd')}`,
+          `--listen-client-urls=${etcdUrl}`,
+          `--advertise-client-urls=${etcdUrl}`,
+          `--listen-peer-urls=${peerUrl}`,
+          // Otherwise it advertises the default localhost:2380, a port another etcd on the host may own.
+          `--initial-advertise-peer-urls=${peerUrl}`,
+          `--initial-cluster=default=${peerUrl}`,
+          '--unsafe-no-fsync=true',
+          '--log-level=warn',
+        ],
+      },
+      (proc) =>
+        waitFor('etcd /health', async () => (await get(`${etcdUrl}/health`)).status === 200, {
+          timeoutMs,
+          proc,
+        }),
+    );
     log(`etcd ready at ${etcdUrl} (${Date.now() - t0} ms)`);
 
     const server = `https://127.0.0.1:${apiPort}`;
-    const apiserver = startProcess({
-      watchdog: opts.detached !== true,
-      name: 'kube-apiserver',
-      bin: join(binDir, 'kube-apiserver'),
-      logPath: join(dir, 'kube-apiserver.log'),
-      args: [
-        `--etcd-servers=${etcdUrl}`,
-        '--bind-address=127.0.0.1',
-        '--advertise-address=127.0.0.1',
-        `--secure-port=${apiPort}`,
-        `--cert-dir=${pki}`,
-        `--tls-cert-file=${certs.apiserver.certPath}`,
-        `--tls-private-key-file=${certs.apiserver.keyPath}`,
-        `--client-ca-file=${certs.clientCa.certPath}`,
-        `--service-account-issuer=${server}`,
-        `--service-account-key-file=${certs.serviceAccount.pubPath}`,
-        `--service-account-signing-key-file=${certs.serviceAccount.keyPath}`,
-        '--service-cluster-ip-range=10.0.0.0/24',
-        '--authorization-mode=RBAC',
-        '--allow-privileged=true',
-        '--disable-admission-plugins=ServiceAccount',
-        // As on hardened (and OpenShift-style) clusters: an ownerReference with blockOwnerDeletion
-        // needs `update` on the owner's finalizers, so the shipped RBAC must grant it.
-        '--enable-admission-plugins=OwnerReferencesPermissionEnforcement',
-        '--endpoint-reconciler-type=none',
-        `--requestheader-client-ca-file=${certs.frontProxyCa.certPath}`,
-        '--requestheader-allowed-names=front-proxy-client',
-        '--requestheader-username-headers=X-Remote-User',
-        '--requestheader-group-headers=X-Remote-Group',
-        '--requestheader-extra-headers-prefix=X-Remote-Extra-',
-        `--proxy-client-cert-file=${certs.frontProxyClient.certPath}`,
-        `--proxy-client-key-file=${certs.frontProxyClient.keyPath}`,
-      ],
-    });
-    procs.push(apiserver);
-    await waitFor(
-      'kube-apiserver /readyz',
-      async () => (await get(`${server}/readyz`, certs)).status === 200,
-      { timeoutMs, proc: apiserver, intervalMs: 200 },
+    await launch(
+      {
+        watchdog: opts.detached !== true,
+        name: 'kube-apiserver',
+        bin: join(binDir, 'kube-apiserver'),
+        logPath: join(dir, 'kube-apiserver.log'),
+        args: [
+          `--etcd-servers=${etcdUrl}`,
+          '--bind-address=127.0.0.1',
+          '--advertise-address=127.0.0.1',
+          `--secure-port=${apiPort}`,
+          `--cert-dir=${pki}`,
+          `--tls-cert-file=${certs.apiserver.certPath}`,
+          `--tls-private-key-file=${certs.apiserver.keyPath}`,
+          `--client-ca-file=${certs.clientCa.certPath}`,
+          `--service-account-issuer=${server}`,
+          `--service-account-key-file=${certs.serviceAccount.pubPath}`,
+          `--service-account-signing-key-file=${certs.serviceAccount.keyPath}`,
+          '--service-cluster-ip-range=10.0.0.0/24',
+          '--authorization-mode=RBAC',
+          '--allow-privileged=true',
+          '--disable-admission-plugins=ServiceAccount',
+          // As on hardened (and OpenShift-style) clusters: an ownerReference with blockOwnerDeletion
+          // needs `update` on the owner's finalizers, so the shipped RBAC must grant it.
+          '--enable-admission-plugins=OwnerReferencesPermissionEnforcement',
+          '--endpoint-reconciler-type=none',
+          `--requestheader-client-ca-file=${certs.frontProxyCa.certPath}`,
+          '--requestheader-allowed-names=front-proxy-client',
+          '--requestheader-username-headers=X-Remote-User',
+          // Published in extension-apiserver-authentication, so aggregated APIs may trust the uid.
+          '--requestheader-uid-headers=X-Remote-Uid',
+          '--requestheader-group-headers=X-Remote-Group',
+          '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+          `--proxy-client-cert-file=${certs.frontProxyClient.certPath}`,
+          `--proxy-client-key-file=${certs.frontProxyClient.keyPath}`,
+        ],
+      },
+      (proc) =>
+        waitFor(
+          'kube-apiserver /readyz',
+          async () => (await get(`${server}/readyz`, certs)).status === 200,
+          { timeoutMs, proc, intervalMs: 200 },
+        ),
     );
     log(`kube-apiserver ready at ${server} (${Date.now() - t0} ms)`);
 
@@ -242,7 +283,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     );
     log(`kube-controller-manager running (${Date.now() - t0} ms)`);
 
-    return {
+    const plane: ControlPlane = {
       dir,
       binDir,
       kubeconfigPath,
@@ -254,8 +295,25 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], toYaml(objects)),
       mintServingCert: (service, namespace) => mintServingCert(certs, service, namespace),
       memory: () => Object.fromEntries(procs.map((p) => [p.name, procMemory(p.pid)])),
+      async restart(component, { signal = 'SIGKILL', downMs = 0 } = {}) {
+        const spec = specs.get(component);
+        const at = procs.findIndex((p) => p.name === component);
+        const old = procs[at];
+        if (spec === undefined || old === undefined) throw new Error(`no ${component} to restart`);
+        const t0 = performance.now();
+        if (signal === 'SIGKILL') killNow(old.pid);
+        else await stopPid(old.pid);
+        await old.exited;
+        if (downMs > 0) await sleep(downMs);
+        const next = startProcess(spec.start);
+        procs[at] = next;
+        plane.pids[component] = next.pid;
+        await spec.ready(next);
+        return { downMs: Math.round(performance.now() - t0) };
+      },
       stop: () => stop(),
     };
+    return plane;
   } catch (err) {
     // Keep the directory: the component logs in it are the only explanation of a failed start.
     await stop(false).catch(() => undefined);

@@ -19,7 +19,8 @@ export interface Call {
   readonly url: string;
   readonly method?: string;
   readonly body?: unknown;
-  readonly headers?: Record<string, string>;
+  /** A list sends one header line per value (as the aggregator's front proxy sends groups). */
+  readonly headers?: Record<string, string | string[]>;
   /** CA of the server (HTTPS). */
   readonly ca?: string;
   /** Client certificate (omit to call without one). */

@@ -157,3 +157,14 @@ export function nextVmStatus(
   status.conditions = outdated ? [...others, existing ?? awaiting(gen, now)] : others;
   return status;
 }
+
+/**
+ * The node a newly started VM is placed on: the one of `nodes` with the fewest VMs of its group (a
+ * pool), the first of them on a tie, the way a spreading scheduler would. Deterministic, so tests
+ * can predict where replicas land.
+ */
+export function placeOn(nodes: readonly string[], load: ReadonlyMap<string, number>): string {
+  let best = nodes[0] ?? '';
+  for (const n of nodes) if ((load.get(n) ?? 0) < (load.get(best) ?? 0)) best = n;
+  return best;
+}

@@ -16,6 +16,7 @@ import {
   DEFAULT_DELAYS,
   nextDiskStatus,
   nextVmStatus,
+  placeOn,
   type Delays,
   type Memory,
 } from './lifecycle.js';
@@ -36,6 +37,11 @@ export interface SimulatorOptions {
   seed?: number;
   /** Poll interval (ms). */
   intervalMs?: number;
+  /**
+   * Nodes to place started VMs on (`status.nodeName`), spreading each pool's VMs (see placeOn);
+   * unset: VMs get no node, as before.
+   */
+  nodes?: readonly string[];
   /** Called with errors of a tick (conflicts are expected and not reported). */
   onError?: (err: unknown) => void;
 }
@@ -146,7 +152,38 @@ export function startSimulator(opts: SimulatorOptions): Simulator {
     }
   };
 
-  const vm = async (v: Obj, now: number) => {
+  /** VMs per node of each pool (`namespace/pool`), counted afresh every pass. */
+  const loadOf = (vms: readonly Obj[]): Map<string, Map<string, number>> => {
+    const out = new Map<string, Map<string, number>>();
+    for (const v of vms) {
+      const node = (v.status as { nodeName?: string } | undefined)?.nodeName;
+      if (node === undefined || v.metadata.deletionTimestamp !== undefined) continue;
+      const load = out.get(groupOf(v)) ?? new Map<string, number>();
+      load.set(node, (load.get(node) ?? 0) + 1);
+      out.set(groupOf(v), load);
+    }
+    return out;
+  };
+  const groupOf = (v: Obj): string => {
+    const labels = (v.metadata.labels ?? {}) as Record<string, string>;
+    return `${String(v.metadata.namespace)}/${labels['vmpool.virtualization.deckhouse.io/pool'] ?? ''}`;
+  };
+  const place = (
+    v: Obj,
+    next: Record<string, unknown>,
+    loads: Map<string, Map<string, number>>,
+  ) => {
+    const nodes = opts.nodes ?? [];
+    if (nodes.length === 0 || next.nodeName !== undefined) return;
+    if (next.phase === undefined || next.phase === 'Pending') return;
+    const load = loads.get(groupOf(v)) ?? new Map<string, number>();
+    const node = placeOn(nodes, load);
+    load.set(node, (load.get(node) ?? 0) + 1);
+    loads.set(groupOf(v), load);
+    next.nodeName = node;
+  };
+
+  const vm = async (v: Obj, now: number, loads: Map<string, Map<string, number>>) => {
     const uid = String(v.metadata.uid);
     const finalizers = (v.metadata.finalizers ?? []) as string[];
     const m = memOf(uid, now, delayOf('Pending'));
@@ -184,6 +221,7 @@ export function startSimulator(opts: SimulatorOptions): Simulator {
       m.since = now;
       m.delay = delayOf(phase);
     });
+    place(v, next, loads);
     await writeStatus('virtualmachines', v, next);
   };
 
@@ -193,7 +231,9 @@ export function startSimulator(opts: SimulatorOptions): Simulator {
       const now = Date.now();
       try {
         await disks(now);
-        for (const v of await list('virtualmachines')) await vm(v, now);
+        const vms = await list('virtualmachines');
+        const loads = loadOf(vms);
+        for (const v of vms) await vm(v, now, loads);
       } catch (err) {
         opts.onError?.(err);
       }

@@ -45,15 +45,35 @@ describe('the VirtualMachinePool CRD generated from the models', () => {
     });
   });
 
-  it('prints Replicas, Ready, Age, and Updated and Policy at priority 1', () => {
-    const cols = version.additionalPrinterColumns as Array<{ name: string; priority?: number }>;
+  it('prints Replicas, Ready, Age, and Updated, Draining, Protected and Policy at priority 1 (-o wide)', () => {
+    const cols = version.additionalPrinterColumns as Array<{
+      name: string;
+      priority?: number;
+      jsonPath: string;
+    }>;
     expect(cols.map((c) => [c.name, c.priority ?? 0])).toEqual([
       ['Replicas', 0],
       ['Ready', 0],
       ['Updated', 1],
+      ['Draining', 1],
+      ['Protected', 1],
       ['Policy', 1],
       ['Age', 0],
     ]);
+    expect(cols.find((c) => c.name === 'Draining')?.jsonPath).toBe('.status.drainingReplicas');
+    expect(cols.find((c) => c.name === 'Protected')?.jsonPath).toBe('.status.protectedReplicas');
+  });
+
+  it('describes the fleet-control fields', () => {
+    type Described = { description?: string; properties?: Record<string, Described> };
+    const props = schema.properties as Record<string, Described>;
+    const drain = props.spec?.properties?.scaleDown?.properties?.drainTimeout;
+    expect(drain?.description).toContain('vmpool.virtualization.deckhouse.io/drained');
+    const status = props.status?.properties ?? {};
+    expect(status.protectedReplicas?.description).toContain(
+      'vmpool.virtualization.deckhouse.io/protected',
+    );
+    expect(status.drainingReplicas?.description).toContain('draining');
   });
 
   it('carries every CEL rule of the reference with its exact message', () => {

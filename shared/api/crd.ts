@@ -125,6 +125,20 @@ export function poolCrd(): Schema {
               priority: 1,
             },
             {
+              name: 'Draining',
+              type: 'integer',
+              jsonPath: '.status.drainingReplicas',
+              description: 'Members draining before removal.',
+              priority: 1,
+            },
+            {
+              name: 'Protected',
+              type: 'integer',
+              jsonPath: '.status.protectedReplicas',
+              description: 'Surplus replicas a scale-down keeps because they are protected.',
+              priority: 1,
+            },
+            {
               name: 'Policy',
               type: 'string',
               jsonPath: '.spec.scaleDownPolicy',

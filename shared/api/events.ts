@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { ObjectMeta } from './meta.js';
+import { Targets } from './messages.js';
 
 /** `type` prefixes of ApiServerSource events. */
 export const APISERVER_REF = 'dev.knative.apiserver.ref.';
@@ -69,7 +70,7 @@ export const SCALE_DOWN_WITH_EVENT = 'io.deckhouse.virtualization.vmpool.scaledo
 export const ScaleDownWithEvent = z.looseObject({
   namespace: z.string().min(1),
   pool: z.string().min(1),
-  targets: z.array(z.string()),
+  targets: Targets,
   dryRun: z.array(z.string()).optional(),
 });
 export type ScaleDownWithEvent = z.infer<typeof ScaleDownWithEvent>;

@@ -41,11 +41,22 @@ export const AdmissionReview = z.looseObject({
 });
 export type AdmissionReview = z.infer<typeof AdmissionReview>;
 
+/**
+ * Most targets one scaledownwith may name: each is one VM read, so a request's cost stays bounded
+ * (a 1 MiB body could otherwise name some 40 000 and cost as many API calls).
+ */
+export const MAX_TARGETS = 1000;
+
+/** The `targets` of a scaledownwith, at most {@link MAX_TARGETS}. */
+export const Targets = z
+  .array(z.string())
+  .max(MAX_TARGETS, `at most ${String(MAX_TARGETS)} targets per request`);
+
 /** The body of `POST …/virtualmachinepools/{name}/scaledownwith`. */
 export const ScaleDownWithBody = z.looseObject({
   apiVersion: z.string().optional(),
   kind: z.string().optional(),
-  targets: z.array(z.string()),
+  targets: Targets,
   dryRun: z.array(z.string()).optional(),
 });
 export type ScaleDownWithBody = z.infer<typeof ScaleDownWithBody>;

@@ -60,6 +60,17 @@ export const keys = {
    * space-separated, newest last, so a redelivery is answered as done instead of refused.
    */
   scaleDownRequests: `${PREFIX}scale-down-requests`,
+  /** annotation on members (set by people or agents): `"true"` keeps the member out of every scale-down. */
+  protected: `${PREFIX}protected`,
+  /**
+   * annotation on members (set by people or agents): an int32; lower is removed first, as
+   * `controller.kubernetes.io/pod-deletion-cost` (a malformed value counts as 0).
+   */
+  deletionCost: `${PREFIX}deletion-cost`,
+  /** annotation on members (vmpool's own): RFC 3339 time vmpool asked the member to drain. */
+  drainRequested: `${PREFIX}drain-requested`,
+  /** annotation on members (set by the agent or a person): `"true"` once a draining member may go. */
+  drained: `${PREFIX}drained`,
 } as const;
 
 /** An ownerReference as the API server stores it. */

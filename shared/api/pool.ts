@@ -103,6 +103,19 @@ export type VirtualMachineTemplate = z.infer<typeof VirtualMachineTemplate>;
 export const ScaleDownPolicy = z.enum(['NewestFirst', 'OldestFirst', 'Explicit']);
 export type ScaleDownPolicy = z.infer<typeof ScaleDownPolicy>;
 
+/** How members leave on a scale-down (vmpool's own; absent: deleted at once, as the reference). */
+export const ScaleDown = z
+  .looseObject({
+    drainTimeout: z
+      .string()
+      .optional()
+      .describe(
+        'Drain before removal: a leaving member is first annotated vmpool.virtualization.deckhouse.io/drain-requested (RFC 3339 time) and deleted once annotated vmpool.virtualization.deckhouse.io/drained: "true", or when this Go duration (e.g. 10m) has passed. Absent or 0: deleted at once.',
+      ),
+  })
+  .describe('How members leave the pool on a scale-down.');
+export type ScaleDown = z.infer<typeof ScaleDown>;
+
 /** `spec` of a pool. */
 export const PoolSpec = z
   .looseObject({
@@ -116,6 +129,7 @@ export const PoolSpec = z
     scaleDownPolicy: ScaleDownPolicy.describe(
       'Which replicas leave on a scale-down that does not name them. NewestFirst or OldestFirst: by creation time (ties broken by the pool generation each was created at, then by name). Explicit: only replicas named through the scaledownwith subresource leave; lowering replicas without naming them is refused.',
     ),
+    scaleDown: ScaleDown.optional(),
     virtualMachineTemplate: VirtualMachineTemplate.describe(
       'The VirtualMachine every replica is made from. A change rolls out to live replicas in place (the VM platform restarts them as its restartApprovalMode says); disk references keep their positions.',
     ),
@@ -212,6 +226,18 @@ export const PoolStatus = z.looseObject({
     .int32()
     .optional()
     .describe('Live members patched to the current revision that wait for a restart to apply it.'),
+  protectedReplicas: z
+    .int32()
+    .optional()
+    .describe(
+      'Surplus replicas kept because only members annotated vmpool.virtualization.deckhouse.io/protected: "true" could leave.',
+    ),
+  drainingReplicas: z
+    .int32()
+    .optional()
+    .describe(
+      'Members asked to leave that are draining (annotated vmpool.virtualization.deckhouse.io/drain-requested), still counted in replicas.',
+    ),
   selector: z
     .string()
     .optional()

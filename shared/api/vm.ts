@@ -100,6 +100,8 @@ export const VirtualMachine = z.looseObject({
       phase: z.string().optional(),
       observedGeneration: z.number().int().optional(),
       conditions: z.array(Condition).optional(),
+      /** The node the VM runs on (set by the platform once scheduled); spreads scale-downs. */
+      nodeName: z.string().optional(),
     })
     .optional(),
 });

@@ -3,9 +3,18 @@
  * @module
  */
 import type { Quantity, VirtualDisk, VirtualMachine } from '../api/index.js';
+import { keys } from '../api/index.js';
 
 /** Why a VM is updated. */
-export type VmUpdateWhy = 'rollout' | 'advance' | 'attach' | 'detach';
+export type VmUpdateWhy =
+  | 'rollout'
+  | 'advance'
+  | 'attach'
+  | 'detach'
+  /** A leaving member asked to drain (drain-requested annotation set). */
+  | 'drainRequest'
+  /** A member that stays after all: its drain annotations removed. */
+  | 'drainCancel';
 /** Why a disk is updated. */
 export type DiskUpdateWhy = 'claim' | 'freeSince' | 'inUse' | 'grow';
 
@@ -23,12 +32,20 @@ export type Action =
   /** Create a disk; `ownerVm` names a VM created earlier in the same pass whose uid the owner needs. */
   | { readonly kind: 'createDisk'; readonly disk: VirtualDisk; readonly ownerVm?: string }
   | { readonly kind: 'createVm'; readonly vm: VirtualMachine }
-  | { readonly kind: 'updateVm'; readonly vm: VirtualMachine; readonly why: readonly VmUpdateWhy[] }
+  | {
+      readonly kind: 'updateVm';
+      readonly vm: VirtualMachine;
+      readonly why: readonly VmUpdateWhy[];
+      /** The pool's drain timeout, for the DrainRequested Event. */
+      readonly drainTimeout?: string;
+    }
   | {
       readonly kind: 'deleteVm';
       readonly name: string;
       readonly uid: string;
       readonly why: 'scaleDown' | 'target';
+      /** How the member's drain ended, when it drained first. */
+      readonly drain?: { readonly outcome: 'drained' | 'timedOut'; readonly timeout: string };
     }
   | {
       readonly kind: 'updateDisk';
@@ -55,9 +72,13 @@ export type DeleteVm = ActionOf<'deleteVm'>;
 export type UpdateDisk = ActionOf<'updateDisk'>;
 export type DeleteDisk = ActionOf<'deleteDisk'>;
 
-/** True for actions that must be fenced by the intent write (creates and deletes). */
+/**
+ * True for actions that must be fenced by the intent write: creates, deletes, and drain marks (a
+ * reconcile that read the pool before another recorded a victim must not cancel that victim's drain).
+ */
 export function isFenced(a: Action): boolean {
   return (
+    (a.kind === 'updateVm' && a.why.some((w) => w === 'drainRequest' || w === 'drainCancel')) ||
     a.kind === 'claimDisk' ||
     a.kind === 'createDisk' ||
     a.kind === 'createVm' ||
@@ -101,8 +122,18 @@ export function eventFor(a: Action, ok: boolean, error = ''): ActionEvent | unde
           );
     }
     case 'deleteVm':
+      if (ok && a.drain?.outcome === 'timedOut')
+        return warning(
+          'DrainTimedOut',
+          `Deleted VirtualMachine "${a.name}": not drained within drainTimeout ${a.drain.timeout}.`,
+          'Delete',
+        );
       return ok
-        ? normal('SuccessfulDelete', `Deleted VirtualMachine "${a.name}".`, 'Delete')
+        ? normal(
+            'SuccessfulDelete',
+            `Deleted VirtualMachine "${a.name}"${a.drain === undefined ? '' : ' (drained)'}.`,
+            'Delete',
+          )
         : warning(
             'FailedDelete',
             `Failed to delete VirtualMachine "${a.name}": ${error}`,
@@ -125,6 +156,7 @@ export function eventFor(a: Action, ok: boolean, error = ''): ActionEvent | unde
     case 'claimDisk':
       return ok && a.grownTo !== undefined ? grown(a.disk) : undefined;
     case 'updateVm':
+      return ok ? drainEvent(a) : undefined;
     case 'dropTargets':
       return undefined;
   }
@@ -141,4 +173,21 @@ function grown(disk: VirtualDisk): ActionEvent {
   const size = String(disk.spec.persistentVolumeClaim?.size ?? '');
   const note = `Grew VirtualDisk "${disk.metadata.name ?? ''}" to ${size}, the size of its template.`;
   return normal('DiskSizeGrown', note, 'Update');
+}
+
+function drainEvent(a: UpdateVm): ActionEvent | undefined {
+  const name = a.vm.metadata.name ?? '';
+  if (a.why.includes('drainRequest'))
+    return normal(
+      'DrainRequested',
+      `Asked VirtualMachine "${name}" to drain before removal: it is deleted once annotated ${keys.drained}: "true", or after drainTimeout ${a.drainTimeout ?? ''}.`,
+      'Drain',
+    );
+  if (a.why.includes('drainCancel'))
+    return normal(
+      'DrainCancelled',
+      `Cancelled the drain of VirtualMachine "${name}": it stays in the pool.`,
+      'Drain',
+    );
+  return undefined;
 }

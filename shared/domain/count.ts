@@ -1,33 +1,71 @@
 /**
  * The second step of a plan: which names to create and which members leave, recorded intent first.
+ * Protection wins over a recorded choice that has not been carried out: a protected policy victim
+ * is chosen again among the others, a protected scaledownwith target waits.
  * @module
  */
 import type { VirtualMachine } from '../api/index.js';
-import type { DeleteVm } from './actions.js';
+import { keys } from '../api/index.js';
+import { byCancelOrder, drainTimeoutMs, isDraining } from './drain.js';
 import { nameOf } from './membership.js';
 import type { Rand } from './names.js';
 import type { MemberRef, View } from './observe.js';
 import { decideScale } from './scale.js';
+import { deletionCost, isProtected } from './victims.js';
+
+/** A live member that leaves, and on whose account. */
+export interface Departure {
+  readonly vm: VirtualMachine;
+  readonly uid: string;
+  readonly why: 'scaleDown' | 'target';
+}
 
 /** The count decision: creates and victims (recorded ones first), and who stays. */
 export interface Count {
   /** Names to create: pending recorded creates, then fresh ones. */
   readonly creates: readonly string[];
-  /** Victims to record: pending recorded victims, then the policy's choice. */
+  /** Victims to record: pending recorded victims still leaving, then the policy's choice. */
   readonly victims: readonly MemberRef[];
-  /** Live members that leave: victims and live scaledownwith targets. */
+  /** Live members that leave: victims and unprotected live scaledownwith targets. */
   readonly leaving: ReadonlySet<string>;
-  /** Live members that stay, in observed order. */
+  /** Live members that stay, in observed order (protected targets that wait included). */
   readonly staying: readonly VirtualMachine[];
-  /** The member deletions, victims before targets. */
-  readonly deletes: readonly DeleteVm[];
-  /** Recorded targets that are Terminating or gone: dropped from the pool. */
+  /** The leaving members, victims before targets. */
+  readonly departures: readonly Departure[];
+  /** Recorded targets that are Terminating, gone, or taken back by a scale-up: dropped from the pool. */
   readonly dropTargets: readonly string[];
+  /** Surplus replicas kept because only protected members could leave (`status.protectedReplicas`). */
+  readonly protectedHeld: number;
+  /** Warnings about members the ranking looked at (a malformed deletion cost). */
+  readonly warnings: readonly string[];
+}
+
+/** The recorded leavers of a view, split by protection. */
+export function recordedLeavers(view: View): {
+  victims: MemberRef[];
+  targets: MemberRef[];
+  held: MemberRef[];
+} {
+  const guarded = (r: MemberRef): boolean => {
+    const m = view.live.get(r.name);
+    return m !== undefined && isProtected(m);
+  };
+  return {
+    victims: view.pendingDeletes.filter((r) => !guarded(r)),
+    targets: view.liveTargets.filter((r) => !guarded(r)),
+    held: view.liveTargets.filter(guarded),
+  };
 }
 
 /** Decides the count (pure; `rand` names fresh members). */
 export function decideCount(view: View, rand: Rand): Count {
-  const recordedLeaving = new Set([...view.pendingDeletes, ...view.liveTargets].map((r) => r.name));
+  const recorded = recordedLeavers(view);
+  const leavingRefs = [...recorded.victims, ...recorded.targets];
+  const timeout = drainTimeoutMs(view.pool);
+  const drains = leavingRefs
+    .map((r) => view.live.get(r.name))
+    .filter((m): m is VirtualMachine => m !== undefined && (timeout !== undefined || isDraining(m)))
+    .sort(byCancelOrder);
   const decision = decideScale(
     {
       pool: nameOf(view.pool),
@@ -35,35 +73,61 @@ export function decideCount(view: View, rand: Rand): Count {
       policy: view.pool.spec.scaleDownPolicy,
       members: view.members,
       pendingCreates: view.pendingCreates,
-      leaving: recordedLeaving,
+      leaving: new Set(leavingRefs.map((r) => r.name)),
+      held: recorded.held.length,
+      cancellable: [...recorded.held.map((r) => r.name), ...new Set(drains.map(nameOf))],
       taken: view.taken,
     },
     rand,
   );
+  const back = new Set(decision.cancelled);
   const victims: MemberRef[] = [
-    ...view.pendingDeletes,
-    ...decision.victims.map((v) => ({ name: nameOf(v), uid: v.metadata.uid ?? '' })),
+    ...recorded.victims.filter((r) => !back.has(r.name)),
+    ...decision.victims.map((v) => ({ name: nameOf(v.vm), uid: v.vm.metadata.uid ?? '' })),
   ];
-  const leaving = new Set([...recordedLeaving, ...victims.map((v) => v.name)]);
   const victimNames = new Set(victims.map((v) => v.name));
-  const deletes: DeleteVm[] = [
-    ...victims.map((v): DeleteVm => ({
-      kind: 'deleteVm',
-      name: v.name,
-      uid: v.uid,
-      why: 'scaleDown',
-    })),
-    ...view.liveTargets
-      .filter((t) => !victimNames.has(t.name))
-      .map((t): DeleteVm => ({ kind: 'deleteVm', name: t.name, uid: t.uid, why: 'target' })),
+  const targets = recorded.targets.filter((t) => !back.has(t.name) && !victimNames.has(t.name));
+  const leaving = new Set([...victimNames, ...targets.map((t) => t.name)]);
+  const departures = [
+    ...victims.map((v): Departure => ({ ...departing(view, v), why: 'scaleDown' })),
+    ...targets.map((t): Departure => ({ ...departing(view, t), why: 'target' })),
   ];
   const liveTargets = new Set(view.liveTargets);
+  const held = recorded.held.filter((t) => !back.has(t.name)).length;
   return {
     creates: [...view.pendingCreates, ...decision.creates],
     victims,
     leaving,
     staying: [...view.live.values()].filter((m) => !leaving.has(nameOf(m))),
-    deletes,
-    dropTargets: view.targets.filter((t) => !liveTargets.has(t)).map((t) => t.name),
+    departures,
+    dropTargets: view.targets
+      .filter((t) => !liveTargets.has(t) || back.has(t.name))
+      .map((t) => t.name),
+    protectedHeld: held + decision.blocked,
+    warnings:
+      decision.victims.length === 0
+        ? []
+        : costWarnings(view, new Set(leavingRefs.map((r) => r.name))),
   };
+}
+
+function departing(view: View, r: MemberRef): { vm: VirtualMachine; uid: string } {
+  // Leavers are live by construction (recorded ones are filtered by uid, chosen ones are members).
+  return { vm: view.live.get(r.name) as VirtualMachine, uid: r.uid };
+}
+
+/**
+ * Malformed deletion costs among the members a ranking looked at. Reported only when it just chose
+ * victims (a pass that writes the intent anyway), so a quiescent pool with a bad annotation still
+ * makes zero writes (L5) and the warning comes once per scale-down, not once per reconcile.
+ */
+function costWarnings(view: View, leaving: ReadonlySet<string>): string[] {
+  return [...view.live.values()].flatMap((m) => {
+    const bad = deletionCost(m).malformed;
+    return bad === undefined || leaving.has(nameOf(m)) || isProtected(m)
+      ? []
+      : [
+          `VirtualMachine ${nameOf(m)}: deletion cost "${bad}" is not an int32; counted as 0 (annotation ${keys.deletionCost})`,
+        ];
+  });
 }

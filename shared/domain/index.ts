@@ -19,3 +19,6 @@ export * from './scale-down-with.js';
 export * from './status.js';
 export * from './targets.js';
 export * from './validation.js';
+export * from './preview.js';
+export * from './victims.js';
+export * from './drain.js';

@@ -64,7 +64,7 @@ export function byAge(a: VirtualMachine, b: VirtualMachine): number {
 }
 
 /** The pool generation a member was planned at; -1 when absent or not a plain integer. */
-function createdGeneration(vm: VirtualMachine): number {
+export function createdGeneration(vm: VirtualMachine): number {
   const text = vm.metadata.annotations?.[keys.createdGeneration];
   return text !== undefined && /^\d{1,15}$/.test(text) ? Number(text) : -1;
 }

@@ -6,6 +6,9 @@ import {
   MAX_POOL_NAME,
   VM_SUFFIX,
   deleteDiskName,
+  invalidObjectKey,
+  isDnsLabel,
+  isDnsSubdomain,
   isRetainDiskName,
   retainDiskName,
   suffix,
@@ -75,5 +78,29 @@ describe('names', () => {
     ['runners-x2-cache-bcdfgh', false],
   ])('isRetainDiskName(%s, runners, cache) = %s', (name, want) => {
     expect(isRetainDiskName(name, 'runners', 'cache')).toBe(want);
+  });
+});
+
+describe('names from outside (paths, CloudEvents)', () => {
+  it.each(['ci', 'a-b', 'x'.repeat(63), '0'])('"%s" is a namespace name', (s) => {
+    expect(isDnsLabel(s)).toBe(true);
+  });
+  it.each(['', '..', '.', 'A', 'a_b', '-a', 'a-', 'a.b', 'x'.repeat(64), 'a/b', '%2e%2e'])(
+    '"%s" is not a namespace name',
+    (s) => {
+      expect(isDnsLabel(s)).toBe(false);
+    },
+  );
+  it('object names are subdomains: dots between labels, at most 253 characters', () => {
+    expect(isDnsSubdomain('runners')).toBe(true);
+    expect(isDnsSubdomain('a.b-c.d')).toBe(true);
+    expect(isDnsSubdomain(`${'a'.repeat(63)}.${'b'.repeat(63)}`)).toBe(true);
+    for (const bad of ['', '..', 'a..b', '.a', 'a.', 'A', 'a b', 'a/b', 'x'.repeat(254)])
+      expect(isDnsSubdomain(bad)).toBe(false);
+  });
+  it('says which half of a key is wrong', () => {
+    expect(invalidObjectKey('ci', 'runners')).toBeUndefined();
+    expect(invalidObjectKey('..', 'runners')).toContain('namespace "..');
+    expect(invalidObjectKey('ci', '..')).toContain('name ".."');
   });
 });

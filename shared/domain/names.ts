@@ -46,3 +46,27 @@ export function isRetainDiskName(name: string, pool: string, template: string): 
   if (!name.startsWith(prefix) || name.length !== prefix.length + DISK_SUFFIX) return false;
   return /^[bcdfghjklmnpqrstvwxz2456789]+$/.test(name.slice(prefix.length));
 }
+
+/** An RFC 1123 label: what a namespace name must be (at most 63 characters). */
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** True when `s` is an RFC 1123 label (a namespace name). */
+export function isDnsLabel(s: string): boolean {
+  return s.length <= 63 && DNS_LABEL.test(s);
+}
+
+/** True when `s` is an RFC 1123 subdomain (the name of most objects, pools and VMs included). */
+export function isDnsSubdomain(s: string): boolean {
+  return s.length <= 253 && s.split('.').every(isDnsLabel);
+}
+
+/**
+ * Why a namespace and object name that arrived from outside (a URL path, a CloudEvent) cannot
+ * address an object, or undefined when they can. Checked before any API call: a name such as `..`
+ * would otherwise become a path segment of the API request and address something else.
+ */
+export function invalidObjectKey(namespace: string, name: string): string | undefined {
+  if (!isDnsLabel(namespace)) return `namespace "${namespace}" is not a valid namespace name`;
+  if (!isDnsSubdomain(name)) return `name "${name}" is not a valid object name`;
+  return undefined;
+}

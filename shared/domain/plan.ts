@@ -1,14 +1,15 @@
 /**
  * `plan(observed, now, rand)`: everything a reconcile decides for one pool, as ordered actions plus
  * the new status carrying the intent to record before any of them runs. A pipeline of pure steps:
- * observe → count → bind disks → updates → order and status.
+ * observe → count → leave (drain or delete) → bind disks → updates → order and status.
  * @module
  */
 import type { PoolStatus } from '../api/index.js';
-import type { Action } from './actions.js';
+import type { Action, ActionEvent } from './actions.js';
 import { isFenced } from './actions.js';
 import { bindDisks } from './bind.js';
 import { decideCount } from './count.js';
+import { decideLeave } from './leave.js';
 import { nameOf } from './membership.js';
 import type { Rand } from './names.js';
 import type { Observed } from './observe.js';
@@ -32,6 +33,10 @@ export interface Plan {
   readonly fenced: boolean;
   /** Things a human should know (a boot disk of a removed template kept, a foreign disk). */
   readonly warnings: string[];
+  /** Events to record once the status write succeeded (only plans that write carry any, so L5 holds). */
+  readonly events: ActionEvent[];
+  /** A drain deadline ahead: reconcile again then (the resync tick is the fallback). */
+  readonly recheckAt?: Date;
 }
 
 /** Plans one reconcile of a pool. Pure: `now` and `rand` are the only outside inputs. */
@@ -45,10 +50,12 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
       writeStatus: false,
       fenced: false,
       warnings: [],
+      events: [],
     };
 
   const view = observe(obs);
   const count = decideCount(view, rand);
+  const leave = decideLeave(view, count, now);
   const disks = bindDisks(view, count, rand);
   const inUse = new Set([...view.liveRefs, ...disks.claimed]);
   const claimedNow = new Set(disks.claims.map((c) => nameOf(c.disk)));
@@ -60,7 +67,8 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
     ...disks.vmCreates,
     ...disks.deleteCreates,
     ...memberUpdates(view, count.staying, disks.refs),
-    ...count.deletes,
+    ...leave.drainRequests,
+    ...leave.deletes,
     ...diskUpdates(view, inUse, claimedNow, now),
     ...disks.diskDeletes,
   ];
@@ -71,12 +79,23 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
     deletes: [...count.victims],
     bindings: [...disks.bindings],
   };
-  const status = computeStatus(pool, view.members, view.hash, intent, now);
+  const status = computeStatus(pool, view.members, view.hash, intent, now, {
+    protectedHeld: count.protectedHeld,
+    draining: leave.draining,
+  });
+  const writeStatus = !sameStatus(status, pool.status);
+  const fenced = actions.some(isFenced);
   return {
     actions,
     status,
-    writeStatus: !sameStatus(status, pool.status),
-    fenced: actions.some(isFenced),
-    warnings: [...view.warnings, ...disks.warnings],
+    writeStatus,
+    fenced,
+    warnings: [...view.warnings, ...disks.warnings, ...count.warnings],
+    events: writeStatus || fenced ? count.warnings.map(invalidCost) : [],
+    ...(leave.recheckAt === undefined ? {} : { recheckAt: leave.recheckAt }),
   };
+}
+
+function invalidCost(note: string): ActionEvent {
+  return { type: 'Warning', reason: 'InvalidDeletionCost', note, action: 'ScaleDown' };
 }

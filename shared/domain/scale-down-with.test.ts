@@ -244,3 +244,33 @@ describe('planScaleDownWith with a request key (CloudEvent redelivery)', () => {
     expect(recordedRequests(r.write!)).toHaveLength(2);
   });
 });
+
+describe('planScaleDownWith and fleet control', () => {
+  it('refuses a protected target with 409, naming the VM and the annotation; nothing is written', () => {
+    const guarded = vm(p, 'runners-ggggg', { annotations: { [keys.protected]: 'true' } });
+    expect(
+      planScaleDownWith(p, { targets: ['runners-aaaaa', 'runners-ggggg'] }, byName(a, guarded)),
+    ).toEqual({
+      ok: false,
+      code: 409,
+      message:
+        'target VirtualMachine "runners-ggggg" is protected from scale-down (annotation vmpool.virtualization.deckhouse.io/protected: "true"); remove the annotation first',
+    });
+  });
+
+  it('does not count a member a scale-down already asked to leave (a draining victim)', () => {
+    const q = pool({
+      replicas: 2,
+      status: { intent: { deletes: [{ name: 'runners-ccccc', uid: 'uid-runners-ccccc' }] } },
+    });
+    const r = accepted(
+      planScaleDownWith(q, { targets: ['runners-ccccc', 'runners-aaaaa'] }, byName(a, c)),
+    );
+    expect(r.outcomes).toEqual([
+      { target: 'runners-ccccc', outcome: 'alreadyRequested' },
+      { target: 'runners-aaaaa', outcome: 'removed' },
+    ]);
+    expect(r.replicas).toEqual({ from: 2, to: 1 });
+    expect(recordedTargets(r.write!).map((t) => t.name)).toEqual(['runners-aaaaa']);
+  });
+});

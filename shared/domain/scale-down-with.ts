@@ -9,14 +9,19 @@ import type {
   VirtualMachine,
   VirtualMachinePool,
 } from '../api/index.js';
+import { keys } from '../api/index.js';
 import { isMember, isTerminating, nameOf } from './membership.js';
+import { isProtected } from './victims.js';
 import { recordedRequests, recordedTargets, withRequest, withTargets } from './targets.js';
 
 /** What happens to one named target. */
 export type TargetOutcome =
   /** A live member: recorded, and the pool shrinks by one for it. */
   | 'removed'
-  /** Already recorded by an earlier scaledownwith: neither recorded nor counted again. */
+  /**
+   * Already asked to leave (recorded by an earlier scaledownwith, or a scale-down victim still
+   * draining): neither recorded nor counted again.
+   */
   | 'alreadyRequested'
   /** Already being deleted: not counted, so the pool neither shrinks for it nor deletes another. */
   | 'alreadyTerminating'
@@ -28,7 +33,7 @@ export type TargetOutcome =
 /** A refused request: HTTP code and the reference's message. */
 export interface Refusal {
   readonly ok: false;
-  readonly code: 400 | 404;
+  readonly code: 400 | 404 | 409;
   readonly message: string;
 }
 
@@ -49,7 +54,8 @@ export const EMPTY_TARGETS = 'scaleDownWith requires a non-empty targets list';
 
 /**
  * Plans a scaledownwith. `vms` maps each distinct target name to the VM read for it (absent: not
- * found). Nothing is written for a refused request. A `request` key (see {@link requestKey}) is
+ * found). Nothing is written for a refused request: a target that is not a member (400) or that is
+ * protected (409). A `request` key (see {@link requestKey}) is
  * recorded with the write, and a request whose key is recorded is answered as done without looking
  * at its targets, which may be long gone.
  */
@@ -94,8 +100,16 @@ export function planScaleDownWith(
         code: 400,
         message: `target VirtualMachine "${t}" does not belong to VirtualMachinePool "${nameOf(pool)}"`,
       };
+    if (isProtected(vm) && !isTerminating(vm))
+      return {
+        ok: false,
+        code: 409,
+        message: `target VirtualMachine "${t}" is protected from scale-down (annotation ${keys.protected}: "true"); remove the annotation first`,
+      };
   }
-  const already = new Set(recordedTargets(pool).map((t) => t.uid));
+  const already = new Set(
+    [...recordedTargets(pool), ...(pool.status?.intent?.deletes ?? [])].map((t) => t.uid),
+  );
   const seen = new Set<string>();
   const added: RecordedTarget[] = [];
   const outcomes = body.targets.map((target) => {

@@ -3,8 +3,13 @@ import fc from 'fast-check';
 import type { ScaleDownPolicy, VirtualMachine } from '../api/index.js';
 import { at, MINUTE, pool, seededRandom, vm } from '../../test/unit/builders.js';
 import type { ScaleInput } from './scale.js';
-import { decideScale, rankVictims } from './scale.js';
+import { decideScale } from './scale.js';
 import { nameOf } from './membership.js';
+import type { Ranked } from './victims.js';
+import { rankVictims } from './victims.js';
+
+const vn = (r: Ranked): string => nameOf(r.vm);
+const NOTHING = { creates: [], victims: [], cancelled: [], blocked: 0 };
 
 const p = pool();
 
@@ -56,7 +61,7 @@ describe('decideScale', () => {
         input({ desired: 3, members: [old], pendingCreates: ['runners-p1111', 'runners-p2222'] }),
         seededRandom(1),
       ),
-    ).toEqual({ creates: [], victims: [] });
+    ).toEqual(NOTHING);
     expect(
       decideScale(
         input({ desired: 4, members: [old], pendingCreates: ['runners-p1111'] }),
@@ -66,18 +71,12 @@ describe('decideScale', () => {
   });
 
   it('does nothing when the count equals desired', () => {
-    expect(decideScale(input({ members: three }), seededRandom(1))).toEqual({
-      creates: [],
-      victims: [],
-    });
+    expect(decideScale(input({ members: three }), seededRandom(1))).toEqual(NOTHING);
   });
 
   it('counts Terminating members: no replacement until they are gone', () => {
     const dying = vm(p, 'runners-dddd1', { terminating: true });
-    expect(decideScale(input({ members: [old, mid, dying] }), seededRandom(1))).toEqual({
-      creates: [],
-      victims: [],
-    });
+    expect(decideScale(input({ members: [old, mid, dying] }), seededRandom(1))).toEqual(NOTHING);
   });
 
   it.each<[ScaleDownPolicy, number, string[]]>([
@@ -90,7 +89,7 @@ describe('decideScale', () => {
     ['Explicit', 0, []],
   ])('%s to %d picks %j', (policy, desired, want) => {
     const d = decideScale(input({ policy, desired, members: three }), seededRandom(1));
-    expect(d.victims.map(nameOf)).toEqual(want);
+    expect(d.victims.map(vn)).toEqual(want);
     expect(d.creates).toEqual([]);
   });
 
@@ -103,20 +102,20 @@ describe('decideScale', () => {
       decideScale(
         input({ desired: 2, members: tied, policy: 'OldestFirst' }),
         seededRandom(1),
-      ).victims.map(nameOf),
+      ).victims.map(vn),
     ).toEqual(['runners-bbbbb']);
     expect(
       decideScale(
         input({ desired: 2, members: tied, policy: 'NewestFirst' }),
         seededRandom(1),
-      ).victims.map(nameOf),
+      ).victims.map(vn),
     ).toEqual(['runners-ddddd']);
   });
 
   it('reference case: desired 1, members {terminating, old, new} → only new deleted', () => {
     const dying = vm(p, 'runners-dddd1', { terminating: true, created: at(-5 * MINUTE) });
     const d = decideScale(input({ desired: 1, members: [dying, old, young] }), seededRandom(1));
-    expect(d.victims.map(nameOf)).toEqual(['runners-yng11']);
+    expect(d.victims.map(vn)).toEqual(['runners-yng11']);
   });
 
   it('members already leaving reduce the victims and are not picked again', () => {
@@ -130,7 +129,7 @@ describe('decideScale', () => {
       input({ desired: 1, members: three, leaving, policy: 'OldestFirst' }),
       seededRandom(1),
     );
-    expect(d2.victims.map(nameOf)).toEqual(['runners-mid11']);
+    expect(d2.victims.map(vn)).toEqual(['runners-mid11']);
   });
 
   it('a leaving name that is also Terminating is counted once', () => {
@@ -142,9 +141,8 @@ describe('decideScale', () => {
     expect(d.victims).toEqual([]);
   });
 
-  it('rankVictims returns nothing for Explicit', () => {
-    expect(rankVictims(three, 'Explicit')).toEqual([]);
-    expect(rankVictims(three, 'OldestFirst').map(nameOf)).toEqual([
+  it('rankVictims without costs or nodes is the age order', () => {
+    expect(rankVictims(three, 'OldestFirst', three).map(vn)).toEqual([
       'runners-old11',
       'runners-mid11',
       'runners-yng11',
@@ -199,8 +197,8 @@ describe('decideScale laws (L1, L2)', () => {
             .filter((m) => m.metadata.deletionTimestamp === undefined && !leaving.has(nameOf(m)))
             .map(nameOf),
         );
-        for (const v of d.victims) expect(candidates.has(nameOf(v))).toBe(true);
-        expect(new Set(d.victims.map(nameOf)).size).toBe(d.victims.length);
+        for (const v of d.victims) expect(candidates.has(vn(v))).toBe(true);
+        expect(new Set(d.victims.map(vn)).size).toBe(d.victims.length);
         expect(d.victims.length).toBeLessThanOrEqual(Math.max(0, count - s.desired));
         const alreadyGoing = members.filter(
           (m) => m.metadata.deletionTimestamp !== undefined || leaving.has(nameOf(m)),

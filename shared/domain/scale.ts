@@ -4,9 +4,11 @@
  * @module
  */
 import type { ScaleDownPolicy, VirtualMachine } from '../api/index.js';
-import { byAge, isTerminating, nameOf } from './membership.js';
+import { isTerminating, nameOf } from './membership.js';
 import type { Rand } from './names.js';
 import { ALPHABET, VM_SUFFIX, vmName } from './names.js';
+import type { Ranked } from './victims.js';
+import { isProtected, rankVictims } from './victims.js';
 
 /** What the scale step sees. */
 export interface ScaleInput {
@@ -16,8 +18,12 @@ export interface ScaleInput {
   readonly members: readonly VirtualMachine[];
   /** Recorded creates not yet observed as members. */
   readonly pendingCreates: readonly string[];
-  /** Names already leaving on purpose: recorded victims and scaledownwith targets still alive. */
+  /** Live members leaving on purpose: recorded victims and scaledownwith targets, none protected. */
   readonly leaving: ReadonlySet<string>;
+  /** Recorded targets kept by protection: already taken off `desired`, so not surplus again. */
+  readonly held?: number;
+  /** Names a shortfall takes back before any create, in that order (held targets, then drains). */
+  readonly cancellable?: readonly string[];
   /** Names that may not be used for a new VM (every VM name seen, pending ones included). */
   readonly taken: ReadonlySet<string>;
 }
@@ -25,37 +31,44 @@ export interface ScaleInput {
 /** The scale decision. */
 export interface ScaleDecision {
   readonly creates: string[];
-  readonly victims: VirtualMachine[];
+  readonly victims: Ranked[];
+  /** Leaving members (or held targets) taken back instead of creating. */
+  readonly cancelled: string[];
+  /** Surplus no unprotected member is left to satisfy: kept. */
+  readonly blocked: number;
 }
 
+/** The members a scale-down may rank: live and staying (`staying`), and the unprotected among them. */
+export function scaleDownCandidates(
+  members: readonly VirtualMachine[],
+  leaving: ReadonlySet<string>,
+): { staying: VirtualMachine[]; candidates: VirtualMachine[] } {
+  const staying = members.filter((m) => !isTerminating(m) && !leaving.has(nameOf(m)));
+  return { staying, candidates: staying.filter((m) => !isProtected(m)) };
+}
+
+const none = { creates: [], victims: [], cancelled: [], blocked: 0 };
+
 /**
- * Members plus pending creates count toward replicas, Terminating members included (they still hold
- * resources); the surplus is reduced by members already leaving; `Explicit` never picks victims.
+ * Members plus pending creates count toward replicas, Terminating and draining members included
+ * (they still hold resources), so no member is ever replaced while it leaves. A shortfall of staying
+ * members first takes leaving ones back (a drain is cancelled, not answered with a new VM); a surplus
+ * beyond those already leaving is ranked ({@link rankVictims}); `Explicit` never picks victims.
  */
 export function decideScale(input: ScaleInput, rand: Rand): ScaleDecision {
   const count = input.members.length + input.pendingCreates.length;
-  if (count < input.desired) {
-    return { creates: freshNames(input, input.desired - count, rand), victims: [] };
-  }
-  if (count === input.desired || input.policy === 'Explicit') return { creates: [], victims: [] };
   const terminating = input.members.filter(isTerminating).length;
   const leaving = input.members.filter((m) => !isTerminating(m) && input.leaving.has(nameOf(m)));
-  const toDelete = count - input.desired - terminating - leaving.length;
-  if (toDelete <= 0) return { creates: [], victims: [] };
-  const candidates = input.members.filter(
-    (m) => !isTerminating(m) && !input.leaving.has(nameOf(m)),
-  );
-  return { creates: [], victims: rankVictims(candidates, input.policy).slice(0, toDelete) };
-}
-
-/** Candidates in removal order for the policy (see {@link byAge}). */
-export function rankVictims(
-  candidates: readonly VirtualMachine[],
-  policy: ScaleDownPolicy,
-): VirtualMachine[] {
-  if (policy === 'Explicit') return [];
-  const sorted = [...candidates].sort(byAge);
-  return policy === 'NewestFirst' ? sorted.reverse() : sorted;
+  const surplus = count - input.desired - terminating - leaving.length - (input.held ?? 0);
+  if (surplus < 0) {
+    const cancelled = (input.cancellable ?? []).slice(0, -surplus);
+    const creates = count < input.desired ? freshNames(input, input.desired - count, rand) : [];
+    return { ...none, creates, cancelled };
+  }
+  if (surplus === 0 || input.policy === 'Explicit') return none;
+  const { staying, candidates } = scaleDownCandidates(input.members, input.leaving);
+  const victims = rankVictims(candidates, input.policy, staying, surplus);
+  return { ...none, victims, blocked: surplus - victims.length };
 }
 
 /** Steps a name's suffix through the alphabet until it is free: randomness that repeats still ends. */

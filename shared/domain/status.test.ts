@@ -279,3 +279,45 @@ describe('helpers', () => {
     expect(sameStatus(a as never, b as never)).toBe(want);
   });
 });
+
+describe('computeStatus: protection and drains', () => {
+  it.each([
+    {
+      what: 'the held surplus: Progressing False ScaleDownBlockedByProtection',
+      replicas: 1,
+      leaving: { protectedHeld: 2, draining: 0 },
+      progressing: {
+        status: 'False',
+        reason: 'ScaleDownBlockedByProtection',
+        message:
+          'Scale-down to 1 replicas waits: 2 surplus replicas are protected (annotation vmpool.virtualization.deckhouse.io/protected: "true").',
+      },
+    },
+    {
+      what: 'draining members, counted in replicas, said while converging',
+      replicas: 2,
+      leaving: { protectedHeld: 0, draining: 1 },
+      progressing: {
+        status: 'True',
+        reason: 'ReplicasProgressing',
+        message: 'Converging to 2 replicas (currently 3, 1 draining).',
+      },
+    },
+  ])('reports $what', ({ replicas, leaving, progressing }) => {
+    const p = pool({ replicas });
+    const s = computeStatus(p, [on(p, 'a'), on(p, 'b'), on(p, 'c')], H, {}, NOW, leaving);
+    expect([s.replicas, s.protectedReplicas, s.drainingReplicas]).toEqual([
+      3,
+      leaving.protectedHeld,
+      leaving.draining,
+    ]);
+    expect(cond(s.conditions, 'Progressing')).toMatchObject(progressing);
+  });
+
+  it('reports zeros by default (no knob set: nothing held, nothing draining)', () => {
+    const p = pool({ replicas: 1 });
+    const s = computeStatus(p, [on(p, 'a')], H, {}, NOW);
+    expect([s.protectedReplicas, s.drainingReplicas]).toEqual([0, 0]);
+    expect(cond(s.conditions, 'Progressing')).toBeUndefined();
+  });
+});

@@ -47,7 +47,40 @@ export function rfc3339(now: Date): string {
   return now.toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
-function conditions(desired: number, c: Counts, generation: number | undefined): Condition[] {
+/** What the count decided that status reports beyond the members' own state. */
+export interface Leaving {
+  /** Surplus kept because only protected members could leave. */
+  readonly protectedHeld: number;
+  /** Leaving members draining. */
+  readonly draining: number;
+}
+
+const NOT_LEAVING: Leaving = { protectedHeld: 0, draining: 0 };
+
+function progressing(desired: number, c: Counts, l: Leaving): Condition | undefined {
+  if (l.protectedHeld > 0)
+    return {
+      type: 'Progressing',
+      status: 'False',
+      reason: 'ScaleDownBlockedByProtection',
+      message: `Scale-down to ${desired} replicas waits: ${l.protectedHeld} surplus replicas are protected (annotation ${keys.protected}: "true").`,
+    };
+  if (c.replicas === desired) return undefined;
+  const draining = l.draining > 0 ? `, ${l.draining} draining` : '';
+  return {
+    type: 'Progressing',
+    status: 'True',
+    reason: 'ReplicasProgressing',
+    message: `Converging to ${desired} replicas (currently ${c.replicas}${draining}).`,
+  };
+}
+
+function conditions(
+  desired: number,
+  c: Counts,
+  l: Leaving,
+  generation: number | undefined,
+): Condition[] {
   const out: Condition[] = [];
   out.push(
     c.ready >= desired
@@ -59,13 +92,8 @@ function conditions(desired: number, c: Counts, generation: number | undefined):
           message: `Only ${c.ready} of ${desired} replicas are ready.`,
         },
   );
-  if (c.replicas !== desired)
-    out.push({
-      type: 'Progressing',
-      status: 'True',
-      reason: 'ReplicasProgressing',
-      message: `Converging to ${desired} replicas (currently ${c.replicas}).`,
-    });
+  const moving = progressing(desired, c, l);
+  if (moving !== undefined) out.push(moving);
   if (c.updated >= c.live) {
     out.push({ type: 'Synced', status: 'True', reason: 'PoolSynced', message: '' });
   } else if (c.restartPending > 0) {
@@ -113,6 +141,7 @@ export function computeStatus(
   hash: string,
   intent: Intent,
   now: Date,
+  leaving: Leaving = NOT_LEAVING,
 ): PoolStatus {
   const desired = pool.spec.replicas ?? 0;
   const c = countMembers(members, hash);
@@ -124,10 +153,12 @@ export function computeStatus(
     readyReplicas: c.ready,
     updatedReplicas: c.updated,
     restartPendingReplicas: c.restartPending,
+    protectedReplicas: leaving.protectedHeld,
+    drainingReplicas: leaving.draining,
     desiredTemplateHash: hash,
     selector: selectorOf(pool),
     conditions: withTransitions(
-      conditions(desired, c, pool.metadata.generation),
+      conditions(desired, c, leaving, pool.metadata.generation),
       prev.conditions ?? [],
       now,
     ),

@@ -8,12 +8,16 @@ import type { BlockDeviceRef, DiskTemplate, VirtualDisk, VirtualMachine } from '
 import { keys } from '../api/index.js';
 import type { DiskUpdateWhy, UpdateDisk, UpdateVm, VmUpdateWhy } from './actions.js';
 import { growthOf, policyOf, poolOwned, stampFree, withSize } from './disks.js';
+import { cancelDrain, isDraining } from './drain.js';
 import { nameOf } from './membership.js';
 import type { View } from './observe.js';
 import { advance, patchToTemplate, rolloutStep } from './rollout.js';
 import { rfc3339 } from './status.js';
 
-/** One update per staying member that needs one: new refs, rollout patch or revision advance. */
+/**
+ * One update per staying member that needs one: new refs, rollout patch or revision advance, drain
+ * marks removed. Protected members are updated like any other: protection is about removal only.
+ */
 export function memberUpdates(
   view: View,
   staying: readonly VirtualMachine[],
@@ -35,6 +39,12 @@ export function memberUpdates(
     } else if (step === 'advance' && newRefs === undefined) {
       why.push('advance');
       next = advance(next, view.hash);
+    }
+    // A member that stays keeps no drain mark: a scale-up took it back, protection came first, or a
+    // crash left the mark after its victim record was dropped.
+    if (isDraining(m)) {
+      why.push('drainCancel');
+      next = cancelDrain(next);
     }
     if (why.length > 0) out.push({ kind: 'updateVm', vm: next, why });
   }

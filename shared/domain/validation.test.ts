@@ -296,4 +296,27 @@ describe('validatePool', () => {
       'spec.virtualDiskTemplates[0].spec',
     ]);
   });
+
+  it.each<[string, boolean]>([
+    ['10m', true],
+    ['30s', true],
+    ['0', true],
+    ['1h30m', true],
+    ['ten minutes', false],
+    ['-1m', false],
+    ['', false],
+  ])('scaleDown.drainTimeout %j valid: %s', (drainTimeout, ok) => {
+    const p = pool();
+    p.spec.scaleDown = { drainTimeout };
+    expect(validatePool(p)).toEqual(
+      ok
+        ? []
+        : [
+            {
+              field: 'spec.scaleDown.drainTimeout',
+              message: `scaleDown.drainTimeout "${drainTimeout}" is not a valid duration: use a Go duration such as 30s, 10m or 1h`,
+            },
+          ],
+    );
+  });
 });

@@ -26,6 +26,12 @@ export function validatePool(pool: VirtualMachinePool): Violation[] {
   if (name.length > MAX_POOL_NAME) out.push({ field: 'metadata.name', message: nameTooLong(name) });
   out.push(...validateRefs(pool));
   out.push(...validateTemplates(pool.spec.virtualDiskTemplates));
+  const drain = pool.spec.scaleDown?.drainTimeout;
+  if (drain !== undefined && parseDuration(drain) === undefined)
+    out.push({
+      field: 'spec.scaleDown.drainTimeout',
+      message: `scaleDown.drainTimeout "${drain}" is not a valid duration: use a Go duration such as 30s, 10m or 1h`,
+    });
   return out;
 }
 

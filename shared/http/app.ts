@@ -11,15 +11,21 @@ import { parseCloudEvent } from './cloudevent.js';
 import type { ParsedEvent } from './cloudevent.js';
 import { createHealth, healthRoutes } from './health.js';
 import type { Health } from './health.js';
+import type { Caller } from './frontproxy.js';
 import { eventLogger } from './log.js';
 import type { Logger } from './log.js';
 import { METRICS_CONTENT_TYPE, createFunctionMetrics } from './metrics.js';
 import type { FunctionMetrics } from './metrics.js';
 import { errorResponse } from './responses.js';
+import { statusFailure, statusResponse } from './status.js';
 
-/** Hono env of apps served by @hono/node-server: the raw Node request is `c.env.incoming`. */
+/**
+ * Hono env of apps served by @hono/node-server: the raw Node request is `c.env.incoming`; `caller`
+ * is who an access check authenticated (for audit lines).
+ */
 export interface NodeEnv {
   Bindings: HttpBindings;
+  Variables: { caller?: Caller };
 }
 
 /** Options of {@link buildFunctionApp}. */
@@ -31,6 +37,11 @@ export interface FunctionAppOptions {
   readonly health?: Health;
   /** Request body cap (default 1 MiB). */
   readonly maxBodyBytes?: number;
+  /**
+   * Errors of paths under this prefix (an aggregated API's `/apis`) are metav1.Status, which kubectl
+   * prints; elsewhere they are JSON `{error}`.
+   */
+  readonly statusPrefix?: string;
 }
 
 const PROBES = new Set(['/health/readiness', '/health/liveness', '/metrics']);
@@ -45,6 +56,11 @@ export function buildFunctionApp(opts: FunctionAppOptions): Hono<NodeEnv> {
   const metrics = opts.metrics ?? createFunctionMetrics();
   const health = opts.health ?? createHealth();
   const app = new Hono<NodeEnv>();
+  const { statusPrefix } = opts;
+  const fail = (c: Context<NodeEnv>, code: number, message: string): Response =>
+    statusPrefix !== undefined && c.req.path.startsWith(statusPrefix)
+      ? statusResponse(statusFailure(code, message))
+      : errorResponse(code, message);
 
   app.use('*', async function observeRequest(c, next) {
     if (PROBES.has(c.req.path)) {
@@ -67,15 +83,19 @@ export function buildFunctionApp(opts: FunctionAppOptions): Hono<NodeEnv> {
     if (c.res.status >= 500) opts.log.warn(line, 'request failed');
     else opts.log.debug(line, 'request');
   });
-  app.use('*', limitBody(opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES));
+  app.use('*', limitBody(opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, fail));
   app.route('/', healthRoutes(health));
   app.get('/metrics', (c) =>
     c.body(metrics.registry.render(), 200, { 'Content-Type': METRICS_CONTENT_TYPE }),
   );
-  app.notFound(() => errorResponse(404, 'not found'));
+  app.notFound((c) =>
+    statusPrefix !== undefined && c.req.path.startsWith(statusPrefix)
+      ? fail(c, 404, 'the server could not find the requested resource')
+      : fail(c, 404, 'not found'),
+  );
   app.onError((err, c) => {
     opts.log.error({ err, method: c.req.method, path: c.req.path }, 'unhandled error');
-    return errorResponse(500, 'internal error');
+    return fail(c, 500, 'internal error');
   });
   return app;
 }

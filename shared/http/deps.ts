@@ -3,6 +3,8 @@
  * @module
  */
 import type { Kube } from '../kube/index.js';
+import { createHealth } from './health.js';
+import type { Health } from './health.js';
 import type { Logger } from './log.js';
 import type { FunctionMetrics } from './metrics.js';
 import { createFunctionMetrics } from './metrics.js';
@@ -15,12 +17,14 @@ export interface AppDeps {
   readonly now?: () => Date;
   /** Floats in [0, 1), like Math.random. */
   readonly rand?: () => number;
+  /** Readiness, shared with the server (which requires a loaded certificate). */
+  readonly health?: Health;
 }
 
 /** The dependencies with every default filled in. */
 export type ResolvedDeps = Required<AppDeps>;
 
-/** Fills in the defaults: fresh metrics, the real clock, Math.random. */
+/** Fills in the defaults: fresh metrics, the real clock, Math.random, a health that is ready. */
 export function resolveDeps(deps: AppDeps): ResolvedDeps {
   return {
     kube: deps.kube,
@@ -28,5 +32,6 @@ export function resolveDeps(deps: AppDeps): ResolvedDeps {
     metrics: deps.metrics ?? createFunctionMetrics(),
     now: deps.now ?? (() => new Date()),
     rand: deps.rand ?? Math.random,
+    health: deps.health ?? createHealth(),
   };
 }

@@ -3,7 +3,7 @@
  * logging and serving.
  * @module
  */
-export { createAccessCheck } from './access.js';
+export { auditFields, authorize, createAccessCheck } from './access.js';
 export type { AccessCheck, AccessOptions, AccessRequest } from './access.js';
 export { buildFunctionApp, cloudEventHandler } from './app.js';
 export type { EventContext, FunctionAppOptions, NodeEnv } from './app.js';
@@ -12,8 +12,10 @@ export { DEFAULT_MAX_EVENT_BYTES, parseCloudEvent } from './cloudevent.js';
 export type { EventParse, EventRejection, ParsedEvent } from './cloudevent.js';
 export { resolveDeps } from './deps.js';
 export type { AppDeps, ResolvedDeps } from './deps.js';
-export { authenticate, commonName, loadFrontProxy } from './frontproxy.js';
-export type { Caller, FrontProxy } from './frontproxy.js';
+export { authenticate, commonName, headerLines, loadFrontProxy } from './frontproxy.js';
+export type { Caller, FrontProxy, HeaderLines } from './frontproxy.js';
+export { bearerToken, createEventAccessCheck } from './oidc.js';
+export type { EventAccessOptions } from './oidc.js';
 export { createHealth, healthRoutes } from './health.js';
 export type { Health } from './health.js';
 export { REDACTED_PATHS, createLogger, eventLogger, prettyLine } from './log.js';
@@ -38,6 +40,7 @@ export { parseBody } from './parse.js';
 export type { BodyParsed } from './parse.js';
 export { serveApp } from './serve.js';
 export {
+  apiResponse,
   eventReply,
   poolNotFound,
   statusFailure,

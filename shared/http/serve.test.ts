@@ -8,7 +8,7 @@ import { Hono } from 'hono';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { mintCa, mintLeaf } from '../../local/controlplane/certs.js';
 import type { NodeEnv } from './app.js';
-import { createHealth } from './health.js';
+import { createHealth, healthRoutes } from './health.js';
 import { serveApp } from './serve.js';
 import type { ServedApp } from './serve.js';
 import { clientCertificate, signedBy } from './tls.js';
@@ -173,6 +173,46 @@ describe('serveApp over HTTPS', () => {
     await served.close();
     expect(health.ready).toBe(false);
     await expect(get(port, '/')).rejects.toThrow();
+  });
+});
+
+describe('readiness reflects the serving certificate', () => {
+  it('starts without certificate files, not ready, and becomes ready once they appear', async () => {
+    const health = createHealth();
+    const app = new Hono();
+    app.route('/', healthRoutes(health));
+    const files = { certFile: join(dir, 'later.crt'), keyFile: join(dir, 'later.key') };
+    served = serveApp(app, { port: 0, handleSignals: false, health, tls: files });
+    const { port } = await served.listening;
+    expect(health.notReady()).toBe('no serving certificate loaded');
+    await expect(get(port, '/health/readiness')).rejects.toThrow();
+    selfSigned('later', 'later');
+    expect(served.reloadCertificates()).toBe(true);
+    expect(health.ready).toBe(true);
+    expect(await get(port, '/health/readiness')).toEqual({ status: 200, body: 'OK' });
+  });
+
+  it('is not ready while the certificate has expired', async () => {
+    selfSigned('aging', 'aging');
+    const validTo = Date.parse(new X509Certificate(readFileSync(join(dir, 'aging.crt'))).validTo);
+    let t = Date.now();
+    const health = createHealth();
+    const app = new Hono();
+    app.route('/', healthRoutes(health));
+    served = serveApp(app, {
+      port: 0,
+      handleSignals: false,
+      health,
+      now: () => new Date(t),
+      tls: { certFile: join(dir, 'aging.crt'), keyFile: join(dir, 'aging.key') },
+    });
+    const { port } = await served.listening;
+    expect(await get(port, '/health/readiness')).toEqual({ status: 200, body: 'OK' });
+    t = validTo + 1000;
+    expect(await get(port, '/health/readiness')).toEqual({
+      status: 503,
+      body: 'the serving certificate has expired',
+    });
   });
 });
 

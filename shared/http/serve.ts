@@ -2,6 +2,7 @@
  * Serving a Hono app over HTTP or HTTPS, with certificate reload and graceful shutdown.
  * @module
  */
+import { X509Certificate } from 'node:crypto';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -28,6 +29,8 @@ export interface ServeOptions {
   readonly shutdownTimeoutMs?: number;
   /** Install SIGTERM/SIGINT handlers (default true). */
   readonly handleSignals?: boolean;
+  /** The clock readiness judges the certificate's validity by (tests move it). */
+  readonly now?: () => Date;
 }
 
 /** A running server. */
@@ -52,7 +55,38 @@ export function serveApp(
   opts: ServeOptions,
 ): ServedApp {
   const { log, health } = opts;
-  let material: TlsMaterial | undefined = opts.tls === undefined ? undefined : readTls(opts.tls);
+  const now = opts.now ?? (() => new Date());
+  // A missing or unreadable certificate (a Secret not issued yet) does not stop the process: it
+  // serves no TLS handshake and is not ready until a reload finds the files.
+  let material: TlsMaterial | undefined;
+  if (opts.tls !== undefined)
+    try {
+      material = readTls(opts.tls);
+    } catch (err) {
+      log?.warn({ err }, 'no serving certificate yet; not ready until one is loaded');
+    }
+  let validTo: number | undefined;
+  let validFrom: number | undefined;
+  const noteValidity = (m: TlsMaterial | undefined): void => {
+    if (m === undefined) return;
+    try {
+      const leaf = new X509Certificate(m.cert);
+      validFrom = Date.parse(leaf.validFrom);
+      validTo = Date.parse(leaf.validTo);
+    } catch {
+      validFrom = validTo = undefined;
+    }
+  };
+  noteValidity(material);
+  if (opts.tls !== undefined)
+    health?.require(() => {
+      if (material === undefined || validTo === undefined || validFrom === undefined)
+        return 'no serving certificate loaded';
+      const t = now().getTime();
+      if (t > validTo) return 'the serving certificate has expired';
+      if (t < validFrom) return 'the serving certificate is not valid yet';
+      return undefined;
+    });
   let resolveListening: (a: AddressInfo) => void = () => undefined;
   const listening = new Promise<AddressInfo>((resolve) => {
     resolveListening = resolve;
@@ -64,14 +98,14 @@ export function serveApp(
     ...(opts.hostname === undefined ? {} : { hostname: opts.hostname }),
   };
   const server =
-    material === undefined || opts.tls === undefined
+    opts.tls === undefined
       ? serve(common, resolveListening)
       : serve(
           {
             ...common,
             createServer: createHttpsServer,
             serverOptions: {
-              ...secureContextOptions(material),
+              ...(material === undefined ? {} : secureContextOptions(material)),
               // Request, never require: probes and unauthenticated callers must still reach the
               // handler, which decides from the peer certificate.
               requestCert: opts.tls.requestCert ?? false,
@@ -82,12 +116,13 @@ export function serveApp(
         );
 
   function reloadCertificates(): boolean {
-    if (opts.tls === undefined || material === undefined) return false;
+    if (opts.tls === undefined) return false;
     try {
       const next = readTls(opts.tls);
-      if (!tlsChanged(material, next)) return false;
+      if (material !== undefined && !tlsChanged(material, next)) return false;
       (server as HttpsServer).setSecureContext(secureContextOptions(next));
       material = next;
+      noteValidity(next);
       log?.info('reloaded TLS certificate');
       return true;
     } catch (err) {

@@ -91,6 +91,11 @@ export function statusResponse(s: Status): Response {
   return Response.json(s, { status: s.code });
 }
 
+/** A document of an aggregated API (200), or a Status with its code. */
+export function apiResponse(doc: { readonly kind: string }): Response {
+  return doc.kind === 'Status' ? statusResponse(doc as Status) : Response.json(doc);
+}
+
 /**
  * A Status as the answer to a CloudEvent: carried out → 202; the pool already gone → 204 (not a dead
  * letter); a lost race or a transient failure → 503 (redelivered); a refusal → 400 (redelivery

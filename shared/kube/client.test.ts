@@ -1,6 +1,7 @@
 import nock from 'nock';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { VirtualMachine, VirtualMachinePool } from '../api/index.js';
+import { withCallBudget } from './budget.js';
 import { createKube } from './client.js';
 import type { KubeOptions } from './client.js';
 import { kubeConfigFor } from './config.js';
@@ -283,6 +284,73 @@ describe('retries', () => {
     const r = await k.createVm('ns', VirtualMachine.parse(vm('v1')));
     expect(!r.ok && r.reason).toBe('alreadyExists');
     expect(k.counts()).toEqual({ create: 2, 'create:transient': 1, 'create:alreadyExists': 1 });
+  });
+});
+
+describe('the budget of a request', () => {
+  it('a slow API server: each call times out within the budget and no retry outlives it', async () => {
+    nock(API)
+      .get(`${BASE}/namespaces/ns/virtualmachinepools/p1`)
+      .times(5)
+      .delay(5_000)
+      .reply(200, pool());
+    // Real sleeps: the deadline is measured in real time.
+    const k = createKube(kubeConfigFor(), { reportingInstance: 't', retry: { attempts: 5 } });
+    const t0 = performance.now();
+    const r = await withCallBudget({ totalMs: 600, timeoutMs: 250 }, () => k.getPool('ns', 'p1'));
+    const took = performance.now() - t0;
+    expect(took).toBeLessThan(900);
+    expect(r.ok).toBe(false);
+    expect(!r.ok && r.reason).toBe('transient');
+    expect(!r.ok && r.message).toMatch(/^the API server did not answer within 600 ms/);
+    expect(k.counts().get).toBeLessThanOrEqual(3);
+  });
+
+  it('fewer attempts than the policy', async () => {
+    nock(API)
+      .get(`${BASE}/namespaces/ns/virtualmachinepools/p1`)
+      .times(3)
+      .reply(503, status(503, 'ServiceUnavailable'));
+    const k = kube();
+    await withCallBudget({ attempts: 1 }, () => k.getPool('ns', 'p1'));
+    expect(k.counts().get).toBe(1);
+  });
+
+  it('an aborted signal cancels the call in flight and sends nothing more', async () => {
+    nock(API)
+      .get(`${BASE}/namespaces/ns/virtualmachinepools/p1`)
+      .delay(5_000)
+      .reply(200, pool())
+      .get(`${BASE}/namespaces/ns/virtualmachines/v1`)
+      .reply(200, vm('v1'));
+    const k = kube();
+    const gone = new AbortController();
+    const t0 = performance.now();
+    const [p, v] = await withCallBudget({ signal: gone.signal }, async () => {
+      const first = k.getPool('ns', 'p1');
+      setTimeout(() => {
+        gone.abort();
+      }, 50);
+      const p1 = await first;
+      return [p1, await k.getVm('ns', 'v1')] as const;
+    });
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(!p.ok && p.message).toMatch(/^the request was cancelled/);
+    expect(!v.ok && v.message).toBe('the request was cancelled');
+    // One request went out (and was cut); the second never left.
+    expect(k.counts()).toEqual({ get: 1, 'get:transient': 1 });
+  });
+
+  it('budgets nest: the inner one cannot extend the outer', async () => {
+    nock(API)
+      .get(`${BASE}/namespaces/ns/virtualmachinepools/p1`)
+      .times(3)
+      .reply(503, status(503, 'ServiceUnavailable'));
+    const k = kube();
+    await withCallBudget({ attempts: 2 }, () =>
+      withCallBudget({ attempts: 5 }, () => k.getPool('ns', 'p1')),
+    );
+    expect(k.counts().get).toBe(2);
   });
 });
 

@@ -5,6 +5,7 @@
  */
 import { Agent as HttpsAgent } from 'node:https';
 import {
+  AuthenticationV1Api,
   AuthorizationV1Api,
   CoreV1Api,
   CustomObjectsApi,
@@ -18,7 +19,7 @@ import type {
   RequestContext,
   ResponseContext,
 } from '@kubernetes/client-node';
-import type { z } from 'zod';
+import { z } from 'zod';
 import {
   API_VERSION,
   GROUP,
@@ -27,6 +28,8 @@ import {
   VirtualMachine,
   VirtualMachinePool,
 } from '../api/index.js';
+import { activeBudget } from './budget.js';
+import type { ActiveBudget } from './budget.js';
 import { RequestTally } from './counts.js';
 import type { RequestHook, RequestOutcome, Verb } from './counts.js';
 import { defaultReportingInstance, poolEventBody } from './event.js';
@@ -38,11 +41,28 @@ import type {
   AccessDecision,
   AccessQuestion,
   DryRun,
+  Failure,
   Kube,
   Outcome,
   PoolEvent,
   Preconditions,
+  TokenIdentity,
 } from './types.js';
+
+/** The status of a TokenReview answer (the fields vmpool reads). */
+const TokenReviewStatus = z.looseObject({
+  authenticated: z.boolean().optional(),
+  audiences: z.array(z.string()).optional(),
+  error: z.string().optional(),
+  user: z
+    .looseObject({
+      username: z.string().optional(),
+      uid: z.string().optional(),
+      groups: z.array(z.string()).optional(),
+      extra: z.record(z.string(), z.array(z.string())).optional(),
+    })
+    .optional(),
+});
 
 /** Options of {@link createKube}; all have production defaults, tests override the clock and dice. */
 export interface KubeOptions {
@@ -70,11 +90,21 @@ const POOLS: Plural = 'virtualmachinepools';
 const VMS: Plural = 'virtualmachines';
 const DISKS: Plural = 'virtualdisks';
 
-/** Aborts each request after `ms`; node-fetch then rejects with an AbortError (→ transient). */
+/**
+ * Aborts each request after `ms`, or sooner when the request's {@link CallBudget} says so (its
+ * deadline, its timeout, its signal); node-fetch then rejects with an AbortError (→ transient).
+ */
 function timeoutMiddleware(ms: number): ObservableMiddleware {
   return {
     pre(ctx: RequestContext): Observable<RequestContext> {
-      ctx.setSignal(AbortSignal.timeout(ms));
+      const budget = activeBudget();
+      let t = budget?.timeoutMs === undefined ? ms : Math.min(ms, budget.timeoutMs);
+      if (budget?.deadline !== undefined)
+        t = Math.max(1, Math.min(t, Math.ceil(budget.deadline - performance.now())));
+      const timeout = AbortSignal.timeout(t);
+      ctx.setSignal(
+        budget?.signal === undefined ? timeout : AbortSignal.any([timeout, budget.signal]),
+      );
       return new Observable(Promise.resolve(ctx));
     },
     post(ctx: ResponseContext): Observable<ResponseContext> {
@@ -120,6 +150,26 @@ function keepAliveMiddleware(): ObservableMiddleware {
   };
 }
 
+/**
+ * The failure of a call its budget no longer allows: the caller went away, or its deadline passed
+ * (`last` is the error of the attempt that ran out of time). Transient: a later request may succeed.
+ */
+function overBudget(
+  budget: ActiveBudget | undefined,
+  last?: string,
+  nextAt: number = performance.now(),
+): Failure | undefined {
+  if (budget === undefined) return undefined;
+  const why = last === undefined ? '' : ` (${last})`;
+  if (budget.signal?.aborted === true)
+    return failure('transient', NO_HTTP_STATUS, `the request was cancelled${why}`);
+  if (budget.deadline !== undefined && nextAt >= budget.deadline - 1) {
+    const total = budget.totalMs === undefined ? '' : ` within ${String(budget.totalMs)} ms`;
+    return failure('transient', NO_HTTP_STATUS, `the API server did not answer${total}${why}`);
+  }
+  return undefined;
+}
+
 function outcomeOf(o: Outcome<unknown>): RequestOutcome {
   return o.ok ? 'ok' : o.reason;
 }
@@ -160,6 +210,7 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
   const core = kc.makeApiClient(CoreV1Api);
   const events = kc.makeApiClient(EventsV1Api);
   const authz = kc.makeApiClient(AuthorizationV1Api);
+  const authn = kc.makeApiClient(AuthenticationV1Api);
   const policy: RetryPolicy = { ...defaultRetryPolicy, ...opts.retry };
   const pause = opts.sleep ?? sleep;
   const random = opts.random ?? Math.random;
@@ -194,17 +245,28 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
     return result;
   }
 
-  /** {@link once}, retried while transient and attempts remain. */
+  /**
+   * {@link once}, retried while transient and attempts remain, within the request's budget: nothing
+   * is sent once its signal aborted or its deadline passed, and no retry waits past the deadline.
+   */
   async function call<T>(
     verb: Verb,
     send: () => Promise<unknown>,
     parse: (raw: unknown) => Outcome<T>,
     attempts: number = policy.attempts,
   ): Promise<Outcome<T>> {
+    const budget = activeBudget();
+    const limit = Math.min(attempts, budget?.attempts ?? attempts);
     for (let attempt = 1; ; attempt++) {
+      const spent = overBudget(budget);
+      if (spent !== undefined) return spent;
       const r = await once(verb, send, parse);
-      if (r.outcome.ok || r.outcome.reason !== 'transient' || attempt >= attempts) return r.outcome;
-      await pause(backoffMs(policy, attempt - 1, random, r.retryAfterMs));
+      if (r.outcome.ok || r.outcome.reason !== 'transient') return r.outcome;
+      const wait = backoffMs(policy, attempt - 1, random, r.retryAfterMs);
+      const stop = overBudget(budget, r.outcome.message, performance.now() + wait);
+      if (stop !== undefined) return stop;
+      if (attempt >= limit) return r.outcome;
+      await pause(wait);
     }
   }
 
@@ -437,6 +499,44 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
               typeof status.reason === 'string' && status.reason !== ''
                 ? { allowed: status.allowed, reason: status.reason }
                 : { allowed: status.allowed },
+          };
+        },
+      );
+    },
+
+    tokenReview(token, audiences): Promise<Outcome<TokenIdentity>> {
+      const body = {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenReview',
+        spec: { token, audiences: [...audiences] },
+      };
+      return call(
+        'tokenReview',
+        // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- see recordEvent
+        () => authn.createTokenReview({ body }, callOpts),
+        (raw): Outcome<TokenIdentity> => {
+          const parsed = TokenReviewStatus.safeParse((raw as { status?: unknown }).status);
+          if (!parsed.success)
+            return failure('invalid', NO_HTTP_STATUS, 'TokenReview answer has no status');
+          const st = parsed.data;
+          const user = st.user;
+          return {
+            ok: true,
+            value: {
+              authenticated: st.authenticated === true,
+              audiences: st.audiences ?? [],
+              ...(user?.username === undefined
+                ? {}
+                : {
+                    user: {
+                      username: user.username,
+                      ...(user.uid === undefined ? {} : { uid: user.uid }),
+                      groups: user.groups ?? [],
+                      extra: user.extra ?? {},
+                    },
+                  }),
+              ...(st.error === undefined || st.error === '' ? {} : { error: st.error }),
+            },
           };
         },
       );

@@ -6,7 +6,16 @@ import type { RequestCounts } from './types.js';
 
 /** The verbs vmpool's API calls are counted under. */
 export type Verb =
-  'get' | 'list' | 'create' | 'update' | 'updateStatus' | 'delete' | 'event' | 'sar' | 'dryRun';
+  | 'get'
+  | 'list'
+  | 'create'
+  | 'update'
+  | 'updateStatus'
+  | 'delete'
+  | 'event'
+  | 'sar'
+  | 'tokenReview'
+  | 'dryRun';
 
 /** `ok` or the failure reason of one HTTP request. */
 export type RequestOutcome =

@@ -3,6 +3,8 @@
  * @module
  */
 export type * from './types.js';
+export { withCallBudget } from './budget.js';
+export type { CallBudget } from './budget.js';
 export { createKube } from './client.js';
 export type { KubeOptions } from './client.js';
 export { kubeConfigFor, loadKubeConfig } from './config.js';

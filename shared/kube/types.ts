@@ -59,6 +59,21 @@ export interface DryRun {
   readonly warnings: readonly string[];
 }
 
+/** What a TokenReview says about a bearer token. */
+export interface TokenIdentity {
+  readonly authenticated: boolean;
+  /** The audiences the token is valid for among those asked (empty: the API server's own). */
+  readonly audiences: readonly string[];
+  readonly user?: {
+    readonly username: string;
+    readonly uid?: string;
+    readonly groups: readonly string[];
+    readonly extra: Readonly<Record<string, readonly string[]>>;
+  };
+  /** Why the token was not authenticated, in the API server's words. */
+  readonly error?: string;
+}
+
 /** Requests made, by verb and outcome, for benchmarks and metrics. */
 export type RequestCounts = Readonly<Record<string, number>>;
 
@@ -93,6 +108,8 @@ export interface Kube {
   /** Records an events.k8s.io/v1 Event regarding the pool (best effort). */
   recordEvent(pool: VirtualMachinePool, event: PoolEvent): Promise<Outcome<undefined>>;
   subjectAccessReview(question: AccessQuestion): Promise<Outcome<AccessDecision>>;
+  /** Asks the API server who a bearer token belongs to, if it is valid for one of `audiences`. */
+  tokenReview(token: string, audiences: readonly string[]): Promise<Outcome<TokenIdentity>>;
   /** Reads a ConfigMap's data (for the front-proxy CA in kube-system). */
   getConfigMapData(namespace: string, name: string): Promise<Outcome<Record<string, string>>>;
   /** Requests made so far, keyed `verb` and `verb:outcome`. */

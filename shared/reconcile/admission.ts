@@ -6,17 +6,44 @@
 import type { AdmissionRequest } from '../api/index.js';
 import type { Verdict } from '../domain/index.js';
 import { admitRequest, afterDryRun, afterPoolRead } from '../domain/index.js';
-import type { Kube } from '../kube/index.js';
+import type { CallBudget, Kube } from '../kube/index.js';
+import { withCallBudget } from '../kube/index.js';
 
-/** Decides one admission request. */
-export async function reviewAdmission(req: AdmissionRequest, kube: Kube): Promise<Verdict> {
+/** `timeoutSeconds` of vmpool's webhooks (knative/base/webhook.yaml), in ms. */
+export const WEBHOOK_TIMEOUT_MS = 10_000;
+
+/**
+ * What the API calls of one review may spend: two attempts of at most 3 s, 6 s in all. The answer
+ * (a denial saying what could not be checked) then reaches the API server well before it gives up
+ * at {@link WEBHOOK_TIMEOUT_MS} and answers the user with a bare timeout instead.
+ */
+export const ADMISSION_BUDGET = { totalMs: 6_000, timeoutMs: 3_000, attempts: 2 } as const;
+
+/**
+ * The largest AdmissionReview vmpool must read: an UPDATE carries the pool twice (object and
+ * oldObject), each up to etcd's default request limit of 1.5 MiB, plus the review around them.
+ */
+export const ADMISSION_MAX_BODY_BYTES = 2 * 1.5 * 1024 * 1024 + 1024 * 1024;
+
+/** Decides one admission request within {@link ADMISSION_BUDGET} (and `signal`: the caller left). */
+export async function reviewAdmission(
+  req: AdmissionRequest,
+  kube: Kube,
+  signal?: AbortSignal,
+): Promise<Verdict> {
   const step = admitRequest(req);
+  const budget: CallBudget = { ...ADMISSION_BUDGET, ...(signal === undefined ? {} : { signal }) };
   switch (step.kind) {
     case 'verdict':
       return step.verdict;
     case 'dryRunVm':
-      return afterDryRun(await kube.dryRunCreateVm(step.namespace, step.vm));
+      return afterDryRun(
+        await withCallBudget(budget, () => kube.dryRunCreateVm(step.namespace, step.vm)),
+      );
     case 'readPool':
-      return afterPoolRead(await kube.getPool(step.namespace, step.name), step);
+      return afterPoolRead(
+        await withCallBudget(budget, () => kube.getPool(step.namespace, step.name)),
+        step,
+      );
   }
 }

@@ -24,8 +24,13 @@ export interface ReconcileDeps {
 
 /** The result of reconciling one pool. */
 export type ReconcileOutcome =
-  /** Nothing left to do (possibly after acting). */
-  | { readonly kind: 'converged'; readonly passes: number; readonly actions: number }
+  /** Nothing left to do (possibly after acting); a drain deadline ahead says when to look again. */
+  | {
+      readonly kind: 'converged';
+      readonly passes: number;
+      readonly actions: number;
+      readonly recheckAt?: Date;
+    }
   /** The pool does not exist (any more). */
   | { readonly kind: 'gone' }
   /** Races or transient errors outlasted the passes: deliver the event again. */
@@ -87,8 +92,12 @@ export async function reconcilePool(
       // let the write succeed and record nothing.
       const closed = await failClosedUnlessPersisted(deps, pool, status);
       if (closed !== undefined) return closed;
+      await Promise.all(p.events.map((e) => kube.recordEvent(pool, e)));
     }
-    if (p.actions.length === 0) return { kind: 'converged', passes: pass, actions };
+    if (p.actions.length === 0)
+      return p.recheckAt === undefined
+        ? { kind: 'converged', passes: pass, actions }
+        : { kind: 'converged', passes: pass, actions, recheckAt: p.recheckAt };
     const ex = await execute(kube, pool, p.actions, log);
     actions += ex.done;
     for (const n of ex.foreign) foreign.add(n);

@@ -221,3 +221,35 @@ describe('execute: every outcome of the funnel', () => {
     expect(notes[2]?.note).toContain('free for longer than its template ttl');
   });
 });
+
+describe('execute: nothing left unhandled', () => {
+  it('an Event call that fails while an action fails too never becomes an unhandled rejection', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => {
+      unhandled.push(reason);
+    };
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const f = fakeKube(
+        {
+          // The Event of the create fails a little later, after execute has already given up.
+          recordEvent: () =>
+            new Promise((_resolve, reject) =>
+              setTimeout(() => {
+                reject(new Error('event call broke'));
+              }, 20),
+            ),
+          deleteVm: () => Promise.reject(new Error('delete broke')),
+        },
+        p,
+      );
+      await expect(
+        execute(f.kube, p, [createVm('runners-aaaaa'), deleteVm('runners-bbbbb')], log),
+      ).rejects.toThrow('delete broke');
+      await new Promise((r) => setTimeout(r, 100));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+});

@@ -53,7 +53,14 @@ export async function execute(
   const steps: Step[] = [];
   const report = (a: Action, ok: boolean, error?: string): void => {
     const ev = eventFor(a, ok, error);
-    if (ev !== undefined) events.push(kube.recordEvent(pool, ev));
+    // Caught where it starts: an action that throws leaves execute before the Events are awaited,
+    // and a rejection nobody handles would end the process.
+    if (ev !== undefined)
+      events.push(
+        kube.recordEvent(pool, ev).catch((err: unknown) => {
+          log.warn({ err, reason: ev.reason }, 'recording an Event failed');
+        }),
+      );
   };
 
   const run = async (a: Action): Promise<Step> => {
@@ -94,8 +101,11 @@ export async function execute(
         }
         return 'done';
       }
-      case 'updateVm':
-        return settle(await kube.updateVm(a.vm));
+      case 'updateVm': {
+        const o = await kube.updateVm(a.vm);
+        if (o.ok) report(a, true);
+        return settle(o);
+      }
       case 'deleteVm': {
         const o = await kube.deleteVm(ns, a.name, { uid: a.uid });
         if (o.ok || (o.reason !== 'notFound' && o.reason !== 'conflict'))

@@ -12,3 +12,5 @@ export * from './gc.js';
 export * from './scale-down-with.js';
 export * from './coalesce.js';
 export * from './admission.js';
+export * from './recheck.js';
+export * from './pool-reads.js';

@@ -3,8 +3,11 @@
  * VM lookup fail with the API server's 400, which was answered 500 (a server error) instead of 400.
  */
 import { describe, expect, it } from 'vitest';
+import { MAX_TARGETS } from '../api/index.js';
+import { requestKey, withRequest } from '../domain/index.js';
 import type { Kube } from '../kube/index.js';
-import { scaleDownWith } from './scale-down-with.js';
+import { pool, vm } from '../../test/unit/builders.js';
+import { TARGET_READS, scaleDownWith } from './scale-down-with.js';
 
 /** A Kube whose every call is recorded and refused as invalid (as the API server does bad names). */
 function recordingKube(calls: string[]): Kube {
@@ -101,5 +104,86 @@ describe('scaleDownWith: a landed write whose answer was lost', () => {
     const s = await scaleDownWith(kube, 'ns', 'pool', { targets: ['pool-bbbbb'] });
     expect(s.code).toBe(201);
     expect(s.details?.causes?.[0]?.reason).toBe('alreadyTerminating');
+  });
+});
+
+describe('scaleDownWith: bounded work per request', () => {
+  const p = pool({ scaleDownPolicy: 'Explicit', replicas: 1200 });
+  const names = Array.from({ length: MAX_TARGETS }, (_, i) => `runners-${String(i)}`);
+  const stranger = vm(pool({ name: 'other', uid: 'other-uid' }), 'runners-4');
+
+  /** A Kube of one pool whose VM reads take a while; counts reads and the most in flight. */
+  function slowKube(member: (name: string) => boolean) {
+    const seen = { reads: 0, inFlight: 0, most: 0, writes: 0 };
+    const kube = {
+      getPool: () => Promise.resolve({ ok: true, value: p }),
+      getVm: async (_ns: string, n: string) => {
+        seen.reads++;
+        seen.most = Math.max(seen.most, ++seen.inFlight);
+        await new Promise((r) => setTimeout(r, 2));
+        seen.inFlight--;
+        return {
+          ok: true,
+          value: member(n)
+            ? vm(p, n)
+            : { ...stranger, metadata: { ...stranger.metadata, name: n } },
+        };
+      },
+      updatePool: (x: unknown) => {
+        seen.writes++;
+        return Promise.resolve({ ok: true, value: x });
+      },
+    } as unknown as Kube;
+    return { kube, seen };
+  }
+
+  it(`the most targets (${String(MAX_TARGETS)}) cost one read each, ${String(TARGET_READS)} at a time`, async () => {
+    const { kube, seen } = slowKube(() => true);
+    const s = await scaleDownWith(kube, 'ci', 'runners', { targets: names });
+    expect(s.code).toBe(201);
+    expect(seen.reads).toBe(MAX_TARGETS);
+    expect(seen.most).toBe(TARGET_READS);
+    expect(seen.writes).toBe(1);
+  });
+
+  it('the first non-member stops the reads: 400, a handful of reads, no write', async () => {
+    const { kube, seen } = slowKube((n) => n !== 'runners-4');
+    const s = await scaleDownWith(kube, 'ci', 'runners', { targets: names });
+    expect(s.code).toBe(400);
+    expect(s.message).toBe(
+      'target VirtualMachine "runners-4" does not belong to VirtualMachinePool "runners"',
+    );
+    expect(seen.reads).toBeLessThanOrEqual(5 + TARGET_READS);
+    expect(seen.writes).toBe(0);
+  });
+
+  it.each([
+    ['..', 'runners'],
+    ['ci', '..'],
+    ['CI', 'runners'],
+    ['ci', 'a/b'],
+    ['x'.repeat(64), 'runners'],
+  ])('namespace "%s" and pool "%s" are refused (400) before any API call', async (ns, name) => {
+    const calls: string[] = [];
+    const s = await scaleDownWith(recordingKube(calls), ns, name, { targets: ['runners-bbbbb'] });
+    expect(s.code).toBe(400);
+    expect(calls).toEqual([]);
+  });
+
+  it('a redelivered request is answered from the pool, without reading its targets', async () => {
+    const key = requestKey('src', 'id-1');
+    const replayed = withRequest(p, key);
+    let reads = 0;
+    const kube = {
+      getPool: () => Promise.resolve({ ok: true, value: replayed }),
+      getVm: () => {
+        reads++;
+        return Promise.resolve({ ok: false, reason: 'notFound', code: 404, message: 'gone' });
+      },
+    } as unknown as Kube;
+    const s = await scaleDownWith(kube, 'ci', 'runners', { targets: names }, { request: key });
+    expect(s.code).toBe(201);
+    expect(s.message).toBe('already carried out: a redelivered request');
+    expect(reads).toBe(0);
   });
 });

@@ -3,11 +3,15 @@
  * conditioned on the pool's resourceVersion; a lost race re-reads and re-plans.
  * @module
  */
-import type { ScaleDownWithBody, VirtualMachine } from '../api/index.js';
+import type { ScaleDownWithBody, VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import {
   EMPTY_TARGETS,
   forbiddenMessage,
+  invalidObjectKey,
+  isDnsSubdomain,
+  isMember,
   planScaleDownWith,
+  recordedRequests,
   refusedByRbac,
 } from '../domain/index.js';
 import type { Status } from '../http/status.js';
@@ -25,8 +29,8 @@ function ownFailure(f: Failure, name: string): Status {
   );
 }
 
-/** An object name as the API server accepts it (RFC 1123 subdomain). */
-const OBJECT_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** Target reads in flight at once: a request of many targets must not flood the API server. */
+export const TARGET_READS = 8;
 
 /** How a scaledownwith is carried out. */
 export interface ScaleDownWithOptions {
@@ -44,11 +48,13 @@ export async function scaleDownWith(
   body: ScaleDownWithBody,
   { request, attempts = 5 }: ScaleDownWithOptions = {},
 ): Promise<Status> {
-  // The body is judged before anything is read, as the reference does: an empty list is a 400 even
-  // for a pool that does not exist, and costs no API call.
+  // The request is judged before anything is read, as the reference does: an empty list is a 400
+  // even for a pool that does not exist, and costs no API call.
+  const bad = invalidObjectKey(namespace, name);
+  if (bad !== undefined) return statusFailure(400, bad, name);
   if (body.targets.length === 0) return statusFailure(400, EMPTY_TARGETS, name);
   // A name the API server cannot even look up is the caller's mistake (400), not ours (500).
-  const malformed = body.targets.find((t) => !OBJECT_NAME.test(t) || t.length > 253);
+  const malformed = body.targets.find((t) => !isDnsSubdomain(t));
   if (malformed !== undefined)
     return statusFailure(400, `target "${malformed}" is not a valid VirtualMachine name`, name);
   const seen = new Map<string, VirtualMachine>();
@@ -56,25 +62,15 @@ export async function scaleDownWith(
     const got = await kube.getPool(namespace, name);
     if (!got.ok) return got.reason === 'notFound' ? poolNotFound(name) : ownFailure(got, name);
     const pool = got.value;
-    const vms = new Map<string, VirtualMachine>();
-    for (const t of new Set(body.targets)) {
-      const vm = await kube.getVm(namespace, t);
-      if (vm.ok) {
-        vms.set(t, vm.value);
-        seen.set(t, vm.value);
-      } else if (vm.reason === 'notFound') {
-        // A target that existed earlier in this request and vanished while we retried (our own write
-        // may have landed and a reconcile removed it) is already gone, not unknown.
-        const before = seen.get(t);
-        if (before !== undefined)
-          vms.set(t, {
-            ...before,
-            metadata: { ...before.metadata, deletionTimestamp: new Date(0).toISOString() },
-          });
-      } else if (vm.reason === 'invalid') return statusFailure(400, vm.message, name);
-      else return ownFailure(vm, name);
-    }
-    const p = planScaleDownWith(pool, body, vms, request);
+    // A redelivery of a request carried out before is answered from the pool alone.
+    const replay = request !== undefined && recordedRequests(pool).includes(request);
+    const read = replay
+      ? { vms: new Map<string, VirtualMachine>(), judged: undefined }
+      : await readTargets(kube, pool, body.targets, seen);
+    if ('failed' in read) return read.failed;
+    const { vms, judged } = read;
+    const targets = judged === undefined ? body.targets : body.targets.filter((t) => judged.has(t));
+    const p = planScaleDownWith(pool, { ...body, targets }, vms, request);
     if (!p.ok) return statusFailure(p.code, p.message, name);
     const causes = p.outcomes.map((o) => ({
       reason: o.outcome,
@@ -99,4 +95,52 @@ export async function scaleDownWith(
     return statusFailure(wrote.code === 0 ? 500 : wrote.code, wrote.message, name);
   }
   return statusFailure(409, `the pool kept changing; try again`, name);
+}
+
+/** A VM as Terminating: what a target read before and not found now has become. */
+function gone(vm: VirtualMachine): VirtualMachine {
+  return { ...vm, metadata: { ...vm.metadata, deletionTimestamp: new Date(0).toISOString() } };
+}
+
+/**
+ * Reads the distinct targets, {@link TARGET_READS} at a time, and stops at the first that settles
+ * the answer (not found, not a member, a failed read): a request naming one stranger among a
+ * thousand costs a handful of reads, not a thousand. `judged` holds the targets read.
+ */
+async function readTargets(
+  kube: Kube,
+  pool: VirtualMachinePool,
+  targets: readonly string[],
+  seen: Map<string, VirtualMachine>,
+): Promise<{ failed: Status } | { vms: Map<string, VirtualMachine>; judged: ReadonlySet<string> }> {
+  const namespace = pool.metadata.namespace ?? '';
+  const vms = new Map<string, VirtualMachine>();
+  const judged = new Set<string>();
+  const queue = [...new Set(targets)];
+  let failed: Status | undefined;
+  let stop = false;
+  const worker = async (): Promise<void> => {
+    for (let t = queue.shift(); t !== undefined && !stop; t = queue.shift()) {
+      const vm = await kube.getVm(namespace, t);
+      judged.add(t);
+      if (vm.ok) {
+        vms.set(t, vm.value);
+        seen.set(t, vm.value);
+        if (!isMember(pool, vm.value)) stop = true;
+      } else if (vm.reason === 'notFound') {
+        // A target that existed earlier in this request and vanished while we retried (our own
+        // write may have landed and a reconcile removed it) is already gone, not unknown.
+        const before = seen.get(t);
+        if (before === undefined) stop = true;
+        else vms.set(t, gone(before));
+      } else {
+        stop = true;
+        const name = pool.metadata.name ?? '';
+        failed ??=
+          vm.reason === 'invalid' ? statusFailure(400, vm.message, name) : ownFailure(vm, name);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(TARGET_READS, queue.length) }, worker));
+  return failed === undefined ? { vms, judged } : { failed };
 }

@@ -4,6 +4,7 @@
  */
 import type { SourceEvent, WatchedObject } from '../api/index.js';
 import { APISERVER_REF, controllerOf, keys } from '../api/index.js';
+import { invalidObjectKey, isDnsLabel } from '../domain/index.js';
 import type { Kube } from '../kube/index.js';
 
 /** A pool, every pool of a namespace, or every pool. */
@@ -35,7 +36,7 @@ export async function scopeOf(event: SourceEvent, kube: Kube): Promise<Scope> {
   const ref = event.data as { kind: string; name: string; namespace?: string | undefined };
   const namespace = ref.namespace ?? '';
   if (ref.kind === POOL_KIND) return { kind: 'pool', namespace, name: ref.name };
-  if (ref.kind === 'VirtualMachine' && namespace !== '') {
+  if (ref.kind === 'VirtualMachine' && invalidObjectKey(namespace, ref.name) === undefined) {
     const vm = await kube.getVm(namespace, ref.name);
     if (vm.ok)
       return scopeOfObject({
@@ -54,4 +55,18 @@ function pingScope(data: unknown): Scope {
     if (typeof ns === 'string' && ns !== '') return { kind: 'namespace', namespace: ns };
   }
   return { kind: 'all' };
+}
+
+/**
+ * Why a scope taken from an event cannot be acted on (a namespace or pool name no object can have),
+ * or undefined. Checked before any API call: such a name would become a path segment of the request
+ * and could address something else (`..`).
+ */
+export function invalidScope(scope: Scope): string | undefined {
+  if (scope.kind === 'all') return undefined;
+  if (scope.kind === 'namespace')
+    return isDnsLabel(scope.namespace)
+      ? undefined
+      : `namespace "${scope.namespace}" is not a valid namespace name`;
+  return invalidObjectKey(scope.namespace, scope.name);
 }

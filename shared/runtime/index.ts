@@ -4,8 +4,8 @@
  * @module
  */
 import type { Hono } from 'hono';
-import type { FunctionMetrics, Logger, NodeEnv, ServedApp } from '../http/index.js';
-import { createFunctionMetrics, createLogger, serveApp } from '../http/index.js';
+import type { FunctionMetrics, Health, Logger, NodeEnv, ServedApp } from '../http/index.js';
+import { createFunctionMetrics, createHealth, createLogger, serveApp } from '../http/index.js';
 import type { Kube } from '../kube/index.js';
 import { createKube, loadKubeConfig } from '../kube/index.js';
 
@@ -14,6 +14,8 @@ export interface FunctionDeps {
   readonly kube: Kube;
   readonly log: Logger;
   readonly metrics: FunctionMetrics;
+  /** Readiness: the server adds its certificate to it. */
+  readonly health: Health;
 }
 
 /** Environment of a function process. */
@@ -42,7 +44,8 @@ export function runFunction(
       metrics.onApiRequest(verb, outcome, seconds);
     },
   });
-  const app = build({ kube, log, metrics });
+  const health = createHealth();
+  const app = build({ kube, log, metrics, health });
   const tls =
     env.TLS_CERT_FILE !== undefined && env.TLS_KEY_FILE !== undefined
       ? {
@@ -51,7 +54,8 @@ export function runFunction(
           requestCert: env.requestClientCert === true,
         }
       : undefined;
-  const served = serveApp(app, { port: Number(env.PORT ?? 8080), log, ...(tls ? { tls } : {}) });
+  const port = Number(env.PORT ?? 8080);
+  const served = serveApp(app, { port, log, health, ...(tls ? { tls } : {}) });
   void served.listening.then((a) => {
     log.info({ port: a.port, https: tls !== undefined }, `${name} listening`);
   });

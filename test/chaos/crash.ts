@@ -20,13 +20,21 @@ import {
   createPool,
   editPool,
 } from './kit.js';
-import { checkConverged, expectedVictims, resync, retainDisks } from './laws.js';
+import { annotateVm } from './fleet.js';
+import { checkConverged, checkDeletions, expectedVictims, resync, retainDisks } from './laws.js';
 import type { Expect } from './laws.js';
 import { Observer } from './observer.js';
 import { testLog } from '../logs.js';
 
 /** The paths crashed at every step. */
-export const PATHS = ['scaleUpReuse', 'scaleDown', 'scaledownwith', 'rollout', 'gc'] as const;
+export const PATHS = [
+  'scaleUpReuse',
+  'scaleDown',
+  'drain',
+  'scaledownwith',
+  'rollout',
+  'gc',
+] as const;
 export type Path = (typeof PATHS)[number];
 
 /** Figures of one path. */
@@ -101,7 +109,10 @@ async function crashOnce(
     await obs.sync();
   };
   obs.holdReplicas(name, 3);
-  await createPool(ns, chaosPool(ns, name, policy, 3, 1));
+  const manifest = chaosPool(ns, name, policy, 3, 1) as { spec: Record<string, unknown> };
+  // The drain path's pool drains (for an hour: the test marks the victim drained itself).
+  if (path === 'drain') manifest.spec.scaleDown = { drainTimeout: '1h' };
+  await createPool(ns, manifest);
   await settle();
   const setReplicas = (n: number) =>
     editPool(direct, ns, name, (p) => {
@@ -117,6 +128,8 @@ async function crashOnce(
   const retained = new Set(retainDisks(obs, name).map((d) => d.metadata.name));
   const start = obs.live(name);
   const deletionsBefore = obs.vmDeletions.length;
+  // A protected member is never deleted; a drain pool deletes only drained (or timed-out) members.
+  const drainMs = path === 'drain' ? 3600_000 : undefined;
   let expect: Expect;
   let victims = new Set<string>();
   const c = crashingKube(direct, k);
@@ -135,13 +148,44 @@ async function crashOnce(
       await run(() => reconcilePool(deps(c.kube), ns, name));
       expect = { pool: name, members: 3, retained, retainCount: 3 };
       break;
-    case 'scaleDown':
+    case 'scaleDown': {
+      // Fleet control on: the newest member protected, the oldest the cheapest.
+      const [oldest, , newest] = [...start].sort((a, b) =>
+        a.metadata.creationTimestamp < b.metadata.creationTimestamp ? -1 : 1,
+      );
+      await annotateVm(direct, ns, newest!.metadata.name, keys.protected, 'true');
+      await annotateVm(direct, ns, oldest!.metadata.name, keys.deletionCost, '-5');
+      await obs.sync();
       await setReplicas(1);
       obs.holdReplicas(name, 3);
-      victims = expectedVictims(start, policy, 2);
+      victims = expectedVictims(obs.live(name), policy, 2);
       await run(() => reconcilePool(deps(c.kube), ns, name));
-      expect = { pool: name, members: 1, retained, retainCount: 3 };
+      expect = { pool: name, members: 1, retained, retainCount: 3, held: 0 };
       break;
+    }
+    case 'drain': {
+      // Scale down by one: the victim is recorded, asked to drain, marked drained, then deleted —
+      // with a crash after any of those calls.
+      await setReplicas(2);
+      victims = expectedVictims(start, policy, 1);
+      const drained = async (kube: Kube): Promise<void> => {
+        const vms = await kube.listVms(ns, `${keys.pool}=${name}`);
+        if (!vms.ok) return;
+        for (const v of vms.value)
+          if (v.metadata.annotations?.[keys.drainRequested] !== undefined)
+            await annotateVm(kube, ns, v.metadata.name ?? '', keys.drained, 'true');
+      };
+      await run(async () => {
+        await reconcilePool(deps(c.kube), ns, name);
+        await drained(c.kube);
+        await reconcilePool(deps(c.kube), ns, name);
+      });
+      // The agent marks it drained whenever it sees the request (here: after the redelivery).
+      await resync(app, ns);
+      await drained(direct);
+      expect = { pool: name, members: 2, retained, retainCount: 3 };
+      break;
+    }
     case 'scaledownwith': {
       const targets = start.slice(0, 2).map((m) => m.metadata.name);
       victims = new Set(targets);
@@ -193,16 +237,13 @@ async function crashOnce(
   await obs.sync();
   obs.checkDiskDeletions();
   for (const v of await checkConverged(direct, obs, expect)) say(v);
-  const removed = new Set(
-    obs.vmDeletions
-      .slice(deletionsBefore)
-      .filter((d) => d.pool === name)
-      .map((d) => d.name),
-  );
+  const ours = obs.vmDeletions.slice(deletionsBefore).filter((d) => d.pool === name);
+  for (const v of checkDeletions(ours, drainMs)) say(v);
+  const removed = new Set(ours.map((d) => d.name));
   if (removed.size !== victims.size || [...removed].some((n) => !victims.has(n)))
     say(`L2: removed [${[...removed].join(',')}] expected [${[...victims].join(',')}]`);
   // Creates: no member beyond the expected ones ever existed after the crash.
-  if (path === 'rollout' || path === 'scaleDown' || path === 'scaledownwith') {
+  if (path === 'rollout' || path === 'scaleDown' || path === 'drain' || path === 'scaledownwith') {
     const names = new Set(start.map((m) => m.metadata.name));
     for (const m of obs.members(name))
       if (!names.has(m.metadata.name)) say(`L4: extra VM ${m.metadata.name} created`);

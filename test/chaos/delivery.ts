@@ -8,7 +8,7 @@
 import { inject } from 'vitest';
 import { buildGcApp } from '../../functions/disk-gc-tick/app.js';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
-import { buildScaleDownApp } from '../../functions/scale-down-with/app.js';
+import { buildScaleDownEventsApp } from '../../functions/scale-down-with/events.js';
 import {
   API_VERSION,
   AWAITING_RESTART,
@@ -19,10 +19,20 @@ import {
 import type { Kube } from '../../shared/kube/index.js';
 import { seededRandom } from '../../local/simulator/rng.js';
 import { startSimulator } from '../../local/simulator/simulator.js';
-import { adminKube, chaosPool, createPool, editPool, rng, writesBetween } from './kit.js';
+import {
+  SENDER_AUDIENCE,
+  adminKube,
+  chaosPool,
+  createPool,
+  editPool,
+  rng,
+  senderToken,
+  writesBetween,
+} from './kit.js';
 import type { Rng } from './kit.js';
 import {
   checkConverged,
+  checkDeletions,
   eventInit,
   expectedVictims,
   pingInit,
@@ -30,9 +40,11 @@ import {
   resync,
   retainDisks,
 } from './laws.js';
+import { CHAOS_COSTS, annotateVm, drainAgent, featuresOf, withNote } from './fleet.js';
 import { Observer } from './observer.js';
 import { functionKube } from '../e2e/harness.js';
 import type { FunctionName } from '../e2e/rbac.js';
+import type { Seen } from './observer.js';
 import { testLog } from '../logs.js';
 import { dropNamespace, newNamespace } from '../e2e/harness.js';
 
@@ -70,6 +82,8 @@ export interface DeliveryFigures {
   platformRounds: number;
   replies: Record<string, number>;
   mutations: Record<string, number>;
+  /** Fleet control seen: members deleted after a drain (drained or timed out), surplus held. */
+  fleet: Record<string, number>;
   watchEvents: number;
   violations: string[];
 }
@@ -84,6 +98,9 @@ const MUTATIONS = [
   'scale+template',
   'gc',
   'none',
+  // Fleet control, on the pools that switch it on (see featuresOf).
+  'protect',
+  'cost',
 ] as const;
 type Mutation = (typeof MUTATIONS)[number];
 
@@ -132,6 +149,7 @@ export async function runDeliveryChaos(opts: DeliveryOptions): Promise<DeliveryF
     platformRounds: 0,
     replies: {},
     mutations: {},
+    fleet: {},
     watchEvents: 0,
     violations: [],
   };
@@ -165,7 +183,17 @@ async function worker(
   const kube = await own('reconcile-pool');
   const log = testLog(`chaos-${w}`, 'silent', opts.logLines);
   const app = buildReconcileApp({ kube, log, rand: seededRandom(opts.seed * 7 + w) });
-  const sdw = buildScaleDownApp({ kube: await own('scale-down-with'), log, acceptEvents: true });
+  const sdw = buildScaleDownEventsApp({
+    kube: await own('scale-down-with'),
+    log,
+    audience: SENDER_AUDIENCE,
+  });
+  // The broker's delivery of a sender's event: its OIDC token for the function's audience.
+  const authorization = await senderToken(ns);
+  const sdwEvent = (data: unknown, id: string): RequestInit => {
+    const init = eventInit(SCALE_DOWN_WITH_EVENT, data, id);
+    return { ...init, headers: { ...(init.headers as Record<string, string>), authorization } };
+  };
   const later = (): Date => new Date(Date.now() + 2 * 3600_000);
   const gc = buildGcApp({ kube: await own('disk-gc-tick'), log, now: later });
   const sim =
@@ -175,6 +203,7 @@ async function worker(
           namespace: ns,
           seed: opts.seed + w,
           jitter: 0.5,
+          nodes: ['n1', 'n2', 'n3'],
           delays: {
             diskReady: 50,
             vmPending: 50,
@@ -185,21 +214,27 @@ async function worker(
         })
       : undefined;
   if (sim !== undefined) fig.simulatedPools++;
-  /** Resync until vmpool converges and, beside the simulator, the platform has settled too. */
+  const features = featuresOf(w);
+  const decided = new Map<string, boolean>();
+  /**
+   * Resync until vmpool converges, every drain has ended (the agent marks some drained, the rest time
+   * out) and, beside the simulator, the platform has settled too.
+   */
   const settle = async (): Promise<{ ticks: number; converged: boolean }> => {
     const t0 = performance.now();
     let ticks = 0;
-    for (let round = 0; round < 60; round++) {
+    for (let round = 0; round < 100; round++) {
       const r = await resync(app, ns);
       ticks += r.ticks;
-      if (!r.converged || sim === undefined) return { ticks, converged: r.converged };
-      if (await platformSettled(direct, ns, name)) {
+      if (!r.converged) return { ticks, converged: false };
+      const draining = await drainAgent(direct, ns, name, dice, decided);
+      if (draining === 0 && (sim === undefined || (await platformSettled(direct, ns, name)))) {
         // Settled only when one more pass finds nothing to write: it may take the next rollout step.
         const before = kube.counts();
         const last = await resync(app, ns);
         ticks += last.ticks;
         if (last.converged && writesBetween(before, kube.counts()) === 0) {
-          fig.platformWaitMs += performance.now() - t0;
+          if (sim !== undefined) fig.platformWaitMs += performance.now() - t0;
           return { ticks, converged: true };
         }
       }
@@ -223,6 +258,8 @@ async function worker(
     // Beside the simulator a spec change needs a restart: approve it, so a rollout completes.
     if (sim !== undefined)
       spec.spec.virtualMachineTemplate.spec.disruptions = { restartApprovalMode: 'Automatic' };
+    if (features.drainTimeout !== undefined)
+      Object.assign(spec.spec, { scaleDown: { drainTimeout: features.drainTimeout } });
     await createPool(ns, spec);
     await settle();
     for (let t = 0; t < trials; t++) {
@@ -236,26 +273,44 @@ async function worker(
       let mutation: Mutation = dice.pick(MUTATIONS);
       if ((mutation === 'deleteVm' || mutation === 'scaledownwith') && start.length === 0)
         mutation = 'scale';
+      if (
+        (mutation === 'protect' && !features.protection) ||
+        (mutation === 'cost' && !features.costs)
+      )
+        mutation = 'none';
+      if ((mutation === 'protect' || mutation === 'cost') && start.length === 0) mutation = 'none';
       bump(mutation, fig.mutations);
       let expected = new Set<string>();
       let userDeleted: string | undefined;
       let hold = replicas;
       let next = replicas;
+      // The members as the mutation leaves them (a protection toggled, a cost set).
+      let after: Seen[] = start;
+      const note = fleetNote(mutation, start, dice);
+      if (note !== undefined) after = withNote(start, note.name, note.key, note.value);
       if (mutation === 'scale' || mutation === 'scale+template') {
         do next = dice.range(0, 4);
         while (next === replicas);
         hold = Math.max(replicas, next);
-        if (next < start.length) expected = expectedVictims(start, policy, start.length - next);
       }
+      // A surplus (a scale-down, or one protection held until this toggle) goes by the ranking.
+      if (mutation !== 'scaledownwith' && mutation !== 'deleteVm' && start.length > next)
+        expected = expectedVictims(after, policy, start.length - next);
+      const guarded = (m: Seen): boolean => m.metadata.annotations?.[keys.protected] === 'true';
       let targets: string[] = [];
       let dryRun = false;
+      let refused = false;
       const sdwId = `${tag}: scaledownwith`;
       if (mutation === 'scaledownwith') {
-        const picked = dice.shuffle(start).slice(0, dice.range(1, Math.min(2, start.length)));
+        const open = start.filter((m) => !guarded(m));
+        // Now and then a protected target: refused (409, redelivered as 503), nothing changes.
+        refused = open.length === 0 || (start.some(guarded) && dice.chance(0.2));
+        const pool = refused ? start.filter(guarded) : open;
+        const picked = dice.shuffle(pool).slice(0, dice.range(1, Math.min(2, pool.length)));
         targets = picked.map((m) => m.metadata.name);
         if (dice.chance(0.3)) targets.push(targets[0]!);
-        dryRun = dice.chance(0.15);
-        if (!dryRun) expected = new Set(targets);
+        dryRun = !refused && dice.chance(0.15);
+        if (!dryRun && !refused) expected = new Set(targets);
       }
       obs.holdReplicas(name, hold);
 
@@ -284,6 +339,10 @@ async function worker(
             await direct.deleteVm(ns, v.metadata.name, { uid: v.metadata.uid });
             break;
           }
+          case 'protect':
+          case 'cost':
+            if (note !== undefined) await annotateVm(direct, ns, note.name, note.key, note.value);
+            break;
           case 'scaledownwith': {
             const body = {
               namespace: ns,
@@ -291,9 +350,16 @@ async function worker(
               targets,
               ...(dryRun ? { dryRun: ['All'] } : {}),
             };
+            if (refused) {
+              const res = await sdw.request('/', sdwEvent(body, sdwId));
+              bump(`scaledownwith protected ${res.status}`, fig.replies);
+              if (res.status !== 503)
+                fig.violations.push(`${tag}: protected target answered ${res.status}`);
+              break;
+            }
             // A broker redelivers 503s with the same id; the request is idempotent by its key.
             for (let i = 0; i < 20; i++) {
-              const res = await sdw.request('/', eventInit(SCALE_DOWN_WITH_EVENT, body, sdwId));
+              const res = await sdw.request('/', sdwEvent(body, sdwId));
               bump(`scaledownwith ${res.status}`, fig.replies);
               if (res.status !== 503) {
                 if (res.status !== 202)
@@ -335,19 +401,27 @@ async function worker(
       obs.checkDiskDeletions();
 
       // L2: exactly the expected members were deleted by vmpool (the user's own delete aside).
-      const removed = new Set(
-        obs.vmDeletions
-          .slice(before)
-          .filter((d) => d.pool === name && d.name !== userDeleted)
-          .map((d) => d.name),
-      );
+      const ours = obs.vmDeletions
+        .slice(before)
+        .filter((d) => d.pool === name && d.name !== userDeleted);
+      for (const v of checkDeletions(ours, features.drainTimeoutMs))
+        fig.violations.push(`${tag}: ${v}`);
+      const removed = new Set(ours.map((d) => d.name));
+      for (const d of ours)
+        if (d.annotations[keys.drainRequested] !== undefined)
+          bump(
+            d.annotations[keys.drained] === 'true' ? 'deleted drained' : 'deleted at drain timeout',
+            fig.fleet,
+          );
       const same = removed.size === expected.size && [...removed].every((n) => expected.has(n));
       if (!same)
         fig.violations.push(
           `${tag}: L2 (${mutation}, ${policy}) removed [${[...removed].sort().join(',')}] expected [${[...expected].sort().join(',')}]`,
         );
 
-      let members = replicas;
+      // Protected members stay: the pool keeps max(replicas, protected) (user deletions aside).
+      const protectedLeft = after.filter((m) => guarded(m) && m.metadata.name !== userDeleted);
+      let members = policy === 'Explicit' ? replicas : Math.max(replicas, protectedLeft.length);
       if (policy === 'Explicit' && start.length > replicas && mutation.startsWith('scale')) {
         // Explicit never deletes anonymously; admission would have refused the decrease, so undo it.
         members = start.length;
@@ -371,13 +445,22 @@ async function worker(
         if (warm !== undefined && !obs.disks.has(warm.metadata.name))
           fig.violations.push(`${tag}: L3 keep: warm disk ${warm.metadata.name} collected`);
       }
-      for (const v of await checkConverged(direct, obs, { pool: name, members }))
+      const held = members - replicas;
+      if (held > 0) bump('trials ending with protected surplus held', fig.fleet);
+      if (refused) bump('scaledownwith of a protected VM refused', fig.fleet);
+      for (const v of await checkConverged(direct, obs, { pool: name, members, held }))
         fig.violations.push(`${tag}: ${v}`);
-      if (mutation === 'scaledownwith' && !dryRun) {
+      if (mutation === 'scaledownwith' && !dryRun && !refused) {
         // A late redelivery (the broker lost our answer): done already, whatever became of the targets.
+        // As the broker does, a 503 is delivered again (under injected faults, the sender's
+        // TokenReview or SubjectAccessReview may fail like any other call).
         const body = { namespace: ns, pool: name, targets };
-        const res = await sdw.request('/', eventInit(SCALE_DOWN_WITH_EVENT, body, sdwId));
+        let res = await sdw.request('/', sdwEvent(body, sdwId));
         bump(`scaledownwith redelivered ${res.status}`, fig.replies);
+        for (let i = 0; i < 20 && res.status === 503; i++) {
+          res = await sdw.request('/', sdwEvent(body, sdwId));
+          bump(`scaledownwith redelivered ${res.status}`, fig.replies);
+        }
         const p = await direct.getPool(ns, name);
         if (res.status !== 202 || !p.ok || p.value.spec.replicas !== replicas)
           fig.violations.push(`${tag}: redelivered scaledownwith answered ${res.status}`);
@@ -395,6 +478,20 @@ async function worker(
     obs.stop();
     await dropNamespace(ns);
   }
+}
+
+/** The annotation a fleet mutation sets: a protection toggled or a cost, on a random member. */
+function fleetNote(
+  mutation: Mutation,
+  start: readonly Seen[],
+  dice: Rng,
+): { name: string; key: string; value: string | undefined } | undefined {
+  if ((mutation !== 'protect' && mutation !== 'cost') || start.length === 0) return undefined;
+  const m = dice.pick(start);
+  const name = m.metadata.name;
+  if (mutation === 'cost') return { name, key: keys.deletionCost, value: dice.pick(CHAOS_COSTS) };
+  const on = m.metadata.annotations?.[keys.protected] === 'true';
+  return { name, key: keys.protected, value: on ? undefined : 'true' };
 }
 
 /** A template edit: a label every member must receive, and a spec change on every other revision. */

@@ -15,11 +15,12 @@ import { buildGcApp } from '../../functions/disk-gc-tick/app.js';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
 import { SCALE_DOWN_WITH_EVENT } from '../../shared/api/index.js';
 import { buildScaleDownApp } from '../../functions/scale-down-with/app.js';
+import { buildScaleDownEventsApp } from '../../functions/scale-down-with/events.js';
 import { POOL_PATH, SCALE_PATH, buildValidateApp } from '../../functions/scale-validate/app.js';
 import { PING, SUBRESOURCES_GROUP, VERSION } from '../../shared/api/index.js';
 import type { ClientCertificate } from '../../shared/http/index.js';
 import { dropNamespace, newNamespace } from '../e2e/harness.js';
-import { adminKube, chaosPool, createPool, writesIn } from './kit.js';
+import { SENDER_AUDIENCE, adminKube, chaosPool, createPool, senderToken, writesIn } from './kit.js';
 import { resync } from './laws.js';
 import { testLog } from '../logs.js';
 
@@ -181,7 +182,8 @@ export async function runHostileInput(runs: number, seed: number): Promise<Hosti
   const validate = buildValidateApp({ kube, log });
   const pki = inject('cluster').pkiDir;
   let cert: ClientCertificate | undefined;
-  const sdw = buildScaleDownApp({ kube, log, clientCert: () => cert, acceptEvents: true });
+  const sdw = buildScaleDownApp({ kube, log, clientCert: () => cert });
+  const events = buildScaleDownEventsApp({ kube, log, audience: SENDER_AUDIENCE });
   try {
     await createPool(ns, chaosPool(ns, 'target', 'NewestFirst', 2));
     await resync(reconcile, ns);
@@ -211,7 +213,7 @@ export async function runHostileInput(runs: number, seed: number): Promise<Hosti
           badEvents,
           fc.constantFrom('reconcile', 'gc', 'scaledownwith'),
           (e, to) => {
-            const app = to === 'reconcile' ? reconcile : to === 'gc' ? gc : sdw;
+            const app = to === 'reconcile' ? reconcile : to === 'gc' ? gc : events;
             return attempt(
               `event: ${e.kind}`,
               () => Promise.resolve(app.request('/', e.init)),
@@ -334,22 +336,30 @@ export async function runHostileInput(runs: number, seed: number): Promise<Hosti
       )
       .catch((err: unknown) => void fig.violations.push(String(err).slice(0, 400)));
 
-    // The identity-less CloudEvent path is refused when not enabled.
-    const closed = buildScaleDownApp({ kube, log });
+    // The CloudEvent form: never on the aggregated API's port; on its own, never without a sender
+    // the API server vouches for (none, a forged token, a real token of another audience).
+    const event = (authorization?: string): RequestInit =>
+      binary(
+        { 'ce-type': SCALE_DOWN_WITH_EVENT, ...(authorization ? { authorization } : {}) },
+        JSON.stringify({ namespace: ns, pool: 'target', targets: ['target-bbbbb'] }),
+      );
     await attempt(
-      'scaledownwith event (disabled)',
-      () =>
-        Promise.resolve(
-          closed.request(
-            '/',
-            binary(
-              { 'ce-type': SCALE_DOWN_WITH_EVENT },
-              JSON.stringify({ namespace: ns, pool: 'target', targets: ['target-bbbbb'] }),
-            ),
-          ),
-        ),
-      (s) => s >= 400 && s < 500,
+      'scaledownwith event on the aggregated API port',
+      () => Promise.resolve(sdw.request('/', event())),
+      (s) => s === 404,
     );
+    // A sender with the right, whose token was issued for something else.
+    const otherAudience = await senderToken(ns, 'elsewhere', 'https://kubernetes.default.svc');
+    for (const [who, authorization] of [
+      ['no token', undefined],
+      ['forged token', 'Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZG1pbiJ9.'],
+      ['token of another audience', otherAudience],
+    ] as const)
+      await attempt(
+        `scaledownwith event: ${who}`,
+        () => Promise.resolve(events.request('/', event(authorization))),
+        (s) => s === 401,
+      );
   } finally {
     await dropNamespace(ns);
   }

@@ -6,11 +6,12 @@
 import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { inject } from 'vitest';
 import type { VirtualMachinePool } from '../../shared/api/index.js';
-import { API_VERSION, GROUP, VERSION } from '../../shared/api/index.js';
+import { API_VERSION, GROUP, SUBRESOURCES_GROUP, VERSION } from '../../shared/api/index.js';
 import type { Kube, KubeOptions, RequestCounts } from '../../shared/kube/index.js';
 import { createKube } from '../../shared/kube/index.js';
 import { seededRandom } from '../../local/simulator/rng.js';
 import { smallPool } from '../../local/guide.js';
+import { cluster } from '../e2e/harness.js';
 
 /** The seed of a run: `VMPOOL_CHAOS_SEED`, or a fixed default so CI replays the same schedule. */
 export const CHAOS_SEED = Number(process.env.VMPOOL_CHAOS_SEED ?? 20_251_130);
@@ -99,9 +100,16 @@ export function chaosPool(
   };
 }
 
-/** Creates a pool (vmpool itself never creates pools, so the funnel has no call for it). */
-export async function createPool(namespace: string, manifest: object): Promise<void> {
-  await adminKubeConfig().makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+/**
+ * Creates a pool (vmpool itself never creates pools, so the funnel has no call for it), on the
+ * shared plane unless `kc` names another.
+ */
+export async function createPool(
+  namespace: string,
+  manifest: object,
+  kc: KubeConfig = adminKubeConfig(),
+): Promise<void> {
+  await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
     group: GROUP,
     version: VERSION,
     plural: 'virtualmachinepools',
@@ -185,4 +193,45 @@ export function table(
 /** Milliseconds since `t0`, as seconds with one decimal. */
 export function secondsSince(t0: number): string {
   return `${((performance.now() - t0) / 1000).toFixed(1)} s`;
+}
+
+/** The audience chaos senders' tokens are issued for (what knative/ configures). */
+export const SENDER_AUDIENCE = 'apps/deployment/vmpool-system/scale-down-with';
+
+/**
+ * A real sender of scaledownwith CloudEvents in `namespace`: a ServiceAccount allowed to create
+ * `virtualmachinepools/scaledownwith` there, and a token the API server issued it for
+ * {@link SENDER_AUDIENCE}, as Knative Eventing's OIDC sender identity is. Returns the
+ * `Authorization` header value.
+ */
+export async function senderToken(
+  namespace: string,
+  name = 'chaos-sender',
+  audience = SENDER_AUDIENCE,
+): Promise<string> {
+  const { applyManifest, kubectl } = cluster();
+  await applyManifest([
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name, namespace },
+      rules: [
+        {
+          apiGroups: [SUBRESOURCES_GROUP],
+          resources: ['virtualmachinepools/scaledownwith'],
+          verbs: ['create'],
+        },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [{ kind: 'ServiceAccount', name, namespace }],
+    },
+  ]);
+  const token = await kubectl(['create', 'token', name, '-n', namespace, `--audience=${audience}`]);
+  return `Bearer ${token.trim()}`;
 }

@@ -9,7 +9,7 @@ import { templateHash } from '../../shared/domain/index.js';
 import type { NodeEnv } from '../../shared/http/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import { DELETE, RETAIN, writesBetween } from './kit.js';
-import type { Observer, Seen } from './observer.js';
+import type { Deletion, Observer, Seen } from './observer.js';
 import { diskRefsOf } from './observer.js';
 
 import { eventInit } from '../../local/events.js';
@@ -72,6 +72,8 @@ export interface Expect {
   readonly retained?: ReadonlySet<string>;
   /** Exactly this many Retain disks of the pool (no orphan created by a crash). */
   readonly retainCount?: number;
+  /** Surplus members protection holds (`status.protectedReplicas`), when known. */
+  readonly held?: number;
 }
 
 /**
@@ -102,6 +104,13 @@ export async function checkConverged(kube: Kube, obs: Observer, e: Expect): Prom
   if ((pool.metadata.annotations?.[keys.scaleDownTargets] ?? '') !== '')
     say(`scaledownwith targets not cleared`);
   if (st.replicas !== all.length) say(`status.replicas ${st.replicas} but ${all.length} members`);
+  if ((st.drainingReplicas ?? 0) !== 0)
+    say(`status.drainingReplicas ${st.drainingReplicas} at rest`);
+  if (e.held !== undefined && (st.protectedReplicas ?? 0) !== e.held)
+    say(`status.protectedReplicas ${st.protectedReplicas} but ${e.held} held`);
+  for (const m of live)
+    if (m.metadata.annotations?.[keys.drainRequested] !== undefined)
+      say(`member ${m.metadata.name} still marked drain-requested at rest`);
   if (st.observedGeneration !== pool.metadata.generation) say(`observedGeneration behind`);
   const hash = templateHash(pool.spec.virtualMachineTemplate);
   for (const m of live)
@@ -159,17 +168,86 @@ export function retainDisks(obs: Observer, pool: string): Seen[] {
     );
 }
 
-/** Names the policy removes first from `members` (creation time, then planned generation, then name). */
+/**
+ * Names a scale-down by `n` removes from `members`, by the fleet-control rules, written out apart
+ * from the domain's ranking so the two can disagree: protected members never; a lower deletion cost
+ * first (malformed or out of int32: 0); then members without a node, then the node with the most
+ * members still staying (counted again after each pick); then the policy's age (creation time,
+ * planned generation, name).
+ */
 export function expectedVictims(members: readonly Seen[], policy: string, n: number): Set<string> {
   if (policy === 'Explicit' || n <= 0) return new Set();
-  const born = (m: Seen): number => Number(m.metadata.annotations?.[keys.createdGeneration] ?? -1);
-  const sorted = [...members].sort((a, b) => {
+  const note = (m: Seen, k: string): string | undefined => m.metadata.annotations?.[k];
+  const cost = (m: Seen): number => {
+    const t = note(m, keys.deletionCost) ?? '0';
+    const v = /^[+-]?[0-9]+$/.test(t) ? Number(t) : 0;
+    return v >= -(2 ** 31) && v < 2 ** 31 ? v : 0;
+  };
+  const born = (m: Seen): number => {
+    const g = note(m, keys.createdGeneration);
+    return g !== undefined && /^[0-9]+$/.test(g) ? Number(g) : -1;
+  };
+  /** Negative when `a` is older. */
+  const age = (a: Seen, b: Seen): number => {
     const x = a.metadata.creationTimestamp;
     const y = b.metadata.creationTimestamp;
     if (x !== y) return x < y ? -1 : 1;
     if (born(a) !== born(b)) return born(a) - born(b);
-    return a.metadata.name < b.metadata.name ? -1 : 1;
-  });
-  if (policy === 'NewestFirst') sorted.reverse();
-  return new Set(sorted.slice(0, n).map((m) => m.metadata.name));
+    return a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0;
+  };
+  let staying = [...members];
+  const out: string[] = [];
+  while (out.length < n) {
+    const load = new Map<string, number>();
+    for (const m of staying) {
+      const node = m.status?.nodeName;
+      if (node) load.set(node, (load.get(node) ?? 0) + 1);
+    }
+    const crowd = (m: Seen): number => {
+      const node = m.status?.nodeName;
+      return node ? (load.get(node) ?? 0) : Number.POSITIVE_INFINITY;
+    };
+    const goesFirst = (a: Seen, b: Seen): boolean => {
+      if (cost(a) !== cost(b)) return cost(a) < cost(b);
+      if (crowd(a) !== crowd(b)) return crowd(a) > crowd(b);
+      return policy === 'NewestFirst' ? age(a, b) > 0 : age(a, b) < 0;
+    };
+    const open = staying.filter((m) => note(m, keys.protected) !== 'true');
+    if (open.length === 0) break;
+    const pick = open.reduce((best, m) => (goesFirst(m, best) ? m : best));
+    out.push(pick.metadata.name);
+    staying = staying.filter((m) => m !== pick);
+  }
+  return new Set(out);
+}
+
+/**
+ * Fleet-control laws on the members vmpool deleted (the user's own deletions left out): a protected
+ * member is never deleted; in a pool that drains, a member is deleted only once it was asked to
+ * drain and then was marked drained or reached its timeout.
+ */
+export function checkDeletions(
+  deleted: readonly Deletion[],
+  drainTimeoutMs: number | undefined,
+): string[] {
+  const out: string[] = [];
+  for (const d of deleted) {
+    if (d.annotations[keys.protected] === 'true')
+      out.push(`protected member ${d.name} deleted by vmpool`);
+    if (drainTimeoutMs === undefined) continue;
+    const asked = d.annotations[keys.drainRequested];
+    if (asked === undefined) {
+      out.push(`drain: ${d.name} deleted without being asked to drain`);
+      continue;
+    }
+    const drained = d.annotations[keys.drained] === 'true';
+    // A VM without a finalizer vanishes at once: the watch's delivery time bounds the deletion
+    // from above (same clock as the drain's request), close enough to catch an early one.
+    const at = d.at === undefined ? d.seen : Date.parse(d.at);
+    if (!drained && at < Date.parse(asked) + drainTimeoutMs)
+      out.push(
+        `drain: ${d.name} deleted at ${new Date(at).toISOString()} before drained or timed out (asked ${asked})`,
+      );
+  }
+  return out;
 }

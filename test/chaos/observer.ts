@@ -7,6 +7,7 @@
  * @module
  */
 import { CustomObjectsApi, Watch } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { GROUP, VERSION, keys } from '../../shared/api/index.js';
 import { adminKubeConfig } from './kit.js';
 
@@ -23,6 +24,7 @@ export interface Seen {
     readonly ownerReferences?: ReadonlyArray<{ kind: string; name: string; uid: string }>;
   };
   readonly spec?: { blockDeviceRefs?: ReadonlyArray<{ kind: string; name: string }> };
+  readonly status?: { nodeName?: string };
 }
 
 interface Version {
@@ -37,6 +39,12 @@ export interface Deletion {
   readonly uid: string;
   readonly pool: string;
   readonly rv: number;
+  /** The annotations the VM carried when it was deleted (protection, drain marks). */
+  readonly annotations: Readonly<Record<string, string>>;
+  /** Its deletionTimestamp (undefined when it vanished at once). */
+  readonly at?: string;
+  /** When the watch delivered the deletion (ms since the epoch): no earlier than the deletion. */
+  readonly seen: number;
 }
 
 const rvOf = (o: Seen): number => Number(o.metadata.resourceVersion);
@@ -56,6 +64,8 @@ export class Observer {
   readonly diskDeletions: Deletion[] = [];
   /** Events seen, for the figures. */
   events = 0;
+  /** Watches resumed after they ended. */
+  resumes = 0;
   private readonly history = new Map<string, Version[]>();
   private readonly hold = new Map<string, number>();
   private readonly retired = new Set<string>();
@@ -66,14 +76,19 @@ export class Observer {
   terminatingSeen = 0;
   private checkedDisks = 0;
   private readonly namespace: string;
+  private readonly kc: KubeConfig;
 
-  private constructor(namespace: string) {
+  private constructor(namespace: string, kc: KubeConfig) {
     this.namespace = namespace;
+    this.kc = kc;
   }
 
-  /** Starts watching VMs and disks of `namespace` (from now; the namespace should be fresh). */
-  static async start(namespace: string): Promise<Observer> {
-    const o = new Observer(namespace);
+  /**
+   * Starts watching VMs and disks of `namespace` (from now; the namespace should be fresh), on the
+   * shared plane unless `kc` names another.
+   */
+  static async start(namespace: string, kc: KubeConfig = adminKubeConfig()): Promise<Observer> {
+    const o = new Observer(namespace, kc);
     await Promise.all([o.watch('virtualmachines', o.vms), o.watch('virtualdisks', o.disks)]);
     return o;
   }
@@ -82,7 +97,12 @@ export class Observer {
     return this.namespace;
   }
 
-  /** L1: from now on, no create may take `pool` above `replicas` members (Terminating included). */
+  /**
+   * L1: from now on, no create may take `pool` above `replicas` members (Terminating and draining
+   * included). The issue's L1 allows `replicas` plus the draining members asked to leave; vmpool keeps
+   * this stricter bound, because a draining member is never replaced and a scale-up takes drains
+   * back before it creates, so the stricter check is the one that runs.
+   */
   holdReplicas(pool: string, replicas: number): void {
     this.hold.set(pool, replicas);
   }
@@ -109,7 +129,7 @@ export class Observer {
 
   /** Waits until the observer has seen everything a fresh list returns. */
   async sync(timeoutMs = 15_000): Promise<void> {
-    const api = adminKubeConfig().makeApiClient(CustomObjectsApi);
+    const api = this.kc.makeApiClient(CustomObjectsApi);
     const listed = async (plural: string): Promise<Map<string, string>> => {
       const l = (await api.listNamespacedCustomObject({
         group: GROUP,
@@ -154,6 +174,10 @@ export class Observer {
     }
   }
 
+  private halted(): boolean {
+    return this.stopped;
+  }
+
   stop(): void {
     this.stopped = true;
     for (const a of this.aborts) a();
@@ -168,7 +192,15 @@ export class Observer {
     if (!live && !this.deletedUids.has(o.metadata.uid)) {
       this.deletedUids.add(o.metadata.uid);
       if (type !== 'DELETED') this.terminatingSeen++;
-      this.vmDeletions.push({ name, uid: o.metadata.uid, pool: poolOf(o), rv: rvOf(o) });
+      this.vmDeletions.push({
+        name,
+        uid: o.metadata.uid,
+        pool: poolOf(o),
+        rv: rvOf(o),
+        annotations: o.metadata.annotations ?? {},
+        ...(o.metadata.deletionTimestamp === undefined ? {} : { at: o.metadata.deletionTimestamp }),
+        seen: Date.now(),
+      });
     }
     const pool = poolOf(o);
     if (type === 'ADDED' && pool !== '') {
@@ -204,32 +236,69 @@ export class Observer {
         uid: o.metadata.uid,
         pool: poolOf(o),
         rv: rvOf(o),
+        annotations: o.metadata.annotations ?? {},
+        seen: Date.now(),
       });
     }
   }
 
+  /** One watch event (or a change a relist found), recorded and checked. */
+  private seen(plural: string, into: Map<string, Seen>, type: string, o: Seen): void {
+    this.events++;
+    if (type === 'DELETED') into.delete(o.metadata.name);
+    else into.set(o.metadata.name, o);
+    if (plural === 'virtualmachines') this.onVm(type, o);
+    else this.onDisk(type, o);
+  }
+
   private async watch(plural: string, into: Map<string, Seen>, from?: string): Promise<void> {
     const path = `/apis/${GROUP}/${VERSION}/namespaces/${this.namespace}/${plural}`;
-    let last = from;
-    const ctl = await new Watch(adminKubeConfig()).watch(
+    const ctl = await new Watch(this.kc).watch(
       path,
-      last === undefined ? {} : { resourceVersion: last },
+      from === undefined ? {} : { resourceVersion: from },
       (type: string, o: Seen) => {
-        if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return;
-        this.events++;
-        last = o.metadata.resourceVersion;
-        if (type === 'DELETED') into.delete(o.metadata.name);
-        else into.set(o.metadata.name, o);
-        if (plural === 'virtualmachines') this.onVm(type, o);
-        else this.onDisk(type, o);
+        if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED')
+          this.seen(plural, into, type, o);
       },
       () => {
-        // The API server ends watches after a while: resume from the last revision seen.
-        if (!this.stopped) void this.watch(plural, into, last).catch(() => undefined);
+        // The API server ends watches after a while, or went away (a restart, whose new watch
+        // cache may no longer reach our last revision): list again, then watch from there.
+        void this.resume(plural, into);
       },
     );
     this.aborts.push(() => {
       ctl.abort();
     });
+  }
+
+  /** Lists (recording what changed meanwhile) and watches again, until the API server answers. */
+  private async resume(plural: string, into: Map<string, Seen>): Promise<void> {
+    const api = this.kc.makeApiClient(CustomObjectsApi);
+    while (!this.stopped) {
+      try {
+        const l = (await api.listNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          plural,
+          namespace: this.namespace,
+        })) as { items: Seen[]; metadata: { resourceVersion: string } };
+        const listed = new Map(l.items.map((i) => [i.metadata.name, i]));
+        for (const [name, o] of [...into])
+          if (!listed.has(name)) this.seen(plural, into, 'DELETED', o);
+        for (const [name, o] of listed) {
+          const had = into.get(name);
+          if (had === undefined) this.seen(plural, into, 'ADDED', o);
+          else if (had.metadata.resourceVersion !== o.metadata.resourceVersion)
+            this.seen(plural, into, 'MODIFIED', o);
+        }
+        // stop() may have come while the list was read.
+        if (this.halted()) return;
+        await this.watch(plural, into, l.metadata.resourceVersion);
+        this.resumes++;
+        return;
+      } catch {
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
   }
 }

@@ -54,13 +54,17 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   ],
   // review: getPool (/scale), dryRunCreateVm (a dry-run create needs create).
   'scale-validate': [`${VM}/virtualmachinepools:get`, `${VM}/virtualmachines:create`],
-  // scaleDownWith: getPool, getVm, updatePool; subjectAccessReview; getConfigMapData (front proxy),
-  // through the built-in extension-apiserver-authentication-reader Role.
+  // scaleDownWith: getPool, getVm, updatePool; poolVictims: getPool, listVms; subjectAccessReview;
+  // getConfigMapData (front proxy), through the built-in extension-apiserver-authentication-reader
+  // Role.
   'scale-down-with': [
     `${VM}/virtualmachinepools:get`,
     `${VM}/virtualmachinepools:update`,
     `${VM}/virtualmachines:get`,
+    `${VM}/virtualmachines:list`,
     'authorization.k8s.io/subjectaccessreviews:create',
+    // The CloudEvent form's sender authentication (shared/http/oidc.ts).
+    'authentication.k8s.io/tokenreviews:create',
     'kube-system:/configmaps[extension-apiserver-authentication]:get',
     'kube-system:/configmaps[extension-apiserver-authentication]:list',
     'kube-system:/configmaps[extension-apiserver-authentication]:watch',

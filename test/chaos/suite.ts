@@ -8,6 +8,7 @@ import { runCrashInjection } from './crash.js';
 import { runDeliveryChaos } from './delivery.js';
 import { startFaultProxy } from './faults.js';
 import { runHostileInput } from './hostile.js';
+import { runProcessRestarts } from './restarts.js';
 import { effectiveGrants, extraGrants, renderBase, tlsVersions } from './security.js';
 import { CHAOS_SEED, adminKubeConfig, secondsSince, table } from './kit.js';
 
@@ -46,6 +47,7 @@ export function chaosSuite(sizes: ChaosSizes): void {
           ],
           ['replies', JSON.stringify(f.replies)],
           ['mutations', JSON.stringify(f.mutations)],
+          ['fleet control', JSON.stringify(f.fleet)],
           ['watch events observed', f.watchEvents],
           ['violations', f.violations.length],
           ['time', secondsSince(t0)],
@@ -148,6 +150,34 @@ export function chaosSuite(sizes: ChaosSizes): void {
       ]);
       expect(extraGrants(granted)).toEqual([]);
       expect(tls).toEqual({ 'TLSv1.0': false, 'TLSv1.1': false, 'TLSv1.2': true, 'TLSv1.3': true });
+    });
+
+    it('6. process restarts: kube-apiserver, then etcd, killed mid scale-up 0→50 and mid scaledownwith (L1-L5)', async () => {
+      const t0 = performance.now();
+      const runs = await runProcessRestarts(50, 5);
+      const s = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+      for (const r of runs)
+        console.log(
+          table(`process restarts: ${r.component}`, [
+            ['restarts survived', r.restarts],
+            ['down (kill to ready)', r.downMs.map(s).join(', ')],
+            ['members when killed in the scale-up', `${String(r.membersAtKill)} of 50`],
+            [
+              'converged after the restart (scale-up, scaledownwith)',
+              r.convergeMs.map(s).join(', '),
+            ],
+            ['resync ticks meanwhile (every 5 s)', r.ticksAfter.join(', ')],
+            ['reconcile answers 5xx (redelivered)', r.retried],
+            ['adapter deliveries after the restart', r.adapterEventsAfter],
+            ['watch resumed: a deleted VM replaced, no tick', s(r.watchProbeMs)],
+            ['scaledownwith calls until 201', r.scaledownwithCalls],
+            ['observer watches resumed', r.observerResumes],
+            ['violations', r.violations.length],
+          ]),
+        );
+      console.log(table('process restarts', [['time', secondsSince(t0)]]));
+      expect(runs.flatMap((r) => r.violations.map((v) => `${r.component}: ${v}`))).toEqual([]);
+      expect(runs.map((r) => r.restarts)).toEqual([2, 2]);
     });
   });
 }

@@ -2,6 +2,8 @@
  * scale-validate end to end: kube-apiserver calls the webhook for pool writes and for `/scale`, and
  * kubectl shows its answers exactly as a user would see them.
  */
+import { createServer } from 'node:net';
+import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { POOL_PATH, SCALE_PATH } from '../../functions/scale-validate/app.js';
@@ -11,6 +13,8 @@ import { startApiserverFacing, reportLatency, type ApiserverFacing } from './api
 import { cluster, create, dropNamespace, newNamespace, read } from './harness.js';
 import { runnersPool } from '../../local/guide.js';
 import { toYaml } from '../../local/controlplane/kubectl.js';
+import { WEBHOOK_TIMEOUT_MS } from '../../shared/reconcile/index.js';
+import { createKube, kubeConfigFor } from '../../shared/kube/index.js';
 
 let ns = '';
 let facing: ApiserverFacing;
@@ -235,5 +239,51 @@ describe('webhook latency', () => {
     expect(await replicas('latency')).toBe(150);
     // Every changing patch went through the webhook (no-op patches may too).
     expect(handler.length).toBeGreaterThanOrEqual(150);
+  });
+});
+
+describe('the webhook inside its own deadline', () => {
+  let slowNs = '';
+  let slow: ApiserverFacing | undefined;
+  const held = new Set<Socket>();
+  // An "API server" that accepts connections and never answers: the webhook's dry run hangs on it.
+  const blackHole = createServer((socket) => {
+    held.add(socket);
+  });
+  beforeAll(async () => {
+    slowNs = await newNamespace('admission-slow');
+    await new Promise<void>((ok) => blackHole.listen(0, '127.0.0.1', ok));
+    const addr = blackHole.address();
+    if (addr === null || typeof addr === 'string') throw new Error('no port');
+    const validateKube = createKube(
+      kubeConfigFor({ server: `https://127.0.0.1:${String(addr.port)}` }),
+    );
+    slow = await startApiserverFacing(slowNs, { validateKube });
+  }, 120_000);
+  afterAll(async () => {
+    await slow?.stop();
+    for (const s of held) s.destroy();
+    blackHole.close();
+    await dropNamespace(slowNs);
+  });
+
+  it('denies a pool with its own clear message before kube-apiserver gives up on it', async () => {
+    const t0 = performance.now();
+    const stderr = await cluster()
+      .kubectl(
+        ['create', '-n', slowNs, '-f', '-'],
+        toYaml([{ apiVersion: `${GROUP}/${VERSION}`, ...runnersPool(slowNs, 'unchecked') }]),
+      )
+      .then(
+        () => 'created',
+        (err: unknown) => (err as Error).message,
+      );
+    const took = performance.now() - t0;
+    console.log(`[admission] slow API server: denied after ${String(Math.round(took))} ms`);
+    // The webhook's words, not the API server's "context deadline exceeded".
+    expect(stderr).toContain('cannot check the template against the VirtualMachine API');
+    expect(stderr).toContain('the API server did not answer within 6000 ms');
+    expect(took).toBeLessThan(WEBHOOK_TIMEOUT_MS);
+    expect(await read('virtualmachinepools', slowNs, 'unchecked')).toBeUndefined();
   });
 });

@@ -511,7 +511,7 @@ describe('knative/README.md, followed as written on a fresh control plane', () =
     const label = ['-l', 'app.kubernetes.io/part-of=vmpool'];
     expect(
       await names([
-        'apiservice,validatingwebhookconfiguration,clusterrole,clusterrolebinding',
+        'apiservice,validatingwebhookconfiguration,clusterrole,clusterrolebinding,priorityclass',
         ...label,
       ]),
     ).toEqual([]);

@@ -9,11 +9,18 @@
  * the objects of the base and the RBAC verbs of every role.
  * @module
  */
-import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { OWN_SUBRESOURCES_GROUP, SUBRESOURCES_GROUP, keys } from '../../shared/api/index.js';
+import {
+  OWN_SUBRESOURCES_GROUP,
+  SCALE_DOWN_WITH_EVENT,
+  SUBRESOURCES_GROUP,
+  keys,
+} from '../../shared/api/index.js';
+import { ADMISSION_BUDGET } from '../../shared/reconcile/index.js';
+import { DEFAULT_EVENTS_AUDIENCE } from '../../functions/scale-down-with/events.js';
 import { FUNCTIONS } from '../../scripts/build.js';
 import { POOL_PATH, SCALE_PATH } from '../../functions/scale-validate/app.js';
 import { REPO_ROOT } from '../../local/controlplane/binaries.js';
@@ -35,6 +42,8 @@ import {
 /** The group an apiservice step registers: vmpool's own under overlays/own-group (README "Attach mode"). */
 const groupOf = (dir: string): string =>
   dir.startsWith('knative/overlays/own-group/') ? OWN_SUBRESOURCES_GROUP : SUBRESOURCES_GROUP;
+/** An admin's copy of overlays/example with the scaledownwith-events component added. */
+const WITH_EVENTS = 'knative/overlays/with-events';
 /** Every kustomization of the repository's knative/, found on disk (Components excluded). */
 const DIRS = kustomizations();
 
@@ -146,6 +155,7 @@ beforeAll(async () => {
     ...yamlFiles(knativeCrdDir()),
     ...yamlFiles(join(REPO_ROOT, 'test/fixtures/cert-manager')),
     ...yamlFiles(join(REPO_ROOT, 'test/fixtures/prometheus-operator')),
+    ...yamlFiles(join(REPO_ROOT, 'test/fixtures/knative-eventpolicy')),
   ]);
   // Namespaced objects dry-run only into an existing namespace, so this one is created for real.
   await cluster().applyManifest([
@@ -158,6 +168,18 @@ beforeAll(async () => {
       dir,
       await render(join(info.binDir, 'kubectl'), info.kubeconfigPath, join(checkout, dir)),
     );
+  // The optional CloudEvent form, as knative/README.md says to add it: the component in a copy of
+  // overlays/example.
+  const withEvents = join(checkout, WITH_EVENTS);
+  cpSync(join(checkout, 'knative/overlays/example'), withEvents, { recursive: true });
+  appendFileSync(
+    join(withEvents, 'kustomization.yaml'),
+    'components:\n  - ../scaledownwith-events\n',
+  );
+  renders.set(
+    WITH_EVENTS,
+    await render(join(info.binDir, 'kubectl'), info.kubeconfigPath, withEvents),
+  );
 });
 
 afterAll(async () => {
@@ -329,7 +351,7 @@ describe('every kustomization under knative/', () => {
           (ns === undefined ? !c.includes(' -n ') : c.includes(` -n ${ns}`)),
       );
     expect(commands).toContain(`kubectl delete namespace ${NAMESPACE}`);
-    for (const dir of DIRS.filter((d) => d !== 'knative/crd')) {
+    for (const dir of [...DIRS.filter((d) => d !== 'knative/crd'), WITH_EVENTS]) {
       for (const o of objectsOf(dir)) {
         if (o.kind === 'Namespace' && o.metadata.name === NAMESPACE) continue;
         if (o.metadata.namespace === NAMESPACE) continue; // deleted with the namespace
@@ -519,4 +541,196 @@ describe('functions/*/func.yaml of the two HTTPS functions', () => {
       expect(text).toContain(`knative/base (deploy-${name}.yaml`);
     },
   );
+});
+
+describe('knative/base: network exposure and scheduling', () => {
+  const base = () => objectsOf('knative/base');
+  const policies = () => byKind(base(), 'NetworkPolicy');
+  /** The `key In values` of a podSelector. */
+  const selected = (o: K8sObject, key: string): string[] =>
+    (
+      (at(o, 'spec', 'podSelector', 'matchExpressions') ?? []) as {
+        key: string;
+        values: string[];
+      }[]
+    ).find((e) => e.key === key)?.values ?? [];
+
+  it('the functions fed by events admit only the Knative data plane, and every vmpool pod is covered', () => {
+    const [eventFed] = policies().filter((p) =>
+      selected(p, 'serving.knative.dev/service').includes('reconcile-pool'),
+    );
+    expect(selected(eventFed!, 'serving.knative.dev/service').sort()).toEqual(
+      byKind(base(), 'Service')
+        .filter((o) => o.apiVersion.startsWith('serving.knative.dev'))
+        .map((o) => o.metadata.name)
+        .sort(),
+    );
+    expect(at(eventFed, 'spec', 'policyTypes')).toEqual(['Ingress']);
+    expect(at(eventFed, 'spec', 'ingress')).toEqual([
+      {
+        from: [
+          {
+            namespaceSelector: {
+              matchExpressions: [
+                {
+                  key: 'kubernetes.io/metadata.name',
+                  operator: 'In',
+                  values: ['knative-eventing', 'knative-serving', 'kourier-system'],
+                },
+              ],
+            },
+          },
+        ],
+      },
+    ]);
+    const deployments = byKind(base(), 'Deployment').map((d) => d.metadata.name);
+    const [facing] = policies().filter((p) =>
+      selected(p, 'app.kubernetes.io/component').includes('scale-validate'),
+    );
+    expect(selected(facing!, 'app.kubernetes.io/component').sort()).toEqual(deployments.sort());
+    // The API server reaches the HTTPS port (the rule an admin may narrow), and nothing else is open.
+    expect(at(facing, 'spec', 'ingress')).toEqual([{ ports: [{ protocol: 'TCP', port: 8443 }] }]);
+    for (const d of byKind(base(), 'Deployment'))
+      expect(
+        (
+          at(d, 'spec', 'template', 'spec', 'containers', 0, 'ports') as { containerPort: number }[]
+        ).map((p) => p.containerPort),
+      ).toEqual([8443]);
+  });
+
+  it('the webhook and the aggregated API prefer different nodes and are scheduled ahead of ordinary workloads', () => {
+    const [priority] = byKind(base(), 'PriorityClass');
+    expect(priority?.metadata.labels?.['app.kubernetes.io/part-of']).toBe('vmpool');
+    const value = (priority as unknown as { value: number; globalDefault: boolean }).value;
+    expect(value).toBeGreaterThanOrEqual(1_000_000);
+    expect(value).toBeLessThan(1_000_000_000);
+    expect((priority as unknown as { globalDefault: boolean }).globalDefault).toBe(false);
+    for (const d of byKind(base(), 'Deployment')) {
+      const pod = at(d, 'spec', 'template', 'spec');
+      expect(at(pod, 'priorityClassName')).toBe(priority?.metadata.name);
+      expect(at(d, 'spec', 'replicas')).toBe(2);
+      const own = at(d, 'spec', 'template', 'metadata', 'labels');
+      expect(at(pod, 'affinity', 'podAntiAffinity')).toEqual({
+        preferredDuringSchedulingIgnoredDuringExecution: [
+          {
+            weight: 100,
+            podAffinityTerm: {
+              topologyKey: 'kubernetes.io/hostname',
+              labelSelector: { matchLabels: own },
+            },
+          },
+        ],
+      });
+      expect(at(pod, 'containers', 0, 'readinessProbe', 'httpGet', 'path')).toBe(
+        '/health/readiness',
+      );
+    }
+  });
+
+  it("the webhook's timeout leaves room after the review's API budget", () => {
+    const [webhook] = byKind(base(), 'ValidatingWebhookConfiguration');
+    for (const w of at(webhook, 'webhooks') as { timeoutSeconds: number }[])
+      expect(w.timeoutSeconds * 1000).toBeGreaterThanOrEqual(ADMISSION_BUDGET.totalMs + 3_000);
+  });
+});
+
+describe('knative/overlays/scaledownwith-events (on a copy of overlays/example)', () => {
+  const objects = () => objectsOf(WITH_EVENTS);
+  const find = (kind: string, name: string): K8sObject => {
+    const o = objects().find((x) => x.kind === kind && x.metadata.name === name);
+    if (o === undefined) throw new Error(`${kind} ${name} not rendered`);
+    return o;
+  };
+
+  it('is accepted object by object by a server-side dry-run (the real Trigger CRD, EventPolicy)', async () => {
+    const { text } = rendered(WITH_EVENTS);
+    const lines = await dryRun(text);
+    expect(lines).toHaveLength(objects().length);
+    for (const l of lines) expect(l).toMatch(/ serverside-applied \(server dry run\)$/);
+    expect(objects().length).toBeGreaterThan(objectsOf('knative/overlays/example').length);
+  });
+
+  it('serves the event on a port of its own, for the audience the Trigger sends, reachable from knative-eventing only', () => {
+    const container = at(
+      find('Deployment', 'scale-down-with'),
+      'spec',
+      'template',
+      'spec',
+      'containers',
+      0,
+    );
+    const env = Object.fromEntries(
+      (at(container, 'env') as { name: string; value: string }[]).map((e) => [e.name, e.value]),
+    );
+    expect(env).toMatchObject({
+      SCALEDOWNWITH_EVENTS: 'enabled',
+      EVENTS_PORT: '8080',
+      EVENTS_AUDIENCE: DEFAULT_EVENTS_AUDIENCE,
+      PORT: '8443',
+    });
+    const ports = at(container, 'ports') as { name: string; containerPort: number }[];
+    expect(ports.map((p) => `${p.name}:${String(p.containerPort)}`).sort()).toEqual([
+      'events:8080',
+      'https:8443',
+    ]);
+    const service = find('Service', 'scale-down-with');
+    expect(at(service, 'spec', 'ports')).toEqual(
+      expect.arrayContaining([
+        { name: 'https', port: 443, targetPort: 'https', protocol: 'TCP' },
+        { name: 'events', port: 80, targetPort: 'events', protocol: 'TCP' },
+      ]),
+    );
+    const trigger = find('Trigger', 'vmpool-scaledownwith');
+    expect(at(trigger, 'spec', 'filters')).toEqual([{ exact: { type: SCALE_DOWN_WITH_EVENT } }]);
+    expect(at(trigger, 'spec', 'subscriber')).toEqual({
+      ref: { apiVersion: 'v1', kind: 'Service', name: 'scale-down-with' },
+      audience: DEFAULT_EVENTS_AUDIENCE,
+    });
+    expect(at(find('NetworkPolicy', 'vmpool-scaledownwith-events'), 'spec', 'ingress')).toEqual([
+      {
+        from: [
+          {
+            namespaceSelector: {
+              matchLabels: { 'kubernetes.io/metadata.name': 'knative-eventing' },
+            },
+          },
+        ],
+        ports: [{ protocol: 'TCP', port: 8080 }],
+      },
+    ]);
+  });
+
+  it("the EventPolicy lets vmpool's own sources into the Broker next to the senders listed", () => {
+    const policy = find('EventPolicy', 'vmpool-broker');
+    expect(at(policy, 'spec', 'to')).toEqual([
+      { ref: { apiVersion: 'eventing.knative.dev/v1', kind: 'Broker', name: 'vmpool' } },
+    ]);
+    const from = (at(policy, 'spec', 'from') as { ref?: { kind: string; name: string } }[]).flatMap(
+      (f) => (f.ref === undefined ? [] : [`${f.ref.kind}/${f.ref.name}`]),
+    );
+    const sources = objectsOf('knative/base')
+      .filter((o) => o.kind === 'ApiServerSource' || o.kind === 'PingSource')
+      .map((o) => `${o.kind}/${o.metadata.name}`);
+    expect(from.sort()).toEqual(sources.sort());
+  });
+
+  it('grants no namespace to events by default; scale-down-with may review tokens', () => {
+    const bindings = [
+      ...byKind(objects(), 'RoleBinding'),
+      ...byKind(objects(), 'ClusterRoleBinding'),
+    ];
+    expect(
+      bindings.filter(
+        (b) => (at(b, 'roleRef', 'name') as string) === 'vmpool-scaledownwith-events',
+      ),
+    ).toEqual([]);
+    expect(
+      at(find('ClusterRoleBinding', 'vmpool-scale-down-with-tokenreview'), 'subjects'),
+    ).toEqual([{ kind: 'ServiceAccount', name: 'scale-down-with', namespace: NAMESPACE }]);
+    expect(rbacVerbs([find('ClusterRole', 'vmpool-scale-down-with-tokenreview')])).toEqual({
+      'ClusterRole vmpool-scale-down-with-tokenreview': [
+        'authentication.k8s.io/tokenreviews: create',
+      ],
+    });
+  });
 });

@@ -359,6 +359,22 @@ describe('scaledownwith authentication and authorization', () => {
     await unchanged('authz', 2, before);
   });
 
+  it('a group named "a,system:masters" is one group, not system:masters (impersonated through the API server)', async () => {
+    // The API server forwards the group as one X-Remote-Group line; split on its comma, it would
+    // make bob a cluster admin.
+    const args = ['create', '--raw', scaleDownWithPath(ns, 'authz'), '-f', '-'];
+    const as = ['--as', bob.name, '--as-group', 'a,system:masters'];
+    const err = await cluster()
+      .kubectl([...as, ...args], JSON.stringify(body()))
+      .then(
+        () => '',
+        (e: unknown) => (e as Error).message,
+      );
+    expect(err).toContain('Forbidden');
+    expect(err).toContain(`User "${bob.name}" cannot create`);
+    await unchanged('authz', 2, before);
+  });
+
   it('refuses forged X-Remote-* headers without the front-proxy certificate (401)', async () => {
     const url = `https://127.0.0.1:${String(facing.scaleDownPort)}${scaleDownWithPath(ns, 'authz')}`;
     const forged = { 'X-Remote-User': 'admin', 'X-Remote-Group': 'system:masters' };

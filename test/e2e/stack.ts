@@ -34,10 +34,13 @@ export interface Stack {
 /** Function logs: silent unless `VMPOOL_E2E_LOG` names a level. */
 const silent = (name: string): Logger => testLog(name, process.env.VMPOOL_E2E_LOG || 'silent');
 
-/** Starts the stack for one namespace. `resyncMs` 0 disables the periodic resync tick. */
+/**
+ * Starts the stack for one namespace. `resyncMs` 0 disables the periodic resync tick; `nodes` has
+ * the simulator place started VMs on those nodes (`status.nodeName`).
+ */
 export async function startStack(
   namespace: string,
-  opts: { resyncMs?: number } = {},
+  opts: { resyncMs?: number; nodes?: readonly string[] } = {},
 ): Promise<Stack> {
   const { info } = cluster();
   process.env.KUBECONFIG = info.kubeconfigPath;
@@ -61,6 +64,7 @@ export async function startStack(
     kubeconfigPath: info.kubeconfigPath,
     namespace,
     seed: 7,
+    ...(opts.nodes === undefined ? {} : { nodes: opts.nodes }),
     delays: {
       diskReady: 200,
       vmPending: 100,

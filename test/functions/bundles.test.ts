@@ -150,6 +150,16 @@ describe('function bundles', () => {
     expect(ignored).toContain('knative/');
   });
 
+  it('declares as runtime dependencies exactly packages the bundles carry (tools are dev dependencies)', () => {
+    const nameOf = (d: string): string =>
+      (JSON.parse(readFileSync(join(ROOT, d, 'package.json'), 'utf8')) as { name: string }).name;
+    const bundled = new Set(bundles.flatMap((b) => bundledPackageDirs(b.metafile)).map(nameOf));
+    const { dependencies } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
+    for (const dep of Object.keys(dependencies)) expect(bundled, dep).toContain(dep);
+  });
+
   it.each([...FUNCTIONS])(
     '%s starts from its bundle and answers /health/liveness',
     async (name) => {

@@ -221,3 +221,28 @@ export function converged(p: VirtualMachinePool, names: readonly string[]): Conv
 
 /** The label that names a pool on its children. */
 export const POOL_LABEL = keys.pool;
+
+/** The body of a SubjectAccessReview the functions send. */
+export interface ReviewOfRights {
+  spec: {
+    user: string;
+    uid?: string;
+    groups: string[];
+    extra?: Record<string, string[]>;
+    resourceAttributes: Record<string, string>;
+  };
+}
+
+/** The API server's answer to one SubjectAccessReview; the request body lands in `seen`. */
+export function reviewOfRights(allowed: boolean, seen: ReviewOfRights[] = []): nock.Scope {
+  return nock(API)
+    .post('/apis/authorization.k8s.io/v1/subjectaccessreviews', (body: ReviewOfRights) => {
+      seen.push(body);
+      return true;
+    })
+    .query(true)
+    .reply(201, (_uri, body) => ({
+      ...(body as object),
+      status: allowed ? { allowed: true } : { allowed: false, reason: 'no RBAC policy matched' },
+    }));
+}

@@ -70,6 +70,7 @@ function defaults(pool: VirtualMachinePool | undefined): Required<Script> {
     deleteDisk: () => ok(undefined),
     recordEvent: () => ok(undefined),
     subjectAccessReview: () => ok({ allowed: true }),
+    tokenReview: () => ok({ authenticated: false, audiences: [] }),
     getConfigMapData: () => fail('notFound'),
   };
 }

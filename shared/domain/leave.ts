@@ -1,0 +1,65 @@
+/**
+ * The third step of a plan: how each leaving member leaves. Without `spec.scaleDown.drainTimeout` it
+ * is deleted at once, as the reference does; with one it is asked to drain first and deleted once
+ * drained or timed out, counting as a member (and as draining) until then.
+ * @module
+ */
+import type { DeleteVm, UpdateVm } from './actions.js';
+import type { Count } from './count.js';
+import { drainStep, drainTimeoutMs, requestDrain } from './drain.js';
+import { nameOf } from './membership.js';
+import type { View } from './observe.js';
+
+/** The leaving decisions of one plan. */
+export interface Leave {
+  /** Member deletions, victims before targets. */
+  readonly deletes: readonly DeleteVm[];
+  /** Drain requests (annotation updates, fenced like deletes). */
+  readonly drainRequests: readonly UpdateVm[];
+  /** Leaving members that drain after this plan (`status.drainingReplicas`). */
+  readonly draining: number;
+  /** The earliest drain deadline still ahead: a reconcile is due then. */
+  readonly recheckAt?: Date;
+}
+
+/** Decides how the count's leaving members leave (pure; `now` dates drain requests and timeouts). */
+export function decideLeave(view: View, count: Count, now: Date): Leave {
+  const timeoutMs = drainTimeoutMs(view.pool);
+  const timeout = view.pool.spec.scaleDown?.drainTimeout ?? '';
+  const deletes: DeleteVm[] = [];
+  const drainRequests: UpdateVm[] = [];
+  let draining = 0;
+  let recheckAt: Date | undefined;
+  const due = (at: Date): void => {
+    if (recheckAt === undefined || at < recheckAt) recheckAt = at;
+  };
+  for (const d of count.departures) {
+    const remove = { kind: 'deleteVm', name: nameOf(d.vm), uid: d.uid, why: d.why } as const;
+    const step = drainStep(d.vm, timeoutMs, now);
+    switch (step.kind) {
+      case 'delete':
+        deletes.push(step.drained ? { ...remove, drain: { outcome: 'drained', timeout } } : remove);
+        break;
+      case 'timedOut':
+        deletes.push({ ...remove, drain: { outcome: 'timedOut', timeout } });
+        break;
+      case 'request':
+        draining++;
+        drainRequests.push({
+          kind: 'updateVm',
+          vm: requestDrain(d.vm, now),
+          why: ['drainRequest'],
+          drainTimeout: timeout,
+        });
+        due(new Date(now.getTime() + (timeoutMs ?? 0)));
+        break;
+      case 'wait':
+        draining++;
+        due(step.deadline);
+        break;
+    }
+  }
+  return recheckAt === undefined
+    ? { deletes, drainRequests, draining }
+    : { deletes, drainRequests, draining, recheckAt };
+}
