@@ -129,6 +129,31 @@ export function reclaimPool(namespace: string, name = 'reclaim') {
   };
 }
 
+/**
+ * Every pool example of the user guide as a user applies it to a cluster. The runners pool is a full
+ * manifest and stays verbatim; the CD-ROM and reclaim examples are fragments the guide shows to be
+ * put into such a pool, so they get the runners template's class, CPU and memory, which the
+ * platform's VirtualMachine API requires and the fragments leave out.
+ */
+export function guidePools(namespace: string) {
+  const full = runnersPool(namespace).spec.virtualMachineTemplate.spec;
+  const complete = (p: ReturnType<typeof cdromPool> | ReturnType<typeof reclaimPool>) => ({
+    ...p,
+    spec: {
+      ...p.spec,
+      virtualMachineTemplate: {
+        spec: {
+          virtualMachineClassName: full.virtualMachineClassName,
+          cpu: full.cpu,
+          memory: full.memory,
+          ...p.spec.virtualMachineTemplate.spec,
+        },
+      },
+    },
+  });
+  return [runnersPool(namespace), complete(cdromPool(namespace)), complete(reclaimPool(namespace))];
+}
+
 /** A VirtualMachine as a pool would stamp it from the runners template (disk names resolved). */
 export function runnersVm(namespace: string, name: string) {
   const spec = structuredClone(runnersPool(namespace).spec.virtualMachineTemplate.spec);

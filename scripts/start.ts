@@ -4,8 +4,11 @@
  * the real ApiServerSource adapter (or a watch bridge), ticks resync and disk GC, simulates the
  * platform, creates the user guide's sample pool and prints what to try.
  *
- *   npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample]
- *             [simulator flags: local/simulator/flags.ts]
+ *   npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample] [--take-over]
+ *             [--scaledownwith-group GROUP] [simulator flags: local/simulator/flags.ts]
+ *
+ * Attached to a cluster it shares, it writes only what it owns (local/install.ts, README "Attach
+ * mode"): an object of its names that is somebody else's is left alone unless --take-over says so.
  */
 import { pingInit } from '../local/events.js';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -17,23 +20,26 @@ import { buildGcApp } from '../functions/disk-gc-tick/app.js';
 import { buildReconcileApp } from '../functions/reconcile-pool/app.js';
 import { buildScaleDownApp } from '../functions/scale-down-with/app.js';
 import { buildValidateApp } from '../functions/scale-validate/app.js';
-import { poolCrd } from '../shared/api/index.js';
+import { SUBRESOURCES_GROUP, describeRef, refOf, scaleDownWithPath } from '../shared/api/index.js';
+import type { ObjectRef } from '../shared/api/index.js';
 import { createFunctionMetrics, createLogger, serveApp } from '../shared/http/index.js';
 import type { ServedApp } from '../shared/http/index.js';
-import { createKube } from '../shared/kube/index.js';
+import { createKube, createManifests } from '../shared/kube/index.js';
 import { startPoolSources } from '../local/controlplane/adapter.js';
 import { cachedBinaries, ensureBinaries } from '../local/controlplane/binaries.js';
 import { mintCa, mintLeaf } from '../local/controlplane/certs.js';
 import { startControlPlane } from '../local/controlplane/cluster.js';
 import type { ControlPlane } from '../local/controlplane/cluster.js';
-import { testCrds } from '../local/controlplane/crds.js';
+import { platformCrds } from '../local/controlplane/crds.js';
 import { startSimulator } from '../local/simulator/simulator.js';
 import { SIMULATOR_USAGE, simulatorFlags, simulatorOptions } from '../local/simulator/flags.js';
 import type { Simulator } from '../local/simulator/simulator.js';
-import { applyAll, deleteAll } from '../local/apply.js';
+import type { Installed } from '../local/install.js';
+import { installIfMissing, installOwned, installPoolCrd, removeOwned } from '../local/install.js';
+import { FIELD_MANAGER, provenance } from '../local/ownership.js';
 import { startBridge } from '../local/bridge.js';
 import { SAMPLE_NAMESPACE, sample } from '../local/sample.js';
-import { SCALE_DOWN_SERVICE, wiring } from '../local/wiring.js';
+import { SCALE_DOWN_SERVICE, apiServiceName, chooseGroup, wiring } from '../local/wiring.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -41,6 +47,8 @@ const { values: flags } = parseArgs({
     'simulate-platform': { type: 'boolean', default: false },
     ...simulatorFlags,
     'no-sample': { type: 'boolean', default: false },
+    'take-over': { type: 'boolean', default: false },
+    'scaledownwith-group': { type: 'string' },
     'resync-seconds': { type: 'string', default: '30' },
     'gc-seconds': { type: 'string', default: '60' },
     help: { type: 'boolean', short: 'h', default: false },
@@ -49,12 +57,17 @@ const { values: flags } = parseArgs({
 
 if (flags.help) {
   console.log(
-    `usage: npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample] ${SIMULATOR_USAGE}`,
+    `usage: npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample] [--take-over] [--scaledownwith-group GROUP] ${SIMULATOR_USAGE}`,
   );
   process.exit(0);
 }
 
 const log = createLogger('vmpool');
+/**
+ * How long Ctrl-C waits for in-flight requests before closing connections: the kube-apiserver keeps
+ * connections to the webhook and the aggregated API open, and nothing here needs a long drain.
+ */
+const SHUTDOWN_MS = 2000;
 const say = (line: string): void => {
   log.info(line);
 };
@@ -85,10 +98,36 @@ async function main(): Promise<void> {
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfigPath);
   const server = kc.getCurrentCluster()?.server ?? '';
+  const manifests = createManifests(kc, { fieldManager: FIELD_MANAGER });
+  const install = { manifests, takeOver: flags['take-over'] };
   if (attach) {
-    say(`installing CRDs into ${server}`);
-    await applyAll(kc, [poolCrd(), ...(flags['simulate-platform'] ? testCrds() : [])]);
+    const crd = must(await installPoolCrd(install));
+    say(`${describeRef(refOf(crd.object))}: ${crd.action}; the served schema is vmpool's`);
+    // The platform's CRDs are the platform's: created only where missing, never updated.
+    if (flags['simulate-platform'])
+      for (const c of platformCrds()) {
+        const r = must(await installIfMissing(install, c));
+        say(
+          r.action === 'present'
+            ? `${describeRef(refOf(c))} exists (${provenance(r.object)}): used as it is`
+            : `${describeRef(refOf(c))}: created (the simulator's stand-in for the platform's)`,
+        );
+      }
   }
+  // The API server can call us when it runs on this machine (the local plane, `npm run cluster`).
+  const local = /^https:\/\/(127\.0\.0\.1|localhost)(:|\/|$)/.test(server);
+  const registered = await manifests.get({
+    apiVersion: 'apiregistration.k8s.io/v1',
+    kind: 'APIService',
+    name: apiServiceName(SUBRESOURCES_GROUP),
+  });
+  if (!registered.ok && registered.reason !== 'notFound')
+    throw new Error(`cannot read the APIService of ${SUBRESOURCES_GROUP}: ${registered.message}`);
+  const choice = chooseGroup(
+    flags['scaledownwith-group'] ?? process.env.SCALEDOWNWITH_GROUP,
+    registered.ok ? registered.value : undefined,
+  );
+  const group = choice.group;
 
   const metrics = createFunctionMetrics();
   const kube = createKube(kc, {
@@ -119,6 +158,7 @@ async function main(): Promise<void> {
         port: 0,
         hostname: '127.0.0.1',
         handleSignals: false,
+        shutdownTimeoutMs: SHUTDOWN_MS,
       }),
     ],
     [
@@ -127,6 +167,7 @@ async function main(): Promise<void> {
         port: 0,
         hostname: '127.0.0.1',
         handleSignals: false,
+        shutdownTimeoutMs: SHUTDOWN_MS,
       }),
     ],
     [
@@ -135,15 +176,17 @@ async function main(): Promise<void> {
         port: 0,
         hostname: '127.0.0.1',
         handleSignals: false,
+        shutdownTimeoutMs: SHUTDOWN_MS,
         tls,
       }),
     ],
     [
       'scale-down-with',
-      serveApp(buildScaleDownApp({ kube, log: fnLog('scale-down-with'), metrics }), {
+      serveApp(buildScaleDownApp({ kube, log: fnLog('scale-down-with'), metrics, group }), {
         port: 0,
         hostname: '127.0.0.1',
         handleSignals: false,
+        shutdownTimeoutMs: SHUTDOWN_MS,
         tls: { ...tls, requestCert: true },
       }),
     ],
@@ -156,23 +199,34 @@ async function main(): Promise<void> {
   const reconcileUrl = `http://127.0.0.1:${ports['reconcile-pool'] ?? 0}/`;
   const gcUrl = `http://127.0.0.1:${ports['disk-gc-tick'] ?? 0}/`;
 
-  // The API server can call us when it runs on this machine (the local plane, `npm run cluster`).
-  const local = /^https:\/\/(127\.0\.0\.1|localhost)(:|\/|$)/.test(server);
   if (local) {
     const objects = wiring({
       validatePort: ports['scale-validate'] ?? 0,
       scaleDownPort: ports['scale-down-with'] ?? 0,
       caPem: readFileSync(ca.certPath, 'utf8'),
       namespace: 'vmpool-local',
+      group,
     });
-    await applyAll(kc, objects);
-    stoppers.push(() =>
-      deleteAll(
-        kc,
-        objects.filter((o) => (o as { kind: string }).kind !== 'Namespace'),
-      ),
-    );
+    const applied: ObjectRef[] = [];
+    // Removed on stop, newest first, and only while still vmpool's.
+    stoppers.push(async () => {
+      for (const ref of applied.reverse()) {
+        const problem = await removeOwned(manifests, ref);
+        if (problem !== undefined) log.warn(problem);
+      }
+    });
+    for (const o of objects) {
+      const ref = refOf(o);
+      if (ref.kind === 'Namespace') {
+        must(await installIfMissing(install, o));
+        continue;
+      }
+      must(await installOwned(install, o, TODO[ref.kind] ?? ''));
+      applied.push(ref);
+    }
     say('registered the admission webhook and the scaledownwith APIService');
+    say(`scaledownwith group: ${choice.why}`);
+    say(`scaledownwith path: POST ${scaleDownWithPath(group, '<namespace>', '<pool>')}`);
   } else {
     say(`${server} cannot reach this process: webhook and APIService not registered`);
   }
@@ -184,6 +238,12 @@ async function main(): Promise<void> {
     stoppers.push(() => sim?.stop());
     say('platform simulator running (VMs become Running, disks Ready)');
   }
+
+  // Warm the API server's watch cache of pools first. For a CRD installed moments ago the adapters'
+  // initial list would wait for that cache, and pools created meanwhile arrive inside that list,
+  // which an ApiServerSource does not turn into events: they would wait for the next resync tick.
+  const warm = await kube.listPools();
+  if (!warm.ok) log.warn({ err: warm.message }, 'cannot list pools yet');
 
   // The real adapter when it is built; otherwise a bridge that sends the same events, so a first
   // run does not wait minutes for a second build (npm test builds the adapter).
@@ -218,9 +278,15 @@ async function main(): Promise<void> {
   stoppers.push(() => {
     for (const t of timers) clearInterval(t);
   });
+  // Pools that already exist (attaching to a cluster, or taking over the platform's) are in the
+  // adapters' initial list, which sends no events: one resync now instead of after the first period.
+  tick(reconcileUrl)();
 
   if (!flags['no-sample']) {
-    await applyAll(kc, sample());
+    for (const o of sample()) {
+      const r = await manifests.apply(o);
+      if (!r.ok) throw new Error(`apply ${describeRef(refOf(o))}: ${r.message}`);
+    }
     say(`created the sample pool ${SAMPLE_NAMESPACE}/runners (3 replicas)`);
     const ready = await waitReady(kube, Date.now() + 120_000);
     say(
@@ -229,7 +295,22 @@ async function main(): Promise<void> {
         : 'sample pool not ready after 2 minutes; see the logs',
     );
   }
-  printTryThis(kubeconfigPath, cp?.binDir, local);
+  printTryThis(kubeconfigPath, cp?.binDir, local ? group : undefined);
+}
+
+/** What the operator can do when an object of vmpool's name is somebody else's, by kind. */
+const TODO: Readonly<Record<string, string>> = {
+  ValidatingWebhookConfiguration:
+    'Delete it if nothing uses it, or run again with --take-over to replace it.',
+  APIService:
+    "Choose another group with --scaledownwith-group, or run again with --take-over to replace it (on the virtualization platform never for subresources.virtualization.deckhouse.io: it serves every VM's console, VNC and hot-plug).",
+  Service: 'Delete it if nothing uses it, or run again with --take-over to replace it.',
+};
+
+/** The installed object, or the refusal as the error that stops `npm start`. */
+function must(r: Installed): Extract<Installed, { ok: true }> {
+  if (!r.ok) throw new Error(r.message);
+  return r;
 }
 
 async function waitReady(kube: ReturnType<typeof createKube>, deadline: number): Promise<boolean> {
@@ -241,7 +322,7 @@ async function waitReady(kube: ReturnType<typeof createKube>, deadline: number):
   return false;
 }
 
-function printTryThis(kubeconfig: string, binDir: string | undefined, local: boolean): void {
+function printTryThis(kubeconfig: string, binDir: string | undefined, group?: string): void {
   const k = binDir === undefined ? 'kubectl' : join(binDir, 'kubectl');
   const lines = [
     '',
@@ -250,9 +331,9 @@ function printTryThis(kubeconfig: string, binDir: string | undefined, local: boo
     `  ${k} get vmpool,vm,vd -n ${SAMPLE_NAMESPACE}`,
     `  ${k} scale virtualmachinepool/runners -n ${SAMPLE_NAMESPACE} --replicas=5`,
     `  ${k} delete vm -n ${SAMPLE_NAMESPACE} <one of the VMs>      # replaced under a fresh name`,
-    ...(local
+    ...(group !== undefined
       ? [
-          `  echo '{"targets": ["<a VM name>"]}' | ${k} create --raw /apis/subresources.virtualization.deckhouse.io/v1alpha2/namespaces/${SAMPLE_NAMESPACE}/virtualmachinepools/runners/scaledownwith -f -`,
+          `  echo '{"targets": ["<a VM name>"]}' | ${k} create --raw ${scaleDownWithPath(group, SAMPLE_NAMESPACE, 'runners')} -f -`,
         ]
       : []),
     'Ctrl-C stops everything.',

@@ -25,6 +25,11 @@ export function buildGcApp(input: AppDeps): Hono<NodeEnv> {
     cloudEventHandler(log, async function tick(event, { log }) {
       if (event.type !== PING) return badRequest(`expected a ${PING} event, got ${event.type}`);
       const out = await collectDisks(kube, now(), log);
+      if (out.kind === 'forbidden') {
+        // Logged by collectDisks with the grant to add; a redelivered tick would be refused again.
+        metrics.reconciles.inc({ function: 'disk-gc-tick', outcome: 'forbidden' });
+        return accepted();
+      }
       if (out.kind === 'retry') {
         metrics.reconciles.inc({ function: 'disk-gc-tick', outcome: 'retry' });
         return retryLater(`listing failed: ${out.reason}`);

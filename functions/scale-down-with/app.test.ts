@@ -899,3 +899,48 @@ describe('scale-down-with: fleet control', () => {
     expect(unmatched.seen).toEqual([]);
   });
 });
+
+describe('scale-down-with: a configured group (vmpool’s own, where the platform serves the default)', () => {
+  const OWN = 'subresources.vmpool.virtualization.deckhouse.io';
+  const ownApp = () =>
+    buildScaleDownApp({
+      kube: testKube(),
+      log: testLog('test'),
+      clientCert: () => certOf('proxy'),
+      group: OWN,
+    });
+
+  it('serves discovery for that group only', async () => {
+    const app = ownApp();
+    expect(await (await app.request('/apis')).json()).toMatchObject({
+      groups: [{ name: OWN, preferredVersion: { groupVersion: `${OWN}/v1alpha2` } }],
+    });
+    expect(await (await app.request(`/apis/${OWN}/v1alpha2`)).json()).toMatchObject({
+      groupVersion: `${OWN}/v1alpha2`,
+      resources: [
+        { name: 'virtualmachinepools/scaledownwith', verbs: ['create'] },
+        { name: 'virtualmachinepools/victims', verbs: ['get'] },
+      ],
+    });
+    expect((await app.request(SUB_BASE)).status).toBe(404);
+  });
+
+  it('routes scaledownwith under it and authorizes callers in it', async () => {
+    frontProxyConfigMap();
+    const seen: ReviewOfRights[] = [];
+    reviewOfRights(false, seen);
+    const res = await ownApp().request(
+      `/apis/${OWN}/v1alpha2/namespaces/ci/virtualmachinepools/runners/scaledownwith`,
+      forwarded({ targets: ['runners-bbbbb'] }),
+    );
+    expect(res.status).toBe(403);
+    expect((await statusOf(res)).message).toContain(`in API group "${OWN}"`);
+    expect(seen[0]?.spec.resourceAttributes).toMatchObject({
+      group: OWN,
+      resource: 'virtualmachinepools',
+      subresource: 'scaledownwith',
+      verb: 'create',
+    });
+    expect(unmatched.seen).toEqual([]);
+  });
+});

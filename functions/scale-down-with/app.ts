@@ -21,18 +21,21 @@ import {
 } from '../../shared/http/index.js';
 import { withCallBudget } from '../../shared/kube/index.js';
 import { poolMeta, poolVictims, scaleDownWith } from '../../shared/reconcile/index.js';
-import { apiGroup, apiGroupList, resourceList } from './discovery.js';
+import { discovery } from './discovery.js';
 
 /** Dependencies; the certificate source is injectable for tests. */
 export interface ScaleDownAppDeps extends AppDeps {
   readonly clientCert?: (c: Context<NodeEnv>) => ClientCertificate | undefined;
   /** How long the front-proxy CA read from kube-system is trusted before re-reading (ms). */
   readonly proxyTtlMs?: number;
+  /**
+   * The aggregated group served: routes, discovery, authorization checks (default the reference's
+   * `subresources.virtualization.deckhouse.io`; vmpool's own where the platform serves that one; env
+   * `SCALEDOWNWITH_GROUP`).
+   */
+  readonly group?: string;
 }
 
-const API_VERSION = `${SUBRESOURCES_GROUP}/${VERSION}`;
-const BASE = `/apis/${API_VERSION}`;
-const POOL = `${BASE}/namespaces/:ns/virtualmachinepools/:name`;
 const EXPECTED = 'expected VirtualMachinePoolScaleDownWith {"targets": [...], "dryRun": [...]}';
 
 /** The aggregated API server app; every error it answers is a metav1.Status. */
@@ -46,10 +49,15 @@ export function buildScaleDownApp(input: ScaleDownAppDeps): Hono<NodeEnv> {
     health,
     statusPrefix: '/apis',
   });
+  const group = input.group ?? SUBRESOURCES_GROUP;
+  const API_VERSION = `${group}/${VERSION}`;
+  const BASE = `/apis/${API_VERSION}`;
+  const POOL = `${BASE}/namespaces/:ns/virtualmachinepools/:name` as const;
+  const docs = discovery(group);
   const checkAccess = createAccessCheck({
     kube,
     now: deps.now,
-    group: SUBRESOURCES_GROUP,
+    group,
     clientCert: input.clientCert ?? clientCertificate,
     ...(input.proxyTtlMs === undefined ? {} : { proxyTtlMs: input.proxyTtlMs }),
   });
@@ -63,13 +71,14 @@ export function buildScaleDownApp(input: ScaleDownAppDeps): Hono<NodeEnv> {
   const answer = (c: Context<NodeEnv>, s: Status): Response => {
     const { ns, name } = c.req.param() as { ns: string; name: string };
     const line = { pool: `${ns}/${name}`, code: s.code, message: s.message };
-    log.info({ ...line, ...auditFields(c) }, 'scaledownwith');
+    // A 5xx is vmpool's own failure (a missing grant, an unreachable API server): an error.
+    log[s.code >= 500 ? 'error' : 'info']({ ...line, ...auditFields(c) }, 'scaledownwith');
     return statusResponse(s);
   };
 
-  app.get('/apis', (c) => c.json(apiGroupList));
-  app.get(`/apis/${SUBRESOURCES_GROUP}`, (c) => c.json(apiGroup));
-  app.get(BASE, (c) => c.json(resourceList));
+  app.get('/apis', (c) => c.json(docs.apiGroupList));
+  app.get(`/apis/${group}`, (c) => c.json(docs.apiGroup));
+  app.get(BASE, (c) => c.json(docs.resourceList));
 
   app.get(POOL, async (c) => {
     const { ns, name } = c.req.param();

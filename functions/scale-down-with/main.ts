@@ -9,7 +9,13 @@ import { buildScaleDownApp } from './app.js';
 import { DEFAULT_EVENTS_AUDIENCE, buildScaleDownEventsApp } from './events.js';
 
 const env = process.env;
-runFunction('scale-down-with', buildScaleDownApp, { ...env, requestClientCert: true });
+const group = env.SCALEDOWNWITH_GROUP;
+runFunction(
+  'scale-down-with',
+  // Unset or empty: the reference's group (knative/overlays/own-group sets vmpool's own).
+  (deps) => buildScaleDownApp({ ...deps, ...(group ? { group } : {}) }),
+  { ...env, requestClientCert: true },
+);
 if (env.SCALEDOWNWITH_EVENTS === 'enabled') {
   const audience = env.EVENTS_AUDIENCE ?? DEFAULT_EVENTS_AUDIENCE;
   const tls =

@@ -57,7 +57,11 @@ export function buildValidateApp(input: AppDeps): Hono<NodeEnv> {
     if (verdict.allowed) return answer(req.uid, true, undefined, verdict.warnings);
     const { code, message } = verdict;
     const pool = `${req.namespace ?? ''}/${req.name ?? ''}`;
-    log.info({ pool, op: req.operation, sub: req.subResource ?? '', message }, 'denied');
+    // A denial because vmpool cannot check (a missing grant, an unreachable API) is vmpool's fault.
+    log[code >= 500 ? 'error' : 'info'](
+      { pool, op: req.operation, sub: req.subResource ?? '', message },
+      'denied',
+    );
     return answer(req.uid, false, { code, message }, verdict.warnings);
   };
   app.post(POOL_PATH, handler);

@@ -220,6 +220,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
           '--authorization-mode=RBAC',
           '--allow-privileged=true',
           '--disable-admission-plugins=ServiceAccount',
+          // As on hardened (and OpenShift-style) clusters: an ownerReference with blockOwnerDeletion
+          // needs `update` on the owner's finalizers, so the shipped RBAC must grant it.
+          '--enable-admission-plugins=OwnerReferencesPermissionEnforcement',
           '--endpoint-reconciler-type=none',
           `--requestheader-client-ca-file=${certs.frontProxyCa.certPath}`,
           '--requestheader-allowed-names=front-proxy-client',

@@ -55,11 +55,15 @@ export function stripDocKeys<T>(node: T): T {
   ) as T;
 }
 
-/** All CRDs to install, pool CRD first. */
-export function testCrds(env: NodeJS.ProcessEnv = process.env): KubeObject[] {
+/** The platform's CRDs (VM, disk, images) from {@link platformCrdDir}, doc keys stripped. */
+export function platformCrds(env: NodeJS.ProcessEnv = process.env): KubeObject[] {
   const dir = platformCrdDir(env);
-  const platform = PLATFORM_CRD_FILES.flatMap((f) =>
+  return PLATFORM_CRD_FILES.flatMap((f) =>
     parseManifests(readFileSync(join(dir, f), 'utf8')).map(stripDocKeys),
   );
-  return [poolCrd() as KubeObject, ...platform];
+}
+
+/** All CRDs to install, pool CRD first. */
+export function testCrds(env: NodeJS.ProcessEnv = process.env): KubeObject[] {
+  return [poolCrd() as KubeObject, ...platformCrds(env)];
 }

@@ -4,7 +4,7 @@
  * @module
  */
 import { z } from 'zod';
-import { API_VERSION, GROUP, VERSION } from './meta.js';
+import { API_VERSION, GROUP, PART_OF_LABEL, VERSION, VMPOOL } from './meta.js';
 import { PoolSpec, PoolStatus } from './pool.js';
 
 type Schema = Record<string, unknown>;
@@ -76,7 +76,9 @@ export function poolCrd(): Schema {
     kind: 'CustomResourceDefinition',
     metadata: {
       name: `virtualmachinepools.${GROUP}`,
-      labels: { heritage: 'deckhouse', module: 'virtualization' },
+      // The platform's labels (tools select on them) plus vmpool's: the mark that this CRD is vmpool's
+      // and not the platform's own VirtualMachinePool CRD, which carries the same name.
+      labels: { heritage: 'deckhouse', module: 'virtualization', [PART_OF_LABEL]: VMPOOL },
     },
     spec: {
       group: GROUP,

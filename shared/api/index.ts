@@ -10,3 +10,4 @@ export * from './messages.js';
 export * from './events.js';
 export * from './crd.js';
 export * from './issues.js';
+export * from './manifest.js';

@@ -12,6 +12,24 @@ export const VERSION = 'v1alpha2';
 export const API_VERSION = `${GROUP}/${VERSION}`;
 /** The aggregated group that serves `scaledownwith`. */
 export const SUBRESOURCES_GROUP = `subresources.${GROUP}`;
+/**
+ * vmpool's own group for `scaledownwith`, used where another backend (the virtualization platform's
+ * aggregated API) already serves {@link SUBRESOURCES_GROUP}. Same version and path shape.
+ */
+export const OWN_SUBRESOURCES_GROUP = `subresources.vmpool.${GROUP}`;
+
+/** The path of a pool's `scaledownwith` under an aggregated group. */
+export function scaleDownWithPath(group: string, namespace: string, pool: string): string {
+  return `/apis/${group}/${VERSION}/namespaces/${namespace}/virtualmachinepools/${pool}/scaledownwith`;
+}
+
+/**
+ * The label that marks an object as vmpool's (its CRD, and everything knative/base and `npm start`
+ * install), value {@link VMPOOL}: vmpool updates or deletes such objects, and leaves others alone.
+ */
+export const PART_OF_LABEL = 'app.kubernetes.io/part-of';
+/** The value of vmpool's ownership labels. */
+export const VMPOOL = 'vmpool';
 
 const PREFIX = 'vmpool.virtualization.deckhouse.io/';
 

@@ -5,6 +5,7 @@
  */
 import type { AdmissionRequest, VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import { VirtualMachinePool as PoolModel, Scale, parseWith } from '../api/index.js';
+import { forbiddenMessage, refusedByRbac } from './blocked.js';
 import { canonicalJson } from './hash.js';
 import { vmFromTemplate } from './member.js';
 import { recordedTargets } from './targets.js';
@@ -165,6 +166,13 @@ export function afterDryRun(dry: CallOutcome<{ readonly warnings: readonly strin
     const warnings = dry.value.warnings.slice(0, MAX_WARNINGS).map(templateWarning);
     return warnings.length === 0 ? ADMIT : { allowed: true, warnings };
   }
+  // The dry run goes as scale-validate's ServiceAccount: a missing grant is ours, not the template's.
+  if (dry.reason === 'forbidden' && refusedByRbac(dry.message))
+    return {
+      allowed: false,
+      code: 500,
+      message: `cannot check the template against the VirtualMachine API: ${forbiddenMessage('scale-validate', dry.message)}`,
+    };
   if (dry.reason === 'invalid' || dry.reason === 'forbidden')
     return {
       allowed: false,

@@ -4,6 +4,7 @@
  */
 export * from './actions.js';
 export * from './admission.js';
+export * from './blocked.js';
 export * from './disks.js';
 export * from './duration.js';
 export * from './gc.js';

@@ -13,3 +13,5 @@ export type { RequestHook, RequestOutcome, Verb } from './counts.js';
 export { defaultRetryPolicy } from './retry.js';
 export type { RetryPolicy } from './retry.js';
 export { NO_HTTP_STATUS } from './failure.js';
+export { createManifests, pathOf } from './manifests.js';
+export type { ApplyOptions, Manifests, ManifestsOptions } from './manifests.js';

@@ -5,8 +5,9 @@
  */
 import type { Logger } from 'pino';
 import type { Rand } from '../domain/index.js';
-import { plan, selectorOf } from '../domain/index.js';
+import { holdBlocked, plan, sameStatus, selectorOf } from '../domain/index.js';
 import type { Failure, Kube } from '../kube/index.js';
+import { failClosedUnlessPersisted, reportRefused } from './blocked.js';
 import { execute } from './execute.js';
 
 /** Everything a reconcile needs from outside: the API server, the clock and randomness. */
@@ -57,6 +58,8 @@ export async function reconcilePool(
     const got = await kube.getPool(namespace, name);
     if (!got.ok) {
       if (got.reason === 'notFound') return { kind: 'gone' };
+      // A missing grant does not heal by retrying: say so once instead of redelivering forever.
+      if (got.reason === 'forbidden') return { kind: 'failed', failures: [got] };
       reason = got.message;
       continue;
     }
@@ -67,13 +70,16 @@ export async function reconcilePool(
       kube.listDisks(namespace, selector),
     ]);
     if (!vms.ok || !disks.ok) {
-      reason = (!vms.ok ? vms : (disks as Failure)).message;
+      const f = !vms.ok ? vms : (disks as Failure);
+      if (f.reason === 'forbidden') return reportRefused(deps, pool, [f]);
+      reason = f.message;
       continue;
     }
     const p = plan({ pool, vms: vms.value, disks: disks.value, foreign }, deps.now(), deps.rand);
     for (const w of p.warnings) log.warn({ pool: `${namespace}/${name}` }, w);
-    if (p.writeStatus || p.fenced) {
-      const wrote = await kube.updatePoolStatus({ ...pool, status: p.status });
+    const status = holdBlocked(pool.status, p.status, p.actions.length > 0);
+    if (p.fenced || (p.writeStatus && !sameStatus(pool.status, status))) {
+      const wrote = await kube.updatePoolStatus({ ...pool, status });
       if (!wrote.ok) {
         if (wrote.reason === 'notFound') return { kind: 'gone' };
         if (wrote.reason === 'invalid' || wrote.reason === 'forbidden')
@@ -82,6 +88,10 @@ export async function reconcilePool(
         continue;
       }
       pool = wrote.value;
+      // Fail closed: a served schema that prunes status.intent (the platform's own pool CRD) would
+      // let the write succeed and record nothing.
+      const closed = await failClosedUnlessPersisted(deps, pool, status);
+      if (closed !== undefined) return closed;
       await Promise.all(p.events.map((e) => kube.recordEvent(pool, e)));
     }
     if (p.actions.length === 0)
@@ -91,7 +101,9 @@ export async function reconcilePool(
     const ex = await execute(kube, pool, p.actions, log);
     actions += ex.done;
     for (const n of ex.foreign) foreign.add(n);
-    if (ex.failed.length > 0 && !ex.retry) return { kind: 'failed', failures: ex.failed };
+    // A 403 stops the pass even when other actions could be retried: a grant does not appear by itself.
+    if (ex.failed.length > 0 && (!ex.retry || ex.failed.some((f) => f.reason === 'forbidden')))
+      return reportRefused(deps, pool, ex.failed);
     reason = ex.retry ? 'an action lost a race or failed transiently' : '';
   }
   return { kind: 'retry', reason: reason || 'still acting after the last pass' };

@@ -5,8 +5,8 @@
 import type { Logger } from 'pino';
 import { keys } from '../api/index.js';
 import type { Collect } from '../domain/index.js';
-import { eventFor, nameOf, planGc } from '../domain/index.js';
-import type { Kube } from '../kube/index.js';
+import { eventFor, forbiddenMessage, nameOf, planGc } from '../domain/index.js';
+import type { Failure, Kube } from '../kube/index.js';
 import { runBounded } from './batch.js';
 import { PARALLEL } from './execute.js';
 
@@ -18,7 +18,9 @@ export type GcOutcome =
       readonly skipped: number;
       readonly nextWakeMs: number | undefined;
     }
-  | { readonly kind: 'retry'; readonly reason: string };
+  | { readonly kind: 'retry'; readonly reason: string }
+  /** disk-gc-tick lacks a grant: retrying the tick would not help; logged with the fix. */
+  | { readonly kind: 'forbidden'; readonly reason: string };
 
 /**
  * Disks are listed first: a disk claimed or stamped after that list changes its resourceVersion, so
@@ -27,13 +29,21 @@ export type GcOutcome =
  */
 export async function collectDisks(kube: Kube, now: Date, log: Logger): Promise<GcOutcome> {
   const selector = keys.poolUid;
+  const refused = (f: Failure): GcOutcome => {
+    const reason = forbiddenMessage('disk-gc-tick', f.message);
+    log.error({ err: f.message }, `forbidden: ${reason}`);
+    return { kind: 'forbidden', reason };
+  };
+  const failed = (f: Failure): GcOutcome =>
+    f.reason === 'forbidden' ? refused(f) : { kind: 'retry', reason: f.message };
   const disks = await kube.listDisks(undefined, selector);
-  if (!disks.ok) return { kind: 'retry', reason: disks.message };
+  if (!disks.ok) return failed(disks);
   const pools = await kube.listPools();
-  if (!pools.ok) return { kind: 'retry', reason: pools.message };
+  if (!pools.ok) return failed(pools);
   const vms = await kube.listVms(undefined, selector);
-  if (!vms.ok) return { kind: 'retry', reason: vms.message };
+  if (!vms.ok) return failed(vms);
   const gc = planGc(pools.value, vms.value, disks.value, now);
+  let denied: Failure | undefined;
   const poolOf = new Map(pools.value.map((p) => [`${p.metadata.namespace ?? ''}/${nameOf(p)}`, p]));
   const results = await runBounded(gc.collect, PARALLEL, async (c) => {
     const pre = { uid: c.uid, resourceVersion: c.resourceVersion };
@@ -51,8 +61,10 @@ export async function collectDisks(kube: Kube, now: Date, log: Logger): Promise<
         },
         'collected free disk',
       );
+    if (!o.ok && o.reason === 'forbidden') denied ??= o;
     return o.ok ? c : undefined;
   });
+  if (denied !== undefined) return refused(denied);
   const deleted = results.filter((c): c is Collect => c !== undefined);
   return {
     kind: 'done',

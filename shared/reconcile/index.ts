@@ -3,6 +3,7 @@
  * @module
  */
 export * from './batch.js';
+export * from './blocked.js';
 export * from './converge.js';
 export * from './execute.js';
 export * from './resync.js';

@@ -6,15 +6,28 @@
 import type { ScaleDownWithBody, VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import {
   EMPTY_TARGETS,
+  forbiddenMessage,
   invalidObjectKey,
   isDnsSubdomain,
   isMember,
   planScaleDownWith,
   recordedRequests,
+  refusedByRbac,
 } from '../domain/index.js';
 import type { Status } from '../http/status.js';
 import { poolNotFound, statusFailure, statusSuccess } from '../http/status.js';
-import type { Kube } from '../kube/index.js';
+import type { Failure, Kube } from '../kube/index.js';
+
+/** A 500 for a failed call of scale-down-with itself, naming the missing grant when it was RBAC. */
+function ownFailure(f: Failure, name: string): Status {
+  return statusFailure(
+    500,
+    f.reason === 'forbidden' && refusedByRbac(f.message)
+      ? forbiddenMessage('scale-down-with', f.message)
+      : f.message,
+    name,
+  );
+}
 
 /** Target reads in flight at once: a request of many targets must not flood the API server. */
 export const TARGET_READS = 8;
@@ -47,8 +60,7 @@ export async function scaleDownWith(
   const seen = new Map<string, VirtualMachine>();
   for (let i = 0; i < attempts; i++) {
     const got = await kube.getPool(namespace, name);
-    if (!got.ok)
-      return got.reason === 'notFound' ? poolNotFound(name) : statusFailure(500, got.message, name);
+    if (!got.ok) return got.reason === 'notFound' ? poolNotFound(name) : ownFailure(got, name);
     const pool = got.value;
     // A redelivery of a request carried out before is answered from the pool alone.
     const replay = request !== undefined && recordedRequests(pool).includes(request);
@@ -75,6 +87,10 @@ export async function scaleDownWith(
     if (wrote.ok) return done(removes ? summary : 'nothing to remove');
     if (wrote.reason === 'conflict') continue;
     if (wrote.reason === 'notFound') return poolNotFound(name);
+    // scale-down-with writes as its own ServiceAccount: a refused grant is a server error, not the
+    // caller's 403.
+    if (wrote.reason === 'forbidden' && refusedByRbac(wrote.message))
+      return ownFailure(wrote, name);
     // The pool's own admission may refuse the write; its words are the caller's answer.
     return statusFailure(wrote.code === 0 ? 500 : wrote.code, wrote.message, name);
   }
@@ -119,8 +135,9 @@ async function readTargets(
         else vms.set(t, gone(before));
       } else {
         stop = true;
-        const code = vm.reason === 'invalid' ? 400 : 500;
-        failed ??= statusFailure(code, vm.message, pool.metadata.name ?? '');
+        const name = pool.metadata.name ?? '';
+        failed ??=
+          vm.reason === 'invalid' ? statusFailure(400, vm.message, name) : ownFailure(vm, name);
       }
     }
   };

@@ -42,6 +42,8 @@ import {
 } from './laws.js';
 import { CHAOS_COSTS, annotateVm, drainAgent, featuresOf, withNote } from './fleet.js';
 import { Observer, isStandbySeen } from './observer.js';
+import { functionKube } from '../e2e/harness.js';
+import type { FunctionName } from '../e2e/rbac.js';
 import type { Seen } from './observer.js';
 import { testLog } from '../logs.js';
 import { dropNamespace, newNamespace } from '../e2e/harness.js';
@@ -179,10 +181,17 @@ async function worker(
   const ns = await newNamespace(`${opts.label ?? 'chaos'}-${w}`);
   const obs = await Observer.start(ns);
   const direct = adminKube();
-  const kube = opts.kubeFor?.(w) ?? adminKube();
+  // Each function as its own ServiceAccount (knative/base RBAC), unless the fault proxy stands in.
+  const own = async (name: FunctionName): Promise<Kube> =>
+    opts.kubeFor?.(w) ?? (await functionKube(name, { reportingInstance: 'vmpool-chaos' }));
+  const kube = await own('reconcile-pool');
   const log = testLog(`chaos-${w}`, 'silent', opts.logLines);
   const app = buildReconcileApp({ kube, log, rand: seededRandom(opts.seed * 7 + w) });
-  const sdw = buildScaleDownEventsApp({ kube, log, audience: SENDER_AUDIENCE });
+  const sdw = buildScaleDownEventsApp({
+    kube: await own('scale-down-with'),
+    log,
+    audience: SENDER_AUDIENCE,
+  });
   // The broker's delivery of a sender's event: its OIDC token for the function's audience.
   const authorization = await senderToken(ns);
   const sdwEvent = (data: unknown, id: string): RequestInit => {
@@ -190,7 +199,7 @@ async function worker(
     return { ...init, headers: { ...(init.headers as Record<string, string>), authorization } };
   };
   const later = (): Date => new Date(Date.now() + 2 * 3600_000);
-  const gc = buildGcApp({ kube, log, now: later });
+  const gc = buildGcApp({ kube: await own('disk-gc-tick'), log, now: later });
   const sim =
     opts.platform === true && w % 2 === 1
       ? startSimulator({

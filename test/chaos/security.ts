@@ -40,6 +40,9 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
     `${VM}/virtualdisks:update`,
     `${VM}/virtualdisks:delete`,
     'events.k8s.io/events:create',
+    // blockOwnerDeletion on the ownerReferences of new VMs and disks (OwnerReferencesPermissionEnforcement).
+    `${VM}/virtualmachinepools/finalizers:update`,
+    `${VM}/virtualmachines/finalizers:update`,
   ],
   // collectDisks: listDisks, listPools, listVms, deleteDisk.
   'disk-gc-tick': [
@@ -47,6 +50,7 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
     `${VM}/virtualmachines:list`,
     `${VM}/virtualdisks:list`,
     `${VM}/virtualdisks:delete`,
+    'events.k8s.io/events:create',
   ],
   // review: getPool (/scale), dryRunCreateVm (a dry-run create needs create).
   'scale-validate': [`${VM}/virtualmachinepools:get`, `${VM}/virtualmachines:create`],
@@ -59,6 +63,8 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
     `${VM}/virtualmachines:get`,
     `${VM}/virtualmachines:list`,
     'authorization.k8s.io/subjectaccessreviews:create',
+    // The CloudEvent form's sender authentication (shared/http/oidc.ts).
+    'authentication.k8s.io/tokenreviews:create',
     'kube-system:/configmaps[extension-apiserver-authentication]:get',
     'kube-system:/configmaps[extension-apiserver-authentication]:list',
     'kube-system:/configmaps[extension-apiserver-authentication]:watch',

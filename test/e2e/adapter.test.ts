@@ -5,7 +5,7 @@ import type { WatchedObject } from '../../shared/api/index.js';
 import { scopeOfObject } from '../../shared/reconcile/scope.js';
 import { startAdapter, startPoolSources, type Adapter } from '../../local/controlplane/adapter.js';
 import { cluster, create, dropNamespace, eventually, newNamespace } from './harness.js';
-import { runnersPool } from '../../local/guide.js';
+import { runnersPool, runnersVm } from '../../local/guide.js';
 
 interface Received {
   headers: IncomingHttpHeaders;
@@ -100,7 +100,9 @@ describe('Knative ApiServerSource adapter against the control plane', () => {
         labels: { [keys.poolUid]: poolUid, [keys.pool]: 'labelled' },
         ownerReferences: owner('VirtualMachinePool', 'labelled', poolUid),
       },
-      spec: { blockDeviceRefs: [{ kind: 'VirtualDisk', name: 'labelled-bcdfg-root' }] },
+      // A whole VM as the pool stamps it: the platform's real VM CRD (VMPOOL_DVP_CRDS) requires
+      // class, CPU and memory.
+      spec: runnersVm(ns, 'labelled-bcdfg').spec,
     });
     const byVm = owner('VirtualMachine', 'labelled-bcdfg', String(vm.metadata.uid));
     // Created first: were it sent, it would arrive before the labelled disk (one watch stream).

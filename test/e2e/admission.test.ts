@@ -255,10 +255,10 @@ describe('the webhook inside its own deadline', () => {
     await new Promise<void>((ok) => blackHole.listen(0, '127.0.0.1', ok));
     const addr = blackHole.address();
     if (addr === null || typeof addr === 'string') throw new Error('no port');
-    const webhookKube = createKube(
+    const validateKube = createKube(
       kubeConfigFor({ server: `https://127.0.0.1:${String(addr.port)}` }),
     );
-    slow = await startApiserverFacing(slowNs, { webhookKube });
+    slow = await startApiserverFacing(slowNs, { validateKube });
   }, 120_000);
   afterAll(async () => {
     await slow?.stop();

@@ -12,17 +12,28 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { POOL_PATH, SCALE_PATH, buildValidateApp } from '../../functions/scale-validate/app.js';
 import { buildScaleDownApp } from '../../functions/scale-down-with/app.js';
-import { GROUP, SUBRESOURCES_GROUP, VERSION } from '../../shared/api/index.js';
+import {
+  GROUP,
+  SUBRESOURCES_GROUP,
+  VERSION,
+  scaleDownWithPath as pathUnder,
+} from '../../shared/api/index.js';
 import { serveApp } from '../../shared/http/index.js';
 import type { Logger, ServedApp } from '../../shared/http/index.js';
-import { createKube, loadKubeConfig } from '../../shared/kube/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import type { Answer, Call } from '../../local/controlplane/http.js';
 import { requestText } from '../../local/controlplane/http.js';
 import type { KeyPair } from '../../local/controlplane/certs.js';
 import { kubeconfigYaml, mintLeaf } from '../../local/controlplane/certs.js';
 import { runKubectl } from '../../local/controlplane/kubectl.js';
-import { cluster, dropNamespace, eventually, newNamespace, servingCert } from './harness.js';
+import {
+  cluster,
+  dropNamespace,
+  eventually,
+  functionKube,
+  newNamespace,
+  servingCert,
+} from './harness.js';
 import { runnersPool } from '../../local/guide.js';
 import { testLog } from '../logs.js';
 
@@ -31,7 +42,7 @@ export const API_SERVICE = `${VERSION}.${SUBRESOURCES_GROUP}`;
 
 /** The scaledownwith path of a pool, as the user guide prints it. */
 export function scaleDownWithPath(namespace: string, pool: string): string {
-  return `/apis/${SUBRESOURCES_GROUP}/${VERSION}/namespaces/${namespace}/virtualmachinepools/${pool}/scaledownwith`;
+  return pathUnder(SUBRESOURCES_GROUP, namespace, pool);
 }
 
 /** Handler time (ms) per path, measured around the app's fetch. */
@@ -75,17 +86,29 @@ function timed(app: FetchApp, timings: Timings): FetchApp {
   };
 }
 
+/** Options of {@link startApiserverFacing}. */
+export interface FacingOptions {
+  /** scale-validate's Kube (default: its own ServiceAccount's). */
+  readonly validateKube?: Kube;
+  /** scale-down-with's Kube (default: its own ServiceAccount's). */
+  readonly scaleDownKube?: Kube;
+  /** Loggers of the two functions (default silent, or `VMPOOL_E2E_LOG`). */
+  readonly log?: (name: string) => Logger;
+}
+
 /**
  * Serves both functions, registers them for `testNamespace`, and waits until the APIService is
  * Available and the webhook configuration is in force.
  */
 export async function startApiserverFacing(
   testNamespace: string,
-  opts: { readonly webhookKube?: Kube } = {},
+  opts: FacingOptions = {},
 ): Promise<ApiserverFacing> {
   const c = cluster();
   process.env.KUBECONFIG = c.info.kubeconfigPath;
-  const kube = createKube(loadKubeConfig());
+  const validateKube = opts.validateKube ?? (await functionKube('scale-validate'));
+  const scaleDownKube = opts.scaleDownKube ?? (await functionKube('scale-down-with'));
+  const logOf = opts.log ?? silent;
   const systemNamespace = await newNamespace('vmpool-system');
   const webhookSvc = 'vmpool-scale-validate';
   const apiSvc = 'vmpool-api';
@@ -106,10 +129,7 @@ export async function startApiserverFacing(
   };
   try {
     const validate = serveApp(
-      timed(
-        buildValidateApp({ kube: opts.webhookKube ?? kube, log: silent('scale-validate') }),
-        timings,
-      ),
+      timed(buildValidateApp({ kube: validateKube, log: logOf('scale-validate') }), timings),
       {
         port: 0,
         hostname: '127.0.0.1',
@@ -119,7 +139,7 @@ export async function startApiserverFacing(
     );
     served.push(validate);
     const scaleDown = serveApp(
-      timed(buildScaleDownApp({ kube, log: silent('scale-down-with') }), timings),
+      timed(buildScaleDownApp({ kube: scaleDownKube, log: logOf('scale-down-with') }), timings),
       {
         port: 0,
         hostname: '127.0.0.1',

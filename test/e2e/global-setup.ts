@@ -7,6 +7,7 @@ import type { TestProject } from 'vitest/node';
 import { ensureBinaries } from '../../local/controlplane/binaries.js';
 import { startControlPlane } from '../../local/controlplane/cluster.js';
 import { platformCrdDir } from '../../local/controlplane/crds.js';
+import { installFunctionRbac } from './rbac.js';
 
 /** What tests get through `inject('cluster')`. */
 export interface ClusterInfo {
@@ -38,6 +39,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const t0 = Date.now();
   const cp = await startControlPlane({ binDir, log });
   log(`control plane up in ${Date.now() - t0} ms (CRDs from ${platformCrdDir()})`);
+  // The functions under test run as their own ServiceAccounts, bound by the shipped RBAC.
+  const t1 = Date.now();
+  await installFunctionRbac({ binDir, kubeconfigPath: cp.kubeconfigPath });
+  log(`knative/base RBAC applied in ${Date.now() - t1} ms`);
   project.provide('cluster', {
     kubeconfigPath: cp.kubeconfigPath,
     server: cp.server,

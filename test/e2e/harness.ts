@@ -12,6 +12,10 @@ import { inject } from 'vitest';
 import { API_VERSION, GROUP, VERSION } from '../../shared/api/meta.js';
 import { mintServingCert, type KeyPair } from '../../local/controlplane/certs.js';
 import { runKubectl, runKubectlFull, toYaml } from '../../local/controlplane/kubectl.js';
+import type { Kube, KubeOptions } from '../../shared/kube/index.js';
+import { createKube } from '../../shared/kube/index.js';
+import type { FunctionName } from './rbac.js';
+import { serviceAccountKubeConfig } from './rbac.js';
 
 /** A JSON object from the API server. */
 export type Obj = Record<string, unknown> & { metadata: Record<string, unknown> };
@@ -128,4 +132,13 @@ export function servingCert(service: string, namespace: string): { cert: KeyPair
   };
   const cert = mintServingCert({ dir: info.pkiDir, webhookCa }, service, namespace);
   return { cert, caPem: webhookCa.certPem };
+}
+
+/**
+ * The Kube a function under test gets: a token of its own ServiceAccount, bound by knative/base's
+ * RBAC (applied by the global setup), never the admin identity.
+ */
+export async function functionKube(name: FunctionName, opts: KubeOptions = {}): Promise<Kube> {
+  const { info } = cluster();
+  return createKube(await serviceAccountKubeConfig(info, name), opts);
 }

@@ -242,7 +242,21 @@ describe('knative/README.md, followed as written on a fresh control plane', () =
     const foreign = parseManifests(readFileSync(dvp, 'utf8')).map(stripDocKeys);
     await kubectl(['create', '-f', '-'], toYaml(foreign));
     // The CRD's own controller writes its status once (Established): read the version after that.
-    await kubectl(['wait', '--for=condition=Established', `crd/${POOL_CRD}`, '--timeout=30s']);
+    // kubectl wait fails outright ("conditions accessor error") while the status has no conditions
+    // yet, right after the create: poll until it has them.
+    for (let i = 0; ; i++) {
+      const waited = await kubectl([
+        'wait',
+        '--for=condition=Established',
+        `crd/${POOL_CRD}`,
+        '--timeout=30s',
+      ]).then(
+        () => true,
+        (err: unknown) => (i < 50 ? false : Promise.reject(err as Error)),
+      );
+      if (waited) break;
+      await sleep(100);
+    }
     const before = await kubectl([
       'get',
       'crd',

@@ -13,7 +13,12 @@ import { appendFileSync, cpSync, existsSync, readFileSync, readdirSync, rmSync }
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { SCALE_DOWN_WITH_EVENT, SUBRESOURCES_GROUP, keys } from '../../shared/api/index.js';
+import {
+  OWN_SUBRESOURCES_GROUP,
+  SCALE_DOWN_WITH_EVENT,
+  SUBRESOURCES_GROUP,
+  keys,
+} from '../../shared/api/index.js';
 import { ADMISSION_BUDGET } from '../../shared/reconcile/index.js';
 import { DEFAULT_EVENTS_AUDIENCE } from '../../functions/scale-down-with/events.js';
 import { FUNCTIONS } from '../../scripts/build.js';
@@ -34,7 +39,9 @@ import {
   type K8sObject,
 } from './knative.js';
 
-const APISERVICE = `v1alpha2.${SUBRESOURCES_GROUP}`;
+/** The group an apiservice step registers: vmpool's own under overlays/own-group (README "Attach mode"). */
+const groupOf = (dir: string): string =>
+  dir.startsWith('knative/overlays/own-group/') ? OWN_SUBRESOURCES_GROUP : SUBRESOURCES_GROUP;
 /** An admin's copy of overlays/example with the scaledownwith-events component added. */
 const WITH_EVENTS = 'knative/overlays/with-events';
 /** Every kustomization of the repository's knative/, found on disk (Components excluded). */
@@ -243,7 +250,7 @@ describe('every kustomization under knative/', () => {
     }
     for (const dir of DIRS.filter((d) => d.endsWith('/apiservice')))
       expect(byKind(objectsOf(dir), 'APIService').map((o) => o.metadata.name)).toEqual([
-        APISERVICE,
+        `v1alpha2.${groupOf(dir)}`,
       ]);
   });
 
@@ -398,7 +405,7 @@ describe('knative/base', () => {
 
     for (const dir of DIRS.filter((d) => d.endsWith('/apiservice'))) {
       const [apiService] = byKind(objectsOf(dir), 'APIService');
-      expect(at(apiService, 'spec', 'group')).toBe(SUBRESOURCES_GROUP);
+      expect(at(apiService, 'spec', 'group')).toBe(groupOf(dir));
       expect(at(apiService, 'spec', 'service')).toEqual({
         name: 'scale-down-with',
         namespace: NAMESPACE,

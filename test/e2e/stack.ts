@@ -10,16 +10,16 @@ import { buildGcApp } from '../../functions/disk-gc-tick/app.js';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
 import { serveApp } from '../../shared/http/index.js';
 import type { Logger, ServedApp } from '../../shared/http/index.js';
-import { createKube, loadKubeConfig } from '../../shared/kube/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import { startPoolSources } from '../../local/controlplane/adapter.js';
 import { startSimulator } from '../../local/simulator/simulator.js';
 import type { Simulator, SimulatorOptions } from '../../local/simulator/simulator.js';
-import { cluster } from './harness.js';
+import { cluster, functionKube } from './harness.js';
 import { testLog } from '../logs.js';
 
 /** A running stack. */
 export interface Stack {
+  /** reconcile-pool's Kube (its own ServiceAccount), for extra reconcilers a test starts. */
   readonly kube: Kube;
   readonly sim: Simulator;
   readonly reconcileUrl: string;
@@ -48,14 +48,15 @@ export async function startStack(
 ): Promise<Stack> {
   const { info } = cluster();
   process.env.KUBECONFIG = info.kubeconfigPath;
-  const kube = createKube(loadKubeConfig());
+  const kube = await functionKube('reconcile-pool');
   const errors: string[] = [];
   const reconcile = serveApp(buildReconcileApp({ kube, log: silent('reconcile-pool') }), {
     port: 0,
     hostname: '127.0.0.1',
     handleSignals: false,
   });
-  const gc = serveApp(buildGcApp({ kube, log: silent('disk-gc-tick') }), {
+  const gcKube = await functionKube('disk-gc-tick');
+  const gc = serveApp(buildGcApp({ kube: gcKube, log: silent('disk-gc-tick') }), {
     port: 0,
     hostname: '127.0.0.1',
     handleSignals: false,

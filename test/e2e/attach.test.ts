@@ -1,0 +1,310 @@
+/**
+ * Attach mode through the user's own path: the real `npm start -- --kubeconfig F --simulate-platform
+ * --no-sample` as a child process, against a plane of its own started with the platform's real CRDs
+ * (VirtualMachine, VirtualDisk, images; no pool CRD: vmpool installs its own). It must install its
+ * CRD byte-faithfully, leave the platform's CRDs alone, run every pool of the user guide applied with
+ * kubectl, and, where another backend already serves the reference's scaledownwith group, leave that
+ * registration untouched and serve scaledownwith under its own group.
+ */
+import { createServer } from 'node:https';
+import type { Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import {
+  API_VERSION,
+  OWN_SUBRESOURCES_GROUP,
+  SUBRESOURCES_GROUP,
+  keys,
+  poolCrd,
+  scaleDownWithPath,
+} from '../../shared/api/index.js';
+import { startControlPlane } from '../../local/controlplane/cluster.js';
+import type { ControlPlane } from '../../local/controlplane/cluster.js';
+import { platformCrds } from '../../local/controlplane/crds.js';
+import { guidePools } from '../../local/guide.js';
+import { schemaMismatch } from '../../local/schema-check.js';
+import { eventually } from './harness.js';
+import { inject } from 'vitest';
+import type { NpmStart } from './npm-start.js';
+import {
+  noLeftovers,
+  npmStart,
+  platformCrdDirForAttach,
+  stoppedCleanly,
+  vmpoolKubeconfig,
+} from './npm-start.js';
+
+type Obj = Record<string, unknown> & {
+  metadata: { name: string; resourceVersion: string; labels?: Record<string, string> } & Record<
+    string,
+    unknown
+  >;
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown>;
+};
+
+const crdDir = platformCrdDirForAttach();
+let plane: ControlPlane;
+let kubeconfig = '';
+let running: NpmStart | undefined;
+const NS = 'guide';
+
+const kubectl = (args: string[], input?: string) => plane.kubectl(args, input);
+const getJson = async (args: string[]): Promise<Obj> =>
+  JSON.parse(await kubectl(['get', ...args, '-o', 'json'])) as Obj;
+const exists = (args: string[]) =>
+  kubectl(['get', ...args, '-o', 'name']).then(
+    () => true,
+    () => false,
+  );
+
+beforeAll(async () => {
+  const t0 = Date.now();
+  plane = await startControlPlane({
+    binDir: inject('cluster').binDir,
+    crds: platformCrds({ VMPOOL_DVP_CRDS: crdDir }),
+  });
+  console.error(`[attach] own plane with the CRDs of ${crdDir} up in ${Date.now() - t0} ms`);
+  kubeconfig = vmpoolKubeconfig(plane.kubeconfigPath, plane.dir);
+});
+afterAll(async () => {
+  await running?.stop().catch(() => undefined);
+  await plane.stop();
+});
+
+/** Starts vmpool as a user would and waits for its "vmpool is running" banner. */
+async function start(...extra: string[]): Promise<NpmStart> {
+  const t0 = Date.now();
+  running = npmStart(['--kubeconfig', kubeconfig, '--simulate-platform', '--no-sample', ...extra]);
+  await running.waitFor(/vmpool is running\./);
+  console.error(`[attach] npm start ready in ${Date.now() - t0} ms`);
+  return running;
+}
+
+/** Ctrl-C: exit 0, and no process of the run left behind. */
+async function stop(): Promise<void> {
+  const r = running;
+  running = undefined;
+  const t0 = Date.now();
+  if (r === undefined) throw new Error('npm start is not running');
+  expect(stoppedCleanly(r, await r.stop())).toBe(true);
+  expect(await noLeftovers(kubeconfig)).toEqual([]);
+  console.error(`[attach] npm start stopped cleanly in ${Date.now() - t0} ms`);
+}
+
+/** Every pool of the namespace has as many Running members as it asks for, and is Synced. */
+async function converged(): Promise<string[] | undefined> {
+  const list = JSON.parse(await kubectl(['get', 'vmpool', '-n', NS, '-o', 'json'])) as {
+    items: Obj[];
+  };
+  const ok = list.items.every((p) => {
+    const s = (p.status ?? {}) as {
+      replicas?: number;
+      readyReplicas?: number;
+      observedGeneration?: number;
+      conditions?: Array<{ type: string; status: string }>;
+    };
+    const want = (p.spec as { replicas: number }).replicas;
+    return (
+      s.observedGeneration === (p.metadata as { generation?: number }).generation &&
+      (s.replicas ?? 0) === want &&
+      (s.readyReplicas ?? 0) === want &&
+      s.conditions?.find((c) => c.type === 'Synced')?.status === 'True'
+    );
+  });
+  return ok && list.items.length > 0 ? list.items.map((p) => p.metadata.name) : undefined;
+}
+
+describe('npm start attached to a cluster with the platform’s CRDs', () => {
+  it('installs its CRD byte-faithfully, leaves the platform’s CRDs alone, and the user guide’s pools converge', async () => {
+    const platform = platformCrds({ VMPOOL_DVP_CRDS: crdDir }).map((c) => c.metadata.name);
+    const before = new Map(
+      await Promise.all(
+        platform.map(
+          async (n) => [n, (await getJson(['crd', n])).metadata.resourceVersion] as const,
+        ),
+      ),
+    );
+    const vmpool = await start();
+
+    const served = await getJson([
+      'crd',
+      'virtualmachinepools.virtualization.deckhouse.io',
+      '--show-managed-fields',
+    ]);
+    expect(schemaMismatch(poolCrd(), served)).toBeUndefined();
+    expect(served.metadata.labels?.['app.kubernetes.io/part-of']).toBe('vmpool');
+    expect(JSON.stringify(served.metadata.managedFields)).toContain('"manager":"vmpool"');
+    for (const n of platform) {
+      expect((await getJson(['crd', n])).metadata.resourceVersion).toBe(before.get(n));
+      expect(vmpool.lines.some((l) => l.includes(`CustomResourceDefinition/${n} exists`))).toBe(
+        true,
+      );
+    }
+    expect(vmpool.lines.join('\n')).toContain(
+      `scaledownwith path: POST ${scaleDownWithPath(SUBRESOURCES_GROUP, '<namespace>', '<pool>')}`,
+    );
+
+    // The user guide's pools, as a user applies them: plain kubectl apply of the YAML. The admission
+    // webhook dry-runs each template against the platform's VirtualMachine CRD on the way in.
+    await kubectl(['create', 'namespace', NS]);
+    const pools = guidePools(NS).map((p) => ({
+      apiVersion: API_VERSION,
+      ...p,
+    }));
+    await kubectl(['apply', '-f', '-'], pools.map((p) => stringify(p)).join('---\n'));
+    const t0 = Date.now();
+    expect(await eventually('every guide pool to converge', converged, 120_000)).toEqual([
+      'cdrom',
+      'reclaim',
+      'runners',
+    ]);
+    console.error(`[attach] the guide's pools converged in ${Date.now() - t0} ms`);
+
+    await stop();
+    // What it registered is gone; what it installed for good (the CRD) stays.
+    expect(await exists(['apiservice', `v1alpha2.${SUBRESOURCES_GROUP}`])).toBe(false);
+    expect(await exists(['validatingwebhookconfiguration', 'vmpool-local'])).toBe(false);
+    expect(await exists(['crd', 'virtualmachinepools.virtualization.deckhouse.io'])).toBe(true);
+  });
+
+  describe('where another backend serves the default scaledownwith group', () => {
+    let standIn: Server | undefined;
+    beforeAll(async () => {
+      // Whatever the test before left running (when it failed) would hold the group.
+      await running?.stop();
+      const cert = plane.mintServingCert('stand-in', 'stand-in');
+      const groupVersion = `${SUBRESOURCES_GROUP}/v1alpha2`;
+      const resources = {
+        kind: 'APIResourceList',
+        apiVersion: 'v1',
+        groupVersion,
+        resources: [
+          {
+            name: 'virtualmachines/console',
+            singularName: '',
+            namespaced: true,
+            kind: 'VirtualMachineConsole',
+            verbs: ['get'],
+          },
+        ],
+      };
+      const group = {
+        kind: 'APIGroup',
+        apiVersion: 'v1',
+        name: SUBRESOURCES_GROUP,
+        versions: [{ groupVersion, version: 'v1alpha2' }],
+        preferredVersion: { groupVersion, version: 'v1alpha2' },
+      };
+      const server = createServer({ cert: cert.certPem, key: cert.keyPem }, (req, res) => {
+        const body =
+          req.url === '/apis'
+            ? { kind: 'APIGroupList', apiVersion: 'v1', groups: [group] }
+            : req.url === `/apis/${SUBRESOURCES_GROUP}`
+              ? group
+              : req.url?.startsWith(`/apis/${groupVersion}`) === true
+                ? resources
+                : undefined;
+        res.writeHead(body === undefined ? 404 : 200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(body ?? { kind: 'Status', code: 404 }));
+      });
+      standIn = server;
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      const port = (server.address() as AddressInfo).port;
+      await kubectl(['create', 'namespace', 'stand-in']);
+      await kubectl(
+        ['apply', '--server-side', '-f', '-'],
+        [
+          {
+            apiVersion: 'v1',
+            kind: 'Service',
+            metadata: { name: 'virtualization-api', namespace: 'stand-in' },
+            spec: { type: 'ExternalName', externalName: 'localhost', ports: [{ port }] },
+          },
+          {
+            apiVersion: 'apiregistration.k8s.io/v1',
+            kind: 'APIService',
+            metadata: {
+              name: `v1alpha2.${SUBRESOURCES_GROUP}`,
+              labels: { heritage: 'deckhouse', module: 'virtualization' },
+            },
+            spec: {
+              group: SUBRESOURCES_GROUP,
+              version: 'v1alpha2',
+              groupPriorityMinimum: 1000,
+              versionPriority: 15,
+              insecureSkipTLSVerify: true,
+              service: { name: 'virtualization-api', namespace: 'stand-in', port },
+            },
+          },
+        ]
+          .map((o) => stringify(o))
+          .join('---\n'),
+      );
+      await kubectl([
+        'wait',
+        '--for=condition=Available',
+        '--timeout=60s',
+        `apiservice/v1alpha2.${SUBRESOURCES_GROUP}`,
+      ]);
+    });
+    afterAll(async () => {
+      await kubectl(['delete', 'apiservice', `v1alpha2.${SUBRESOURCES_GROUP}`]).catch(
+        () => undefined,
+      );
+      const server = standIn;
+      if (server !== undefined)
+        await new Promise<void>((r) => {
+          server.close(() => {
+            r();
+          });
+        });
+    });
+
+    it('leaves the stand-in registration untouched and serves scaledownwith under vmpool’s own group', async () => {
+      const before = await getJson(['apiservice', `v1alpha2.${SUBRESOURCES_GROUP}`]);
+      const vmpool = await start();
+      const own = scaleDownWithPath(OWN_SUBRESOURCES_GROUP, '<namespace>', '<pool>');
+      expect(vmpool.lines.join('\n')).toContain(`scaledownwith path: POST ${own}`);
+      expect(vmpool.lines.join('\n')).toContain(
+        `is served by Service stand-in/virtualization-api (labels heritage=deckhouse, module=virtualization; written by kubectl (Apply)`,
+      );
+      await kubectl([
+        'wait',
+        '--for=condition=Available',
+        '--timeout=60s',
+        `apiservice/v1alpha2.${OWN_SUBRESOURCES_GROUP}`,
+      ]);
+
+      // scaledownwith under vmpool's own group, on the runners pool of the first test.
+      await eventually('runners converged again', converged, 60_000);
+      const members = JSON.parse(
+        await kubectl(['get', 'vm', '-n', NS, '-l', `${keys.pool}=runners`, '-o', 'json']),
+      ) as { items: Obj[] };
+      const target = members.items[0]?.metadata.name ?? '';
+      const answer = await kubectl(
+        ['create', '--raw', scaleDownWithPath(OWN_SUBRESOURCES_GROUP, NS, 'runners'), '-f', '-'],
+        JSON.stringify({ targets: [target] }),
+      );
+      expect(JSON.parse(answer)).toMatchObject({ status: 'Success', code: 201 });
+      expect((await getJson(['vmpool', 'runners', '-n', NS])).spec?.replicas).toBe(2);
+      await eventually(
+        'the target to leave',
+        async () => ((await exists(['vm', target, '-n', NS])) ? undefined : true),
+        60_000,
+      );
+
+      await stop();
+      const after = await getJson(['apiservice', `v1alpha2.${SUBRESOURCES_GROUP}`]);
+      expect(after.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+      expect(after.spec).toEqual(before.spec);
+      expect(after.metadata.labels).toEqual(before.metadata.labels);
+      // The stand-in still answers for its group.
+      expect(await kubectl(['get', '--raw', `/apis/${SUBRESOURCES_GROUP}/v1alpha2`])).toContain(
+        'virtualmachines/console',
+      );
+      expect(await exists(['apiservice', `v1alpha2.${OWN_SUBRESOURCES_GROUP}`])).toBe(false);
+    });
+  });
+});
