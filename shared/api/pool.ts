@@ -118,6 +118,10 @@ export const ScaleDown = z
   .describe('How members leave the pool on a scale-down.');
 export type ScaleDown = z.infer<typeof ScaleDown>;
 
+/** A Go duration field the API server checks against {@link DURATION_PATTERN}. */
+const goDuration = (description: string) =>
+  z.string().regex(new RegExp(DURATION_PATTERN)).describe(description);
+
 /** Warm standby: members kept ready beside the replicas, promoted first on a scale-up. */
 export const Standby = z
   .looseObject({
@@ -148,12 +152,9 @@ export type Standby = z.infer<typeof Standby>;
 /** Self-healing of members that never reach Running. */
 export const Healing = z
   .looseObject({
-    startupTimeout: z
-      .string()
-      .regex(new RegExp(DURATION_PATTERN))
-      .describe(
-        'A member whose runPolicy should keep it running and that is not Running this long (a Go duration, e.g. 10m) after its creation or its last start, or that sits in phase Degraded this long, is deleted and recreated under a fresh name (Events ReplicaUnhealthy, ReplicaReplaced). Members stopped on purpose are never replaced; protected members are reported, not replaced.',
-      ),
+    startupTimeout: goDuration(
+      'A member whose runPolicy should keep it running and that is not Running this long (a Go duration, e.g. 10m) after its creation or its last start, or that sits in phase Degraded this long, is deleted and recreated under a fresh name (Events ReplicaUnhealthy, ReplicaReplaced). Members stopped on purpose are never replaced; protected members are reported, not replaced.',
+    ),
   })
   .describe(
     'Self-healing: replace members that fail to start. When replacements keep failing, vmpool backs off exponentially (state in status.healing) and sets condition Healing=False.',
@@ -205,13 +206,9 @@ export const PoolSpec = z
       .describe(
         'A member counts as available (status.availableReplicas, condition Available) once it has been Running this many seconds, as Deployments count pods. Default 0.',
       ),
-    maxMemberAge: z
-      .string()
-      .regex(new RegExp(DURATION_PATTERN))
-      .optional()
-      .describe(
-        'A member older than this Go duration (e.g. 24h) is replaced under a fresh name, oldest first, within rollout.maxUnavailable (Event ReplicaExpired); with scaleDown.drainTimeout it drains first. Absent: members live forever.',
-      ),
+    maxMemberAge: goDuration(
+      'A member older than this Go duration (e.g. 24h) is replaced under a fresh name, oldest first, within rollout.maxUnavailable (Event ReplicaExpired); with scaleDown.drainTimeout it drains first. Absent: members live forever.',
+    ).optional(),
     paused: z
       .boolean()
       .optional()

@@ -32,6 +32,12 @@ function world(replicas: number, standby: Standby): World {
   return converge({ pool: p, vms: [], disks: [] }, NOW).w;
 }
 
+/** The world with its pool's standby replaced. */
+const withStandby = (w: World, standby: Standby): World => ({
+  ...w,
+  pool: { ...w.pool, spec: { ...w.pool.spec, standby: { state: 'Stopped', ...standby } } },
+});
+
 const split = (w: World) => ({
   active: w.vms.filter((v) => !isStandby(v)),
   standby: w.vms.filter(isStandby),
@@ -104,13 +110,7 @@ describe('warm standby', () => {
 
   it('switching the state from Stopped to Running starts the standby members in place', () => {
     const w0 = world(1, { replicas: 2 });
-    const w1 = {
-      ...w0,
-      pool: {
-        ...w0.pool,
-        spec: { ...w0.pool.spec, standby: { replicas: 2, state: 'Running' as const } },
-      },
-    };
+    const w1 = withStandby(w0, { replicas: 2, state: 'Running' });
     const pl = plan(observedOf(w1), NOW, seededRandom(1));
     expect(updates(pl).map((u) => u.why)).toEqual([['standbyState'], ['standbyState']]);
     expect(pl.fenced).toBe(false);
@@ -120,13 +120,7 @@ describe('warm standby', () => {
 
   it('lowering standby.replicas removes the surplus, never touching the replicas', () => {
     const w0 = world(2, { replicas: 3 });
-    const lower = {
-      ...w0,
-      pool: {
-        ...w0.pool,
-        spec: { ...w0.pool.spec, standby: { replicas: 1, state: 'Stopped' as const } },
-      },
-    };
+    const lower = withStandby(w0, { replicas: 1 });
     const { w, plans } = converge(lower, NOW);
     const deleted = plans.flatMap((p) => p.actions.filter((a) => a.kind === 'deleteVm'));
     expect(deleted).toHaveLength(2);

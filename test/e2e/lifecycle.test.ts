@@ -45,6 +45,24 @@ type Cond = { type: string; status: string; reason?: string; message?: string };
 const condition = (s: Record<string, unknown>, type: string): Cond | undefined =>
   ((s.conditions ?? []) as Cond[]).find((c) => c.type === type);
 
+/** Creates pool `name` of `replicas` from the user guide's small pool, `extra` in its spec. */
+async function createPool(
+  name: string,
+  replicas: number,
+  extra: object,
+  edit: (p: ReturnType<typeof smallPool>) => void = () => undefined,
+): Promise<void> {
+  await create(
+    'virtualmachinepools',
+    ns,
+    smallPool(ns, name, (p) => {
+      p.spec.replicas = replicas;
+      Object.assign(p.spec, extra);
+      edit(p);
+    }),
+  );
+}
+
 /** Waits for `replicas` Running replicas and `standby` standby members in `phase`, nothing else. */
 async function settled(pool: string, replicas: number, standby = 0, phase = 'Stopped') {
   return eventually(
@@ -67,14 +85,7 @@ async function settled(pool: string, replicas: number, standby = 0, phase = 'Sto
 
 describe('warm standby', () => {
   it('promotes stopped standby members on a scale-up, then refills the standby', async () => {
-    await create(
-      'virtualmachinepools',
-      ns,
-      smallPool(ns, 'runners', (p) => {
-        p.spec.replicas = 2;
-        Object.assign(p.spec, { standby: { replicas: 2, state: 'Stopped' } });
-      }),
-    );
+    await createPool('runners', 2, { standby: { replicas: 2, state: 'Stopped' } });
     const before = await settled('runners', 2, 2);
     const spare = names(standbyOf(before));
     const policies = await user().kubectl([
@@ -120,17 +131,11 @@ describe('warm standby', () => {
 
 describe('self-healing', () => {
   it('replaces a VM that never starts after startupTimeout, backs off while replacements fail, heals once fixed', async () => {
-    await create(
-      'virtualmachinepools',
-      ns,
-      smallPool(ns, 'broken', (p) => {
-        p.spec.replicas = 1;
-        Object.assign(p.spec, { healing: { startupTimeout: '4s' } });
-        Object.assign(p.spec.virtualMachineTemplate, {
-          metadata: { labels: { [NEVER_START]: 'true' } },
-        });
-      }),
-    );
+    await createPool('broken', 1, { healing: { startupTimeout: '4s' } }, (p) => {
+      Object.assign(p.spec.virtualMachineTemplate, {
+        metadata: { labels: { [NEVER_START]: 'true' } },
+      });
+    });
     const [first] = await eventually('a member Starting', async () => {
       const ms = await live('broken');
       return ms.length === 1 && ms[0]!.phase === 'Starting' ? ms : undefined;
@@ -237,17 +242,11 @@ async function restartWatch(pool: string) {
 
 describe('rollout budget', () => {
   it('a rollout of 6 with maxUnavailable 2 never has more than 2 restarting', async () => {
-    await create(
-      'virtualmachinepools',
-      ns,
-      smallPool(ns, 'desks', (p) => {
-        p.spec.replicas = 6;
-        Object.assign(p.spec, { rollout: { maxUnavailable: 2 } });
-        Object.assign(p.spec.virtualMachineTemplate.spec, {
-          disruptions: { restartApprovalMode: 'Automatic' },
-        });
-      }),
-    );
+    await createPool('desks', 6, { rollout: { maxUnavailable: 2 } }, (p) => {
+      Object.assign(p.spec.virtualMachineTemplate.spec, {
+        disruptions: { restartApprovalMode: 'Automatic' },
+      });
+    });
     await settled('desks', 6);
     const before = (await user().status('desks')).desiredTemplateHash;
     const watch = await restartWatch('desks');
@@ -291,22 +290,22 @@ describe('rollout budget', () => {
   });
 });
 
+/** kubectl patch of spec.paused. */
+const paused = (pool: string, on: boolean) =>
+  user().kubectl([
+    'patch',
+    'vmpool',
+    pool,
+    '--type=merge',
+    '-p',
+    JSON.stringify({ spec: { paused: on } }),
+  ]);
+
 describe('pause', () => {
   it('holds through a scale and a VM deletion (scaledownwith refused), unpausing converges', async () => {
-    await create(
-      'virtualmachinepools',
-      ns,
-      smallPool(ns, 'held', (p) => (p.spec.replicas = 2)),
-    );
+    await createPool('held', 2, {});
     const two = await settled('held', 2);
-    await user().kubectl([
-      'patch',
-      'vmpool',
-      'held',
-      '--type=merge',
-      '-p',
-      '{"spec":{"paused":true}}',
-    ]);
+    await paused('held', true);
     await eventually('Paused=True', async () =>
       condition(await user().status('held'), 'Paused')?.status === 'True' ? true : undefined,
     );
@@ -329,17 +328,9 @@ describe('pause', () => {
       await new Promise((r) => setTimeout(r, 600));
     }
     expect(names(await live('held'))).toEqual([two[1]!.name]);
-    const paused = await user().status('held');
-    expect(paused).toMatchObject({ replicas: 1 });
+    expect(await user().status('held')).toMatchObject({ replicas: 1 });
     await user().kubectl(['get', 'vmpool', 'held', '-o', 'wide']);
-    await user().kubectl([
-      'patch',
-      'vmpool',
-      'held',
-      '--type=merge',
-      '-p',
-      '{"spec":{"paused":false}}',
-    ]);
+    await paused('held', false);
     const four = await settled('held', 4);
     expect(names(four)).toContain(two[1]!.name);
     expect(condition(await user().status('held'), 'Paused')).toBeUndefined();
