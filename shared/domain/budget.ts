@@ -43,3 +43,24 @@ export function disruptionOf(vm: VirtualMachine, hash: string): 'down' | 'updati
   if (stoppedOnPurpose(vm)) return 'none';
   return isUp(vm) ? 'none' : 'down';
 }
+
+/**
+ * The budget a pool's members take: `busy` members out of service or mid-update that vmpool is
+ * acting on (or waiting for), and `broken` ones judged unhealthy and not yet being replaced (they
+ * count against a rollout, not against healing them).
+ */
+export function disruptionLoad(
+  members: readonly VirtualMachine[],
+  hash: string,
+  unhealthy: (m: VirtualMachine) => boolean,
+): { busy: number; broken: number } {
+  let busy = 0;
+  let broken = 0;
+  for (const m of members) {
+    const d = disruptionOf(m, hash);
+    if (d === 'none') continue;
+    if (d === 'down' && unhealthy(m)) broken++;
+    else busy++;
+  }
+  return { busy, broken };
+}

@@ -101,18 +101,7 @@ export function decideCount(
   ];
   const victimNames = new Set(victims.map((v) => v.name));
   const targets = recorded.targets.filter((t) => !back.has(t.name) && !victimNames.has(t.name));
-  const replaced = view.pendingReplacements.filter(
-    (r) => !victimNames.has(r.name) && !targets.some((t) => t.name === r.name),
-  );
-  const leaving = new Set([...victimNames, ...[...targets, ...replaced].map((t) => t.name)]);
-  const departures = [
-    ...victims.map((v): Departure => ({ ...departing(view, v), why: 'scaleDown' })),
-    ...targets.map((t): Departure => ({ ...departing(view, t), why: 'target' })),
-    ...replaced.map((r): Departure => ({
-      ...departing(view, r),
-      why: r.reason === 'Unhealthy' ? 'unhealthy' : 'expired',
-    })),
-  ];
+  const { leaving, departures } = departuresOf(view, victims, targets);
   const promoted = new Set(decision.promoted);
   const promotions = promotable.filter((m) => promoted.has(nameOf(m)));
   const liveTargets = new Set(view.liveTargets);
@@ -132,6 +121,28 @@ export function decideCount(
       decision.victims.length === 0
         ? []
         : costWarnings(view, new Set(leavingRefs.map((r) => r.name))),
+  };
+}
+
+/** Who leaves and on whose account: victims, then targets, then recorded replacements, each once. */
+function departuresOf(
+  view: View,
+  victims: readonly MemberRef[],
+  targets: readonly MemberRef[],
+): { leaving: Set<string>; departures: Departure[] } {
+  const leaving = new Set([...victims, ...targets].map((r) => r.name));
+  const replaced = view.pendingReplacements.filter((r) => !leaving.has(r.name));
+  for (const r of replaced) leaving.add(r.name);
+  return {
+    leaving,
+    departures: [
+      ...victims.map((v): Departure => ({ ...departing(view, v), why: 'scaleDown' })),
+      ...targets.map((t): Departure => ({ ...departing(view, t), why: 'target' })),
+      ...replaced.map((r): Departure => ({
+        ...departing(view, r),
+        why: r.reason === 'Unhealthy' ? 'unhealthy' : 'expired',
+      })),
+    ],
   };
 }
 

@@ -7,7 +7,7 @@
  * @module
  */
 import type { HealingState, VirtualMachine } from '../api/index.js';
-import { disruptionOf, maxUnavailableOf } from './budget.js';
+import { disruptionLoad, disruptionOf, maxUnavailableOf } from './budget.js';
 import type { Departure } from './count.js';
 import { parseDuration } from './duration.js';
 import type { ActionEvent } from './events.js';
@@ -60,21 +60,17 @@ export function decideReplace(view: View, input: ReplaceInput, now: Date): Repla
   const sick = (m: VirtualMachine): boolean =>
     timeoutMs !== undefined && (unhealthyAt(m, timeoutMs) ?? Infinity) <= t;
   const recorded = new Set(view.pendingReplacements.map((r) => r.name));
-  let busy = input.creates;
-  let broken = 0;
-  for (const m of view.members) {
-    const d = disruptionOf(m, view.hash);
-    if (d === 'down' && sick(m) && !recorded.has(nameOf(m))) broken++;
-    else if (d !== 'none' || recorded.has(nameOf(m))) busy++;
-  }
+  // A member recorded for replacement is in progress whatever its state.
+  const others = view.members.filter((m) => !recorded.has(nameOf(m)));
+  const load = disruptionLoad(others, view.hash, sick);
+  let busy = load.busy + recorded.size + input.creates;
+  let broken = load.broken;
   const limit = maxUnavailableOf(pool);
   const prev = pool.status?.healing;
   const open = input.staying.filter((m) => !isProtected(m));
   const ill = open.filter(sick).sort(byTrying);
   const nextRound =
-    prev === undefined || timeoutMs === undefined
-      ? t
-      : Date.parse(prev.lastRoundTime) + backoffMs(prev.rounds, timeoutMs);
+    prev === undefined || timeoutMs === undefined ? t : nextRoundAt(prev, timeoutMs);
   const heal = t >= nextRound ? ill.slice(0, Math.max(0, limit - busy)) : [];
   busy += heal.length;
   broken -= heal.length;
@@ -83,48 +79,64 @@ export function decideReplace(view: View, input: ReplaceInput, now: Date): Repla
   busy += expire.length;
 
   const unhealthy = view.members.filter(sick).length;
-  // Healthy only once replacements are done: nothing to create, nobody going, nobody starting.
-  const healthy =
-    input.creates === 0 &&
-    view.pendingReplacements.length === 0 &&
-    !view.members.some(isTerminating) &&
-    !open.some((m) => tryingSince(m) !== undefined);
-  const healing =
-    heal.length > 0
-      ? { rounds: (prev?.rounds ?? 0) + 1, lastRoundTime: rfc3339(now) }
-      : healthy
-        ? undefined
-        : prev;
+  const healing = nextHealing(prev, heal.length, healthy(view, input, open), now);
   const starting = open.map((m) =>
     timeoutMs === undefined ? undefined : unhealthyAt(m, timeoutMs),
   );
-  const due = [...starting, expired.next, ill.length > heal.length ? nextRound : undefined].filter(
+  const blocked = ill.length > heal.length ? nextRound : undefined;
+  const due = [...starting, expired.next, blocked].filter(
     (x): x is number => x !== undefined && x > t,
   );
-  const out: Replace = {
+  const timeout = pool.spec.healing?.startupTimeout ?? '';
+  const facts = {
+    timeout,
+    unhealthy,
+    kept: input.staying.filter((m) => isProtected(m) && sick(m)).length,
+    ...(healing === undefined || timeoutMs === undefined
+      ? {}
+      : { state: healing, next: nextRoundAt(healing, timeoutMs) }),
+  };
+  return {
     victims: [
       ...heal.map((vm): Departure => ({ vm, uid: vm.metadata.uid ?? '', why: 'unhealthy' })),
       ...expire.map((vm): Departure => ({ vm, uid: vm.metadata.uid ?? '', why: 'expired' })),
     ],
-    events: heal.map((vm) => unhealthyEvent(vm, pool.spec.healing?.startupTimeout ?? '')),
+    events: heal.map((vm) => unhealthyEvent(vm, timeout)),
     unhealthy,
     budgetLeft: Math.max(0, limit - busy - broken),
     ...(healing === undefined ? {} : { healing }),
+    ...(timeoutMs === undefined ? {} : { condition: healingCondition(facts) }),
     ...(due.length === 0 ? {} : { recheckAt: Math.min(...due) }),
   };
-  if (timeoutMs === undefined) return out;
-  const condition = healingCondition({
-    timeout: pool.spec.healing?.startupTimeout ?? '',
-    unhealthy,
-    kept: input.staying.filter((m) => isProtected(m) && sick(m)).length,
-    ...(healing === undefined
-      ? {}
-      : {
-          state: healing,
-          next: Date.parse(healing.lastRoundTime) + backoffMs(healing.rounds, timeoutMs),
-        }),
-  });
-  return { ...out, condition };
+}
+
+/** When the round after `state` may start (ms). */
+function nextRoundAt(state: HealingState, timeoutMs: number): number {
+  return Date.parse(state.lastRoundTime) + backoffMs(state.rounds, timeoutMs);
+}
+
+/**
+ * Healthy only once replacements are done: nothing to create, nobody recorded to go or going, no
+ * unprotected member still trying to start. Then the back-off is forgotten.
+ */
+function healthy(view: View, input: ReplaceInput, open: readonly VirtualMachine[]): boolean {
+  return (
+    input.creates === 0 &&
+    view.pendingReplacements.length === 0 &&
+    !view.members.some(isTerminating) &&
+    !open.some((m) => tryingSince(m) !== undefined)
+  );
+}
+
+/** The back-off state after a plan that healed `healed` members. */
+function nextHealing(
+  prev: HealingState | undefined,
+  healed: number,
+  fine: boolean,
+  now: Date,
+): HealingState | undefined {
+  if (healed > 0) return { rounds: (prev?.rounds ?? 0) + 1, lastRoundTime: rfc3339(now) };
+  return fine ? undefined : prev;
 }
 
 const byTrying = (a: VirtualMachine, b: VirtualMachine): number =>
