@@ -3,7 +3,7 @@
  * `VMPOOL_E2E_TRANSCRIPT=1`), a pool's status, the Events of a reason.
  * @module
  */
-import { cluster, read } from './harness.js';
+import { cluster, eventMessages, read } from './harness.js';
 
 /** kubectl and reads as a user of namespace `ns` has them. */
 export interface User {
@@ -31,20 +31,6 @@ export function userOf(ns: string): User {
       kubectl(['scale', `virtualmachinepool/${pool}`, `--replicas=${String(replicas)}`]),
     status: async (pool) =>
       ((await read('virtualmachinepools', ns, pool))?.status ?? {}) as Record<string, unknown>,
-    events: async (reason) => {
-      const out = JSON.parse(
-        await cluster().kubectl([
-          'get',
-          'events',
-          '-n',
-          ns,
-          '--field-selector',
-          `reason=${reason}`,
-          '-o',
-          'json',
-        ]),
-      ) as { items: Array<{ message?: string; note?: string }> };
-      return out.items.map((e) => e.message ?? e.note ?? '');
-    },
+    events: (reason) => eventMessages(ns, reason),
   };
 }
