@@ -23,6 +23,11 @@ export interface PlanRow {
   readonly medianMs: number;
   /** `medianMs / members`. */
   readonly msPerMember: number;
+  /**
+   * Median CPU time of one call, ms (this process's user + system time, so other processes on a
+   * shared machine inflate it less than wall time).
+   */
+  readonly cpuMs: number;
   /** Timed calls behind the median. */
   readonly runs: number;
 }
@@ -66,32 +71,44 @@ export function planBench(options: PlanBenchOptions = {}): PlanRow[] {
   return sizes.map((members) => {
     const obs = observedOf(convergedPool(members));
     const rand = seededRandom(1);
-    const once = (): number => {
+    const wall: number[] = [];
+    const cpu: number[] = [];
+    const once = (): void => {
+      const c0 = process.cpuUsage();
       const t0 = performance.now();
       const p = plan(obs, NOW, rand);
-      const ms = performance.now() - t0;
+      wall.push(performance.now() - t0);
+      const c = process.cpuUsage(c0);
+      cpu.push((c.user + c.system) / 1000);
       if (p.actions.length > 0 || p.writeStatus) throw new Error(`pool of ${members} is not idle`);
-      return ms;
     };
     // Warm-up: let the JIT settle before anything is timed.
     for (let i = 0; i < 3; i++) once();
-    const times: number[] = [];
+    wall.length = 0;
+    cpu.length = 0;
     const until = performance.now() + budgetMs;
-    while (times.length < minRuns || performance.now() < until) times.push(once());
-    const m = median(times);
-    return { members, medianMs: m, msPerMember: m / members, runs: times.length };
+    while (wall.length < minRuns || performance.now() < until) once();
+    const m = median(wall);
+    return {
+      members,
+      medianMs: m,
+      msPerMember: m / members,
+      cpuMs: median(cpu),
+      runs: wall.length,
+    };
   });
 }
 
 /** The rows as an aligned table, with each size's ms per member relative to the first size's. */
 export function planTable(rows: readonly PlanRow[]): string {
   const base = rows[0]?.msPerMember ?? NaN;
-  const head = ['members', 'median ms', 'µs/member', 'per member vs first', 'runs'];
+  const head = ['members', 'median ms', 'µs/member', 'per member vs first', 'CPU ms', 'runs'];
   const cells = rows.map((r) => [
     r.members.toLocaleString('en-US'),
     r.medianMs.toFixed(3),
     (r.msPerMember * 1000).toFixed(2),
     `${(r.msPerMember / base).toFixed(2)}×`,
+    r.cpuMs.toFixed(3),
     String(r.runs),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] ?? '').length)));
