@@ -23,15 +23,20 @@ import { chart, table } from './report.js';
 import { scaleNamespaces, scaleUp } from './scaleup.js';
 import type { ScaleRun } from './scaleup.js';
 import { startStack } from './stack.js';
+import type { StandbyRun } from './standby.js';
+import { standbyBench, standbyNamespaces, standbyRows } from './standby.js';
+import type { BenchPlane } from './plane.js';
 
 const quick = process.argv.includes('--quick');
 const cfg = quick
-  ? { sizes: [50], reps: 2, trials: 50, coldReps: 3 }
-  : { sizes: [50, 200], reps: 3, trials: 100, coldReps: 7 };
-/** `--skip=gc,cold` leaves benchmarks out (for working on one); the table then lacks their rows. */
+  ? { sizes: [50], reps: 2, trials: 50, coldReps: 3, standbyScale: 0.1 }
+  : { sizes: [50, 200], reps: 3, trials: 100, coldReps: 7, standbyScale: 0.25 };
+/** `--skip=gc,cold,standby` leaves benchmarks out (for working on one); the table lacks their rows. */
 const skip = new Set(
   (process.argv.find((a) => a.startsWith('--skip='))?.slice('--skip='.length) ?? '').split(','),
 );
+/** `--only=standby` runs the standby benchmark alone. */
+const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
 const log = (l: string): void => {
   console.error(`[bench] ${l}`);
 };
@@ -45,9 +50,30 @@ function gitRev(): string {
   }
 }
 
+/** The standby benchmark alone (`--only=standby`): its rows printed, nothing recorded. */
+async function standbyOnly(plane: BenchPlane): Promise<void> {
+  const stack = await startStack(
+    plane.kc,
+    plane.cp.kubeconfigPath,
+    plane.knativeBinDir,
+    standbyNamespaces(cfg.reps),
+  );
+  try {
+    console.log(
+      table(standbyRows(await standbyBench(plane, stack, cfg.reps, cfg.standbyScale, log))),
+    );
+  } finally {
+    await stack.stop();
+  }
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const plane = await startBenchPlane(log);
+  if (only === 'standby') {
+    await standbyOnly(plane).finally(() => plane.stop());
+    return;
+  }
   try {
     let gc: GcResult | undefined;
     if (!skip.has('gc')) {
@@ -65,6 +91,7 @@ async function main(): Promise<void> {
       ...cfg.sizes.flatMap((n) => scaleNamespaces(n, cfg.reps)),
       REPLACE_NS,
       EVENTS_NS,
+      ...(skip.has('standby') ? [] : standbyNamespaces(cfg.reps)),
     ];
     const stack = await startStack(
       plane.kc,
@@ -75,10 +102,13 @@ async function main(): Promise<void> {
     const scale = new Map<number, ScaleRun[]>();
     let latency;
     let actions;
+    let standby: StandbyRun[] = [];
     try {
       for (const n of cfg.sizes) scale.set(n, await scaleUp(plane, stack, n, cfg.reps, log));
       latency = await replacement(plane, stack, cfg.trials, log);
       actions = await eventsPerAction(plane, stack);
+      if (!skip.has('standby'))
+        standby = await standbyBench(plane, stack, cfg.reps, cfg.standbyScale, log);
     } finally {
       await stack.stop();
     }
@@ -231,6 +261,7 @@ async function main(): Promise<void> {
       );
     }
 
+    if (standby.length > 0) rows.push(...standbyRows(standby));
     const text = table(rows);
     console.log(text);
     console.log(`\nReplicaSet controller manager: ${REPLICASET_KCM_FLAGS.join(' ')}`);
@@ -251,6 +282,7 @@ async function main(): Promise<void> {
       eventsPerAction: actions,
       coldStart: cold,
       gc,
+      standby,
       controlPlaneMemory: memory,
       table: rows,
     };
