@@ -109,6 +109,13 @@ export async function reconcilePool(
         p.observedStatus === undefined ? pool : { ...pool, status: p.observedStatus },
         ex.failed,
       );
+    // Every action took effect: each one changed an object this pool's sources watch, so the events
+    // it caused bring the next pass (and the resync tick one that was lost). Reading again now would
+    // only find the objects just written and, at most, clear realized intent (see plan()).
+    if (!ex.retry && ex.done === p.actions.length)
+      return p.recheckAt === undefined
+        ? { kind: 'converged', passes: pass, actions }
+        : { kind: 'converged', passes: pass, actions, recheckAt: p.recheckAt };
     reason = ex.retry ? 'an action lost a race or failed transiently' : '';
   }
   return { kind: 'retry', reason: reason || 'still acting after the last pass' };

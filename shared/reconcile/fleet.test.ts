@@ -66,7 +66,7 @@ describe('reconcilePool with drains', () => {
     const out = await reconcilePool(s.deps, 'ci', 'runners');
     expect(out).toEqual({
       kind: 'converged',
-      passes: 2,
+      passes: 1,
       actions: 1,
       recheckAt: new Date(NOW.getTime() + 10 * MINUTE),
     });
