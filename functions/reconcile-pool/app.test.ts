@@ -306,10 +306,11 @@ describe('reconcile-pool: what it answers', () => {
     scope.done();
   });
 
-  it('a scale-up: intent recorded first, then disks and VM created; the next event reads and writes nothing → 202', async () => {
+  it('a scale-up: intent recorded first, then disks and VM created, then intent cleared → 202', async () => {
     const p = pool({ replicas: 1 });
     const order: string[] = [];
     let recorded: VirtualMachinePool | undefined;
+    let cleared: VirtualMachinePool | undefined;
     const createdDisks: VirtualDisk[] = [];
     let createdVm: VirtualMachine | undefined;
     const events: PoolEventBody[] = [];
@@ -357,18 +358,8 @@ describe('reconcile-pool: what it answers', () => {
       .reply((_uri, body) => {
         events.push(json<PoolEventBody>(body));
         return [201, json<object>(body)];
-      });
-
-    const app = build(seededRandom(7)).app;
-    const res = await app.request('/', binaryEvent(`${RES}update`, p));
-    expect(res.status).toBe(202);
-    expect(await res.text()).toBe('');
-    scope.done();
-    expect(unmatched.seen).toEqual([]);
-
-    // The creates' events bring the next pass: everything is there, and the status written with
-    // the intent already counts the new member, so it writes nothing (3 reads, 0 writes).
-    const next = nock(API)
+      })
+      // Pass 2: everything the first pass created is there.
       .get(poolPath('ci', 'runners'))
       .reply(() => [
         200,
@@ -387,10 +378,19 @@ describe('reconcile-pool: what it answers', () => {
             metadata: { ...d.metadata, uid: `uid-${d.metadata.name ?? ''}`, resourceVersion: '1' },
           })),
         ),
-      ]);
-    const again = await app.request('/', binaryEvent(`${RES}update`, p));
-    expect(again.status).toBe(202);
-    next.done();
+      ])
+      .put(`${poolPath('ci', 'runners')}/status`)
+      .query({ fieldManager: 'vmpool' })
+      .reply((_uri, body) => {
+        order.push('PUT status');
+        cleared = json<VirtualMachinePool>(body);
+        return [200, { ...cleared, metadata: { ...cleared.metadata, resourceVersion: '102' } }];
+      });
+
+    const res = await build(seededRandom(7)).app.request('/', binaryEvent(`${RES}update`, p));
+    expect(res.status).toBe(202);
+    expect(await res.text()).toBe('');
+    scope.done();
     expect(unmatched.seen).toEqual([]);
 
     // The intent write is conditioned on the resourceVersion read and names the VM to create.
@@ -400,8 +400,8 @@ describe('reconcile-pool: what it answers', () => {
     const name = creates[0] ?? '';
     expect(name).toMatch(/^runners-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
     expect(createdVm?.metadata.name).toBe(name);
-    expect(order.filter((o) => o === 'PUT status')).toEqual(['PUT status']);
     expect(order[0]).toBe('PUT status');
+    expect(order.at(-1)).toBe('PUT status');
     // The Retain disk is created before the VM; the VM's Delete disk after it, owned by its uid.
     const cache = createdDisks.find((d) => d.metadata.labels?.[keys.diskTemplate] === 'cache');
     const root = createdDisks.find((d) => d.metadata.name === `${name}-root`);
@@ -425,15 +425,18 @@ describe('reconcile-pool: what it answers', () => {
     expect(recorded?.status?.intent?.bindings).toEqual([
       { vm: name, template: 'cache', disk: cache?.metadata.name },
     ]);
-    // The fencing write records the status the creates leave: one replica, none ready yet.
-    expect(recorded?.status).toMatchObject({ replicas: 1, readyReplicas: 0 });
+    // The second pass clears the intent under the resourceVersion the first write returned.
+    expect(cleared?.metadata.resourceVersion).toBe('101');
+    expect(cleared?.status?.intent).toBeUndefined();
+    expect(cleared?.status?.replicas).toBe(1);
     expect(events.map((e) => [e.type, e.reason])).toEqual([['Normal', 'SuccessfulCreate']]);
   });
 
-  it('a scale-down: victim recorded, deleted with a uid precondition; the next event frees its Retain disk, no status write → 202', async () => {
+  it('a scale-down: victim recorded, deleted with a uid precondition, its Retain disk freed → 202', async () => {
     const c = converged(pool({ replicas: 2 }), ['runners-aaaaa', 'runners-bbbbb']);
     const p = { ...c.pool, spec: { ...c.pool.spec, replicas: 1 } };
     let recorded: VirtualMachinePool | undefined;
+    let cleared: VirtualMachinePool | undefined;
     let deleteBody: unknown;
     let stamped: VirtualDisk | undefined;
     const events: PoolEventBody[] = [];
@@ -466,16 +469,8 @@ describe('reconcile-pool: what it answers', () => {
       .reply((_uri, body) => {
         events.push(json<PoolEventBody>(body));
         return [201, json<object>(body)];
-      });
-    const app = build().app;
-    const res = await app.request('/', binaryEvent(`${RES}update`, p));
-    expect(res.status).toBe(202);
-    scope.done();
-    expect(unmatched.seen).toEqual([]);
-
-    // The deletion's event: the victim and its Delete disk are gone, its Retain disk is free. The
-    // fenced status already said one replica: only the disk is written.
-    const next = nock(API)
+      })
+      // Pass 2: the victim and its Delete disk are gone; its Retain disk is free.
       .get(poolPath('ci', 'runners'))
       .reply(() => [
         200,
@@ -487,22 +482,23 @@ describe('reconcile-pool: what it answers', () => {
       .get(`${BASE}/namespaces/ci/virtualdisks`)
       .query(true)
       .reply(() => [200, list(survivorDisks())])
+      .put(`${poolPath('ci', 'runners')}/status`)
+      .query({ fieldManager: 'vmpool' })
+      .reply((_uri, body) => {
+        cleared = json<VirtualMachinePool>(body);
+        return [200, { ...cleared, metadata: { ...cleared.metadata, resourceVersion: '102' } }];
+      })
       .put(/\/namespaces\/ci\/virtualdisks\/runners-cache-/)
       .query({ fieldManager: 'vmpool' })
       .reply((_uri, body) => {
         stamped = json<VirtualDisk>(body);
         return [200, { ...stamped, metadata: { ...stamped.metadata, resourceVersion: '8' } }];
-      });
-    expect((await app.request('/', binaryEvent(`${RES}update`, p))).status).toBe(202);
-    next.done();
-    expect(unmatched.seen).toEqual([]);
-
-    // The one after: nothing left to do, nothing written.
-    const idle = nock(API)
+      })
+      // Pass 3: nothing left to do.
       .get(poolPath('ci', 'runners'))
       .reply(() => [
         200,
-        { ...recorded, metadata: { ...recorded?.metadata, resourceVersion: '101' } },
+        { ...cleared, metadata: { ...cleared?.metadata, resourceVersion: '102' } },
       ])
       .get(`${BASE}/namespaces/ci/virtualmachines`)
       .query(true)
@@ -515,8 +511,10 @@ describe('reconcile-pool: what it answers', () => {
           survivorDisks().map((d) => (d.metadata.name === stamped?.metadata.name ? stamped : d)),
         ),
       ]);
-    expect((await app.request('/', binaryEvent(`${RES}update`, p))).status).toBe(202);
-    idle.done();
+
+    const res = await build().app.request('/', binaryEvent(`${RES}update`, p));
+    expect(res.status).toBe(202);
+    scope.done();
     expect(unmatched.seen).toEqual([]);
     const victim = c.vms.find((v) => v.metadata.name === victimName());
     expect(recorded?.metadata.resourceVersion).toBe('100');
@@ -529,7 +527,7 @@ describe('reconcile-pool: what it answers', () => {
       preconditions: { uid: victim?.metadata.uid },
     });
     expect(events.map((e) => [e.type, e.reason])).toEqual([['Normal', 'SuccessfulDelete']]);
-    expect(recorded?.status?.replicas).toBe(1);
+    expect(cleared?.status?.intent).toBeUndefined();
     // The victim's Retain disk is stamped free (under the resourceVersion read), not deleted.
     const victimCache = victim?.spec.blockDeviceRefs?.[1]?.name;
     expect(stamped?.metadata.name).toBe(victimCache);

@@ -6,18 +6,15 @@
 import type {
   Binding,
   DiskTemplate,
-  Intent,
   RecordedTarget,
   VirtualDisk,
   VirtualMachine,
   VirtualMachinePool,
 } from '../api/index.js';
 import { keys } from '../api/index.js';
-import { diskRefs } from './disks.js';
 import { templateHash } from './hash.js';
 import { isStandby } from './lifecycle.js';
 import { isMember, isTerminating, nameOf } from './membership.js';
-import { normalizeIntent } from './status.js';
 import { recordedTargets } from './targets.js';
 
 /** What a reconcile read: the pool and every VM and disk carrying its pool-uid label. */
@@ -167,30 +164,4 @@ export function observe(obs: Observed): View {
     taken,
     warnings,
   };
-}
-
-/**
- * The part of a pool's recorded intent that is still to be carried out: creates not seen yet,
- * victims, replacements and flips still live under their recorded uid, bindings of members to be
- * created or not attached yet. Undefined when everything recorded has been realized: such a record
- * is inert and may rest in status until the next write (see `plan`), so at rest this, not the
- * record itself, is what must be empty.
- */
-export function pendingIntent(obs: Observed): Intent | undefined {
-  const view = observe(obs);
-  const creating = new Set(view.pendingCreates);
-  const attached = (b: Binding): boolean => {
-    const m = view.live.get(b.vm);
-    return m !== undefined && diskRefs(m).includes(b.disk);
-  };
-  return normalizeIntent({
-    creates: [...view.pendingCreates],
-    standbyCreates: [...view.standbyCreates],
-    deletes: [...view.pendingDeletes, ...view.pendingReplacements],
-    bindings: view.recordedBindings.filter(
-      (b) => creating.has(b.vm) || (view.live.has(b.vm) && !attached(b)),
-    ),
-    promotions: [...view.pendingPromotions],
-    returns: [...view.pendingReturns],
-  });
 }

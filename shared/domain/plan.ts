@@ -19,21 +19,12 @@ import { observe } from './observe.js';
 import type { Split } from './partition.js';
 import { splitStandby } from './partition.js';
 import { decideReplace } from './replace.js';
-import {
-  intentOf,
-  membersAfter,
-  nextAvailable,
-  order,
-  promotable,
-  rosterOf,
-  statusFacts,
-} from './roster.js';
+import { intentOf, nextAvailable, order, promotable, rosterOf, statusFacts } from './roster.js';
 import { decideStandby } from './standby.js';
-import { computeStatus, normalizeIntent, sameStatus } from './status.js';
+import { computeStatus, sameStatus } from './status.js';
 import { memberUpdates } from './updates.js';
 
 export type { Observed } from './observe.js';
-export { pendingIntent } from './observe.js';
 export { newMember } from './member.js';
 
 /** What a reconcile should do. */
@@ -42,11 +33,6 @@ export interface Plan {
   readonly actions: Action[];
   /** The status to store, intent included. */
   readonly status: PoolStatus;
-  /**
-   * Set when `status` counts this plan's creates and deletes as done (`membersAfter` in roster.ts): the
-   * status as observed, intent included, for a reconcile that stops on a refused action.
-   */
-  readonly observedStatus?: PoolStatus;
   /** The status differs from the stored one. */
   readonly writeStatus: boolean;
   /** Some action creates or deletes: the status (intent) write conditioned on the pool's
@@ -105,47 +91,24 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
   });
   const actions = order({ view, now, count, leave, standby, disks, updates });
   const intent = intentOf(view, count, replace, standby, disks.bindings);
-  const fenced = actions.some(isFenced);
-  const stored = pool.status ?? {};
-  const members = fenced
-    ? membersAfter(split.active.members, actions, stored.intent ?? {}, now)
-    : split.active.members;
-  const facts = {
+  const status = computeStatus(pool, split.active.members, view.hash, intent, now, {
     protectedHeld: count.protectedHeld,
     draining: leave.draining,
     ...statusFacts(view, split, replace),
-  };
-  const status = computeStatus(pool, members, view.hash, intent, now, facts);
-  const projected = members !== split.active.members;
-  const writeStatus = !sameStatus(status, stored) && !(!fenced && onlyRealized(status, stored));
+  });
+  const writeStatus = !sameStatus(status, pool.status);
+  const fenced = actions.some(isFenced);
   const due = [leave.recheckAt?.getTime(), replace.recheckAt, nextAvailable(split, now)];
   const recheck = Math.min(...due.map((t) => t ?? Infinity));
   return {
     actions,
     status,
-    ...(projected
-      ? {
-          observedStatus: computeStatus(pool, split.active.members, view.hash, intent, now, facts),
-        }
-      : {}),
     writeStatus,
     fenced,
     warnings: [...view.warnings, ...disks.warnings, ...count.warnings],
     events: writeStatus || fenced ? [...count.warnings.map(invalidCost), ...replace.events] : [],
     ...(recheck === Infinity ? {} : { recheckAt: new Date(recheck) }),
   };
-}
-
-/**
- * True when a plan that needs no fence would write only to drop a recorded intent that has been
- * carried out (nothing of it is pending any more): not worth a write. The stale record is inert
- * (creates name members that exist, deletes uids that are gone, bindings disks already attached),
- * the next fencing write replaces it, and any other status change clears it on the way.
- */
-function onlyRealized(next: PoolStatus, stored: PoolStatus): boolean {
-  if (next.intent !== undefined) return false;
-  if (normalizeIntent(stored.intent ?? {}) === undefined) return false;
-  return sameStatus(next, { ...stored, intent: undefined });
 }
 
 /** Standby members the count left alone: not promoted, not recorded to leave. */

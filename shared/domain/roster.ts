@@ -19,7 +19,6 @@ import type { Replace } from './replace.js';
 import type { StandbyPlan } from './standby.js';
 import { standbyPhase } from './standby.js';
 import type { Leaving } from './status.js';
-import { rfc3339 } from './status.js';
 import { diskUpdates } from './updates.js';
 
 /**
@@ -160,38 +159,4 @@ export function nextAvailable(split: Split, now: Date): number | undefined {
     if (at !== undefined && at > now.getTime()) next = Math.min(next ?? Infinity, at);
   }
   return next;
-}
-
-/**
- * The replicas as the API server shows them once an acting plan's actions succeed, for the status
- * its fencing write records: members it creates now appear (no phase yet), members it deletes now
- * are gone, or Terminating when a finalizer holds them. So the reconcile that the new objects'
- * events bring finds the status already right and writes nothing; the platform's next change (a
- * phase, a finalizer removed) writes the real state anyway. Only choices made now are projected: a
- * create or delete already recorded in the stored intent did not take effect before, so a retry
- * records the observed state instead of repeating a projection that may not come true.
- */
-export function membersAfter(
-  members: readonly VirtualMachine[],
-  actions: readonly Action[],
-  recorded: Intent,
-  now: Date,
-): readonly VirtualMachine[] {
-  const before = new Set(recorded.creates ?? []);
-  const decided = new Set((recorded.deletes ?? []).map((d) => d.name));
-  const deleted = new Map<string, string>();
-  const created: VirtualMachine[] = [];
-  for (const a of actions) {
-    if (a.kind === 'deleteVm' && !decided.has(a.name)) deleted.set(a.name, a.uid);
-    const name = a.kind === 'createVm' ? nameOf(a.vm) : '';
-    if (a.kind === 'createVm' && !before.has(name) && !isStandby(a.vm)) created.push(a.vm);
-  }
-  if (deleted.size === 0 && created.length === 0) return members;
-  const out: VirtualMachine[] = [];
-  for (const m of members) {
-    if (deleted.get(nameOf(m)) !== m.metadata.uid) out.push(m);
-    else if ((m.metadata.finalizers ?? []).length > 0)
-      out.push({ ...m, metadata: { ...m.metadata, deletionTimestamp: rfc3339(now) } });
-  }
-  return [...out, ...created];
 }

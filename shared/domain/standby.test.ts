@@ -14,7 +14,7 @@ import { isFenced, isGate } from './actions.js';
 import { isStandby } from './lifecycle.js';
 import { nameOf } from './membership.js';
 import type { Plan } from './plan.js';
-import { pendingIntent, plan } from './plan.js';
+import { plan } from './plan.js';
 import { planScaleDownWith } from './scale-down-with.js';
 
 const later = (ms: number): Date => new Date(NOW.getTime() + ms);
@@ -301,8 +301,7 @@ describe('standby L1 as a property', () => {
             active: w.pool.spec.replicas,
             standby: w.pool.spec.standby?.replicas,
           });
-          // At rest nothing recorded is pending (a realized record may rest until the next write).
-          expect(pendingIntent(observedOf(w))).toBeUndefined();
+          expect(w.pool.status?.intent).toBeUndefined();
           const idle = plan(observedOf(w), NOW, seededRandom(7));
           expect([idle.actions.length, idle.writeStatus]).toEqual([0, false]);
         }

@@ -103,19 +103,7 @@ export async function reconcilePool(
     for (const n of ex.foreign) foreign.add(n);
     // A 403 stops the pass even when other actions could be retried: a grant does not appear by itself.
     if (ex.failed.length > 0 && (!ex.retry || ex.failed.some((f) => f.reason === 'forbidden')))
-      return reportRefused(
-        deps,
-        // The fence counted the refused creates and deletes as done; the block records what is.
-        p.observedStatus === undefined ? pool : { ...pool, status: p.observedStatus },
-        ex.failed,
-      );
-    // Every action took effect: each one changed an object this pool's sources watch, so the events
-    // it caused bring the next pass (and the resync tick one that was lost). Reading again now would
-    // only find the objects just written and, at most, clear realized intent (see plan()).
-    if (!ex.retry && ex.done === p.actions.length)
-      return p.recheckAt === undefined
-        ? { kind: 'converged', passes: pass, actions }
-        : { kind: 'converged', passes: pass, actions, recheckAt: p.recheckAt };
+      return reportRefused(deps, pool, ex.failed);
     reason = ex.retry ? 'an action lost a race or failed transiently' : '';
   }
   return { kind: 'retry', reason: reason || 'still acting after the last pass' };

@@ -66,7 +66,7 @@ describe('reconcilePool with drains', () => {
     const out = await reconcilePool(s.deps, 'ci', 'runners');
     expect(out).toEqual({
       kind: 'converged',
-      passes: 1,
+      passes: 2,
       actions: 1,
       recheckAt: new Date(NOW.getTime() + 10 * MINUTE),
     });

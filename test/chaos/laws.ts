@@ -5,7 +5,7 @@
  */
 import type { Hono } from 'hono';
 import { PING, keys } from '../../shared/api/index.js';
-import { pendingIntent, selectorOf, templateHash } from '../../shared/domain/index.js';
+import { templateHash } from '../../shared/domain/index.js';
 import type { NodeEnv } from '../../shared/http/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import { DELETE, RETAIN, writesBetween } from './kit.js';
@@ -79,7 +79,7 @@ export interface Expect {
 }
 
 /**
- * Convergence and L4 on live state: members, revision, no intent pending, every reference resolves, no
+ * Convergence and L4 on live state: members, revision, intent cleared, every reference resolves, no
  * Retain disk shared, free Retain disks stamped, Delete disks only with their VM, nothing lost.
  */
 export async function checkConverged(kube: Kube, obs: Observer, e: Expect): Promise<string[]> {
@@ -102,16 +102,9 @@ export async function checkConverged(kube: Kube, obs: Observer, e: Expect): Prom
     say(`L4/convergence: ${spares.length} standby members, want ${e.standby ?? 0}`);
   if (e.standby !== undefined && st.standbyReplicas !== spares.length)
     say(`status.standbyReplicas ${st.standbyReplicas} but ${spares.length} standby members`);
-  // A realized record may rest in status until the next write; nothing of it may still be pending.
-  const [listedVms, listedDisks] = await Promise.all([
-    kube.listVms(ns, selectorOf(pool)),
-    kube.listDisks(ns, selectorOf(pool)),
-  ]);
-  if (!listedVms.ok || !listedDisks.ok) say(`convergence: cannot list members and disks`);
-  else {
-    const pending = pendingIntent({ pool, vms: listedVms.value, disks: listedDisks.value });
-    if (pending !== undefined) say(`intent not carried out: ${JSON.stringify(pending)}`);
-  }
+  const intent = st.intent;
+  if (intent !== undefined && Object.values(intent).some((v) => Array.isArray(v) && v.length > 0))
+    say(`intent not cleared: ${JSON.stringify(intent)}`);
   if ((pool.metadata.annotations?.[keys.scaleDownTargets] ?? '') !== '')
     say(`scaledownwith targets not cleared`);
   if (st.replicas !== live.length)
