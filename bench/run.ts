@@ -12,7 +12,7 @@ import { ROOT } from '../scripts/build.js';
 import { PARALLEL } from '../shared/reconcile/index.js';
 import { coldStart } from './coldstart.js';
 import type { ColdStart } from './coldstart.js';
-import { EVENTS_NS, apiCost, eventsPerAction } from './cost.js';
+import { EVENTS_NS, apiCost, eventsPerAction, meetsFormula } from './cost.js';
 import { gcTick } from './gc.js';
 import type { GcResult } from './gc.js';
 import { median, percentile } from './objects.js';
@@ -193,12 +193,14 @@ async function main(): Promise<void> {
         .map(([k, v]) => `${k} ${v}`)
         .join(', ');
       const noop = c.scenario === 'no-op';
+      const formula = meetsFormula(c);
       rows.push({
         bench: noop ? '3 API cost per reconcile' : '',
         figure: `${c.scenario}${c.reconciles > 1 ? ` (${c.reconciles} reconciles)` : ''}`,
-        value: `${c.reads} reads, ${c.writes} writes (${verbs})`,
-        goal: noop ? '≤ 3 reads, 0 writes' : '',
+        value: `${c.reads} reads, ${c.writes - c.events} writes + ${c.events} Events (${verbs})`,
+        goal: noop ? '≤ 3 reads, 0 writes' : (c.formula?.text ?? ''),
         ...(noop ? { pass: c.reads <= 3 && c.writes === 0 } : {}),
+        ...(formula === undefined ? {} : { pass: formula }),
       });
     }
     for (const a of actions)
