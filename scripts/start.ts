@@ -112,7 +112,8 @@ async function main(): Promise<void> {
         say(`control plane: ${l}`);
       },
     });
-    stoppers.push({ name: 'control plane', plane: true, run: () => cp?.stop() });
+    // The embedded plane's data is removed on stop: killing it at once saves its graceful exit.
+    stoppers.push({ name: 'control plane', plane: true, run: () => cp?.stop({ graceMs: 0 }) });
     kubeconfigPath = cp.kubeconfigPath;
   }
   process.env.KUBECONFIG = kubeconfigPath;

@@ -66,8 +66,12 @@ export interface ControlPlane {
    * same data directory, waiting until it is ready; resolves with how long it was down.
    */
   restart(component: Restartable, opts?: RestartOptions): Promise<{ downMs: number }>;
-  /** Stops every component (reverse order) and removes the working directory. Idempotent. */
-  stop(): Promise<void>;
+  /**
+   * Stops every component (reverse order) and removes the working directory. Idempotent.
+   * `graceMs`: how long each may take to exit on SIGTERM before SIGKILL (default 5 s); 0 kills at
+   * once, for a plane whose data is thrown away (a graceful kube-apiserver exit takes seconds).
+   */
+  stop(opts?: { graceMs?: number }): Promise<void>;
 }
 
 /** The components {@link ControlPlane.restart} can restart in place. */
@@ -105,11 +109,15 @@ function get(url: string, certs?: ControlPlaneCerts): Promise<Answer> {
  * Stops PIDs all at once (a throwaway plane needs no orderly shutdown, and one after another took
  * seconds); used by stop() and by the CLI from a state file.
  */
-export async function stopPids(pids: readonly number[], binDir?: string): Promise<void> {
+export async function stopPids(
+  pids: readonly number[],
+  binDir?: string,
+  graceMs?: number,
+): Promise<void> {
   // PIDs recorded by an earlier run may have been reused (pid_max is small here): only signal a
   // process that still runs one of our binaries.
   const ours = pids.filter((pid) => binDir === undefined || runsFrom(pid, binDir));
-  await Promise.all(ours.map((pid) => stopPid(pid)));
+  await Promise.all(ours.map((pid) => stopPid(pid, graceMs)));
 }
 
 /** True when the process's executable lives in `dir` (false when it is gone or unreadable). */
@@ -154,10 +162,10 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   };
   if (opts.detached !== true) process.on('exit', exitHook);
   let stopped = false;
-  const stop = async (removeDir = opts.keepDir !== true) => {
+  const stop = async (removeDir = opts.keepDir !== true, graceMs?: number) => {
     if (stopped) return;
     stopped = true;
-    await stopPids(procs.map((p) => p.pid).reverse());
+    await stopPids(procs.map((p) => p.pid).reverse(), undefined, graceMs);
     process.off('exit', exitHook);
     if (removeDir) rmSync(dir, { recursive: true, force: true });
   };
@@ -312,7 +320,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         await spec.ready(next);
         return { downMs: Math.round(performance.now() - t0) };
       },
-      stop: () => stop(),
+      stop: (o) => stop(undefined, o?.graceMs),
     };
     return plane;
   } catch (err) {
