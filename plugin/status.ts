@@ -19,6 +19,18 @@ export interface PoolEvent {
   readonly metadata?: { readonly creationTimestamp?: string };
 }
 
+/**
+ * Members by flag, as the table below shows them (status.protectedReplicas counts only the surplus
+ * a scale-down keeps because of protection, which reads as "0 protected" beside a protected member).
+ */
+function fleetLine(pool: VirtualMachinePool, vms: readonly VirtualMachine[], held: string): string {
+  const members = membersOf(pool, vms);
+  const n = (has: (m: VirtualMachine) => boolean): string => String(members.filter(has).length);
+  const ann = (m: VirtualMachine): Record<string, string> => m.metadata.annotations ?? {};
+  const protectedN = n((m) => ann(m)[keys.protected] === 'true');
+  return `Fleet:     ${protectedN} protected (${held} surplus held), ${n((m) => ann(m)[keys.drainRequested] !== undefined)} draining, ${n((m) => m.metadata.labels?.[keys.standby] === 'true')} standby`;
+}
+
 /** How many of the newest Events are shown. */
 const EVENTS = 10;
 
@@ -35,7 +47,7 @@ export function statusLines(
   const lines = [
     `VirtualMachinePool ${pool.metadata.namespace ?? ''}/${pool.metadata.name ?? ''} (${pool.spec.scaleDownPolicy})`,
     `Replicas:  ${String(pool.spec.replicas ?? 0)} desired, ${String(s.replicas ?? 0)} current, ${String(s.readyReplicas ?? 0)} ready, ${String(s.updatedReplicas ?? 0)} updated, ${String(s.restartPendingReplicas ?? 0)} restart pending`,
-    `Fleet:     ${count('protectedReplicas')} protected, ${count('drainingReplicas')} draining, ${count('standbyReplicas')} standby`,
+    fleetLine(pool, vms, count('protectedReplicas')),
     'Conditions:',
     ...(s.conditions ?? []).map(
       (c) =>
@@ -52,7 +64,7 @@ export function statusLines(
     const flags = [
       a[keys.protected] === 'true' ? 'protected' : '',
       a[keys.drainRequested] !== undefined ? 'draining' : '',
-      m.metadata.labels?.['vmpool.virtualization.deckhouse.io/standby'] === 'true' ? 'standby' : '',
+      m.metadata.labels?.[keys.standby] === 'true' ? 'standby' : '',
       isTerminating(m) ? 'terminating' : '',
     ].filter((f) => f !== '');
     const restart = m.status?.conditions?.find((c) => c.type === AWAITING_RESTART)?.status;
