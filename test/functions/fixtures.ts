@@ -15,7 +15,8 @@ import type {
 import { keys } from '../../shared/api/index.js';
 import { newDisk, newMember, plan, resolveRefs, templateHash } from '../../shared/domain/index.js';
 import type { Kube } from '../../shared/kube/index.js';
-import { createKube, kubeConfigFor } from '../../shared/kube/index.js';
+import { createKube } from '../../shared/kube/index.js';
+import { kubeConfigFor } from '../../shared/kube/config.js';
 import { NOW, at, HOUR } from '../unit/builders.js';
 
 /** The API server nock stands in for. */
