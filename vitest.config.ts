@@ -16,7 +16,15 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'unit', include: ['shared/**/*.test.ts', 'test/unit/**/*.test.ts'] },
+        test: {
+          name: 'unit',
+          include: [
+            'shared/**/*.test.ts',
+            'test/unit/**/*.test.ts',
+            'plugin/**/*.test.ts',
+            'local/**/*.test.ts',
+          ],
+        },
       },
       {
         extends: true,

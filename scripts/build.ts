@@ -10,6 +10,7 @@ import type { Metafile } from 'esbuild';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { buildPlugin } from './build-plugin.js';
 
 /** The four functions; each has functions/<name>/main.ts. */
 export const FUNCTIONS = [
@@ -27,7 +28,7 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
  * Some dependencies (client-node's transitive CJS modules) call `require` for Node built-ins; an
  * ESM bundle has no `require`, so give it one.
  */
-const BANNER =
+export const BANNER =
   "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
 
 /**
@@ -175,8 +176,10 @@ function topContributors(b: BuiltBundle, n: number): string {
 const invokedDirectly =
   process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href;
 if (invokedDirectly) {
-  buildBundles().catch((err: unknown) => {
-    console.error(err instanceof Error ? err.message : err);
-    process.exitCode = 1;
-  });
+  buildBundles()
+    .then(() => buildPlugin(ROOT, join(ROOT, 'dist'), BANNER))
+    .catch((err: unknown) => {
+      console.error(err instanceof Error ? err.message : err);
+      process.exitCode = 1;
+    });
 }

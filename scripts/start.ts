@@ -26,7 +26,13 @@ import { createFunctionMetrics, createLogger, serveApp } from '../shared/http/in
 import type { ServedApp } from '../shared/http/index.js';
 import { createKube, createManifests } from '../shared/kube/index.js';
 import { startPoolSources } from '../local/controlplane/adapter.js';
-import { cachedBinaries, ensureBinaries } from '../local/controlplane/binaries.js';
+import {
+  REPO_ROOT,
+  buildSeconds,
+  cachedBinaries,
+  ensureBinaries,
+} from '../local/controlplane/binaries.js';
+import { DEFAULT_SECONDS, createBuildProgress } from '../local/controlplane/progress.js';
 import { mintCa, mintLeaf } from '../local/controlplane/certs.js';
 import { startControlPlane } from '../local/controlplane/cluster.js';
 import type { ControlPlane } from '../local/controlplane/cluster.js';
@@ -65,11 +71,21 @@ const log = createLogger('vmpool');
  * How long Ctrl-C waits for in-flight requests before closing connections: the kube-apiserver keeps
  * connections to the webhook and the aggregated API open, and nothing here needs a long drain.
  */
-const SHUTDOWN_MS = 2000;
+const SHUTDOWN_MS = 300;
 const say = (line: string): void => {
   log.info(line);
 };
-const stoppers: Array<() => Promise<void> | void> = [];
+/**
+ * What Ctrl-C undoes. Everything but the control plane stops at once, in parallel (each step is
+ * independent: registrations are removed while the API server still runs); the plane goes last.
+ */
+const stoppers: Array<{
+  readonly name: string;
+  readonly plane?: true;
+  readonly run: () => unknown;
+}> = [];
+/** Ctrl-C's budget: past it, whatever is left is killed and the process exits anyway. */
+const STOP_BUDGET_MS = 1500;
 
 async function main(): Promise<void> {
   const t0 = Date.now();
@@ -82,14 +98,19 @@ async function main(): Promise<void> {
       throw new Error(`--kubeconfig ${kubeconfigPath}: no such file`);
   } else {
     say('starting the local control plane (the first run builds it from Go modules: minutes)');
-    const binDir = await ensureBinaries('k8s');
+    const progress = createBuildProgress(process.stderr, { ...DEFAULT_SECONDS, ...buildSeconds() });
+    const binDir = await ensureBinaries('k8s', (l) => {
+      progress.line(l);
+    }).finally(() => {
+      progress.end();
+    });
     cp = await startControlPlane({
       binDir,
       log: (l) => {
         say(`control plane: ${l}`);
       },
     });
-    stoppers.push(() => cp?.stop());
+    stoppers.push({ name: 'control plane', plane: true, run: () => cp?.stop() });
     kubeconfigPath = cp.kubeconfigPath;
   }
   process.env.KUBECONFIG = kubeconfigPath;
@@ -137,8 +158,11 @@ async function main(): Promise<void> {
 
   // HTTPS for the two endpoints the kube-apiserver calls: a CA of our own for this run.
   const pki = mkdtempSync(join(tmpdir(), 'vmpool-start-'));
-  stoppers.push(() => {
-    rmSync(pki, { recursive: true, force: true });
+  stoppers.push({
+    name: 'certificates',
+    run: () => {
+      rmSync(pki, { recursive: true, force: true });
+    },
   });
   const ca = mintCa(pki, 'local-ca', 'vmpool-local-ca');
   const host = `${SCALE_DOWN_SERVICE}.vmpool-local.svc`;
@@ -189,7 +213,7 @@ async function main(): Promise<void> {
       }),
     ],
   ];
-  stoppers.push(() => Promise.all(served.map(([, s]) => s.close())).then(() => undefined));
+  stoppers.push({ name: 'functions', run: () => Promise.all(served.map(([, s]) => s.close())) });
   const ports = Object.fromEntries(
     await Promise.all(served.map(async ([n, s]) => [n, (await s.listening).port] as const)),
   );
@@ -207,11 +231,14 @@ async function main(): Promise<void> {
     });
     const applied: ObjectRef[] = [];
     // Removed on stop, newest first, and only while still vmpool's.
-    stoppers.push(async () => {
-      for (const ref of applied.reverse()) {
-        const problem = await removeOwned(manifests, ref);
-        if (problem !== undefined) log.warn(problem);
-      }
+    stoppers.push({
+      name: 'webhook and APIService',
+      run: async () => {
+        for (const ref of applied.reverse()) {
+          const problem = await removeOwned(manifests, ref);
+          if (problem !== undefined) log.warn(problem);
+        }
+      },
     });
     for (const o of objects) {
       const ref = refOf(o);
@@ -233,7 +260,7 @@ async function main(): Promise<void> {
   let sim: Simulator | undefined;
   if (simulate) {
     sim = startSimulator({ kubeconfigPath, seed: 1 });
-    stoppers.push(() => sim?.stop());
+    stoppers.push({ name: 'simulator', run: () => sim?.stop() });
     say('platform simulator running (VMs become Running, disks Ready)');
   }
 
@@ -253,12 +280,15 @@ async function main(): Promise<void> {
       sink: reconcileUrl,
       name: 'vmpool',
     });
-    stoppers.push(() => Promise.all(adapters.map((a) => a.stop())).then(() => undefined));
+    stoppers.push({ name: 'adapters', run: () => Promise.all(adapters.map((a) => a.stop())) });
     say('Knative ApiServerSource adapters feeding reconcile-pool');
   } else {
     const bridge = startBridge(kc, reconcileUrl, say);
-    stoppers.push(() => {
-      bridge.stop();
+    stoppers.push({
+      name: 'watch bridge',
+      run: () => {
+        bridge.stop();
+      },
     });
     say(
       'the Knative adapter is not built (local/controlplane/build.sh knative): a built-in watch bridge sends the same CloudEvents',
@@ -273,8 +303,11 @@ async function main(): Promise<void> {
     setInterval(tick(reconcileUrl), Number(flags['resync-seconds']) * 1000),
     setInterval(tick(gcUrl), Number(flags['gc-seconds']) * 1000),
   ];
-  stoppers.push(() => {
-    for (const t of timers) clearInterval(t);
+  stoppers.push({
+    name: 'ticks',
+    run: () => {
+      for (const t of timers) clearInterval(t);
+    },
   });
   // Pools that already exist (attaching to a cluster, or taking over the platform's) are in the
   // adapters' initial list, which sends no events: one resync now instead of after the first period.
@@ -293,7 +326,12 @@ async function main(): Promise<void> {
         : 'sample pool not ready after 2 minutes; see the logs',
     );
   }
-  printTryThis(kubeconfigPath, cp?.binDir, local ? group : undefined);
+  printTryThis({
+    kubeconfig: kubeconfigPath,
+    ...(cp === undefined ? {} : { binDir: cp.binDir }),
+    ...(local ? { group } : {}),
+    sample: !flags['no-sample'],
+  });
 }
 
 /** What the operator can do when an object of vmpool's name is somebody else's, by kind. */
@@ -320,20 +358,50 @@ async function waitReady(kube: ReturnType<typeof createKube>, deadline: number):
   return false;
 }
 
-function printTryThis(kubeconfig: string, binDir: string | undefined, group?: string): void {
-  const k = binDir === undefined ? 'kubectl' : join(binDir, 'kubectl');
+/** What the closing hints are about: only what this run actually started. */
+interface Started {
+  readonly kubeconfig: string;
+  /** The control plane's own kubectl (embedded plane), else the one on PATH. */
+  readonly binDir?: string;
+  /** The scaledownwith group, when the API server can reach this process. */
+  readonly group?: string;
+  /** The sample pool was created. */
+  readonly sample: boolean;
+}
+
+function printTryThis(run: Started): void {
+  const k = run.binDir === undefined ? 'kubectl' : join(run.binDir, 'kubectl');
+  const ns = SAMPLE_NAMESPACE;
+  const plugin = join(REPO_ROOT, 'dist', 'kubectl-vmpool.mjs');
   const lines = [
     '',
     'vmpool is running. In another shell:',
-    `  export KUBECONFIG=${kubeconfig}`,
-    `  ${k} get vmpool,vm,vd -n ${SAMPLE_NAMESPACE}`,
-    `  ${k} scale virtualmachinepool/runners -n ${SAMPLE_NAMESPACE} --replicas=5`,
-    `  ${k} delete vm -n ${SAMPLE_NAMESPACE} <one of the VMs>      # replaced under a fresh name`,
-    ...(group !== undefined
+    `  export KUBECONFIG=${run.kubeconfig}`,
+    ...(run.sample
       ? [
-          `  echo '{"targets": ["<a VM name>"]}' | ${k} create --raw ${scaleDownWithPath(group, SAMPLE_NAMESPACE, 'runners')} -f -`,
+          `  ${k} get vmpool,vm,vd -n ${ns}`,
+          `  ${k} scale virtualmachinepool/runners -n ${ns} --replicas=5`,
+          `  ${k} delete vm -n ${ns} <one of the VMs>      # replaced under a fresh name`,
+          ...(run.group === undefined
+            ? []
+            : [
+                `  echo '{"targets": ["<a VM name>"]}' | ${k} create --raw ${scaleDownWithPath(run.group, ns, 'runners')} -f -`,
+              ]),
         ]
-      : []),
+      : [
+          `  ${k} get vmpool,vm,vd -A`,
+          `  ${k} apply -f <a pool manifest>      # the user guide's examples work as they are`,
+        ]),
+    ...(existsSync(plugin)
+      ? [
+          `  export PATH=${join(REPO_ROOT, 'dist', 'bin')}:$PATH      # the kubectl plugin`,
+          run.sample
+            ? `  ${k} vmpool status runners -n ${ns}; ${k} vmpool victims runners -n ${ns} --count 2`
+            : `  ${k} vmpool status <pool> -n <namespace>`,
+        ]
+      : [
+          '  (npm run build also makes the kubectl plugin: kubectl vmpool status|victims|scale-down-with)',
+        ]),
     'Ctrl-C stops everything.',
     '',
   ];
@@ -344,14 +412,26 @@ let stopping = false;
 async function stop(code: number): Promise<void> {
   if (stopping) return;
   stopping = true;
+  const t0 = performance.now();
   say('stopping');
-  for (const s of stoppers.reverse()) {
+  // Past the budget nothing is waited for: the plane's processes are in groups of their own that a
+  // SIGKILL ends, and the exit hook of the plane kills them too.
+  setTimeout(() => {
+    log.warn(`stop took longer than ${STOP_BUDGET_MS} ms: exiting anyway`);
+    process.exit(code);
+  }, STOP_BUDGET_MS).unref();
+  const timed = async (step: (typeof stoppers)[number]): Promise<void> => {
+    const t = performance.now();
     try {
-      await s();
+      await step.run();
     } catch (err) {
-      log.warn({ err: String(err) }, 'stop step failed');
+      log.warn({ err: String(err) }, `stopping the ${step.name} failed`);
     }
-  }
+    log.debug(`stopped the ${step.name} in ${Math.round(performance.now() - t)} ms`);
+  };
+  await Promise.all(stoppers.filter((s) => s.plane !== true).map(timed));
+  for (const s of stoppers.filter((x) => x.plane === true)) await timed(s);
+  say(`stopped in ${Math.round(performance.now() - t0)} ms`);
   process.exit(code);
 }
 process.on('SIGINT', () => void stop(0));

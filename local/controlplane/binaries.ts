@@ -4,6 +4,7 @@
  * @module
  */
 import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -32,15 +33,19 @@ const REQUIRED: Record<Part, string[]> = {
 };
 
 /**
- * Runs build.sh for `part` (a no-op when cached; progress goes to our stderr) and returns the bin
- * directory it prints as `<part>=<dir>`.
+ * Runs build.sh for `part` (a no-op when cached) and returns the bin directory it prints as
+ * `<part>=<dir>`. Its progress goes to our stderr, or line by line to `onLine`.
  */
-export async function ensureBinaries(part: Part): Promise<string> {
+export async function ensureBinaries(part: Part, onLine?: (line: string) => void): Promise<string> {
   const script = join(CONTROLPLANE_DIR, 'build.sh');
   const out = await new Promise<string>((ok, fail) => {
-    const child = spawn('bash', [script, part], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn('bash', [script, part], {
+      stdio: ['ignore', 'pipe', onLine === undefined ? 'inherit' : 'pipe'],
+    });
     let buf = '';
-    child.stdout.on('data', (d: Buffer) => (buf += d.toString()));
+    child.stdout?.on('data', (d: Buffer) => (buf += d.toString()));
+    if (onLine !== undefined && child.stderr !== null)
+      createInterface({ input: child.stderr }).on('line', onLine);
     child.on('error', fail);
     child.on('exit', (code) => {
       if (code === 0) ok(buf);
@@ -70,4 +75,16 @@ export function cachedBinaries(part: Part): string | undefined {
     .slice(0, 16);
   const dir = join(cacheRoot(), `${part}-${key}`);
   return existsSync(join(dir, '.complete')) ? join(dir, 'bin') : undefined;
+}
+
+/** Seconds each binary took in the builds so far (the latest per binary), for progress estimates. */
+export function buildSeconds(): Record<string, number> {
+  const file = join(cacheRoot(), 'build-seconds.tsv');
+  if (!existsSync(file)) return {};
+  const out: Record<string, number> = {};
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const [name, secs] = line.split('\t');
+    if (name !== undefined && name !== '' && Number(secs) > 0) out[name] = Number(secs);
+  }
+  return out;
 }

@@ -51,6 +51,8 @@ build_part() {
     local t0=$SECONDS
     (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w$ldflags" -o "$tmp/bin/$name" "$t")
     log "$part: [$n/$total] $name done in $((SECONDS-t0))s ($(du -h "$tmp/bin/$name" | cut -f1))"
+    # Kept for the next build's estimates (npm start shows how long is left).
+    printf '%s\t%s\n' "$name" "$((SECONDS-t0))" >> "$cache_root/build-seconds.tsv"
   done
   date -u +%FT%TZ > "$tmp/.complete"
   rm -rf "$out"; mv "$tmp" "$out"

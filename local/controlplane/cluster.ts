@@ -101,14 +101,15 @@ function get(url: string, certs?: ControlPlaneCerts): Promise<Answer> {
   });
 }
 
-/** Stops PIDs in the given order; used by stop() and by the CLI from a state file. */
+/**
+ * Stops PIDs all at once (a throwaway plane needs no orderly shutdown, and one after another took
+ * seconds); used by stop() and by the CLI from a state file.
+ */
 export async function stopPids(pids: readonly number[], binDir?: string): Promise<void> {
-  for (const pid of pids) {
-    // PIDs recorded by an earlier run may have been reused (pid_max is small here): only signal a
-    // process that still runs one of our binaries.
-    if (binDir !== undefined && !runsFrom(pid, binDir)) continue;
-    await stopPid(pid);
-  }
+  // PIDs recorded by an earlier run may have been reused (pid_max is small here): only signal a
+  // process that still runs one of our binaries.
+  const ours = pids.filter((pid) => binDir === undefined || runsFrom(pid, binDir));
+  await Promise.all(ours.map((pid) => stopPid(pid)));
 }
 
 /** True when the process's executable lives in `dir` (false when it is gone or unreadable). */

@@ -54,6 +54,11 @@ export interface Manifests {
   apply(obj: object, opts?: ApplyOptions): Promise<Outcome<StoredObject>>;
   /** Deletes with a uid precondition, so a successor of the same name is never hit. */
   remove(ref: ObjectRef, pre: Preconditions): Promise<Outcome<undefined>>;
+  /**
+   * A JSON request by path, for what no model covers: discovery, events, an aggregated API's
+   * subresources. The answer is the parsed JSON body; a refusal is the Status's reason and words.
+   */
+  request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<Outcome<unknown>>;
 }
 
 /** The path of an object (or of its collection when `name` is empty). */
@@ -133,10 +138,20 @@ export function createManifests(kc: KubeConfig, opts: ManifestsOptions = {}): Ma
     const path = pathOf(ref);
     if (path === undefined)
       return failure('invalid', NO_HTTP_STATUS, `${describeRef(ref)}: not a kind vmpool installs`);
+    return callPath(method, `${path}${query}`, parse, body, type);
+  }
+
+  async function callPath<T>(
+    method: string,
+    path: string,
+    parse: (raw: unknown) => Outcome<T>,
+    body?: string,
+    type?: string,
+  ): Promise<Outcome<T>> {
     for (let attempt = 1; ; attempt++) {
       let out: Outcome<T>;
       try {
-        const res = await send(method, `${path}${query}`, body, type);
+        const res = await send(method, path, body, type);
         if (res.status >= 200 && res.status < 300) {
           let raw: unknown;
           try {
@@ -172,6 +187,13 @@ export function createManifests(kc: KubeConfig, opts: ManifestsOptions = {}): Ma
     };
 
   return {
+    request: (method, path, body) =>
+      callPath(
+        method,
+        path,
+        (raw): Outcome<unknown> => ({ ok: true, value: raw }),
+        body === undefined ? undefined : JSON.stringify(body),
+      ),
     get: (ref) => call('GET', ref, '', stored(ref)),
     apply(obj, applyOpts = {}) {
       const ref = refOf(obj);

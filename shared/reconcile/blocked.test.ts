@@ -21,7 +21,7 @@ interface Server {
 }
 
 /** One pool in memory; `prune` drops status.intent on write, `refuseCreates` answers 403. */
-function server(o: { prune?: boolean; refuseCreates?: boolean }): Server {
+function server(o: { prune?: boolean; refuseCreates?: boolean; quota?: boolean }): Server {
   let current = pool({ replicas: 2, virtualDiskTemplates: [] });
   let rv = 100;
   let writes = 0;
@@ -60,7 +60,10 @@ function server(o: { prune?: boolean; refuseCreates?: boolean }): Server {
           ok: false,
           reason: 'forbidden',
           code: 403,
-          message: `virtualmachines "${vm.metadata.name ?? ''}" is forbidden: cannot set blockOwnerDeletion`,
+          message:
+            o.quota === true
+              ? `virtualmachines "${vm.metadata.name ?? ''}" is forbidden: exceeded quota: vms, requested: count/virtualmachines.virtualization.deckhouse.io=1, used: 2, limited: 2`
+              : `virtualmachines "${vm.metadata.name ?? ''}" is forbidden: cannot set blockOwnerDeletion`,
         });
       const stored = { ...vm, metadata: { ...vm.metadata, uid: `uid-${vms.length}` } };
       vms.push(stored);
@@ -146,5 +149,13 @@ describe('reconcilePool on a 403', () => {
     await reconcilePool(deps(s.kube), 'ci', 'runners');
     expect(s.stored().metadata.resourceVersion).toBe(rv);
     expect(s.events.filter((e) => e.reason === FORBIDDEN)).toHaveLength(1);
+  });
+
+  it('a 403 of admission (a quota) is a failure of the object, not a missing grant: no Forbidden', async () => {
+    const s = server({ refuseCreates: true, quota: true });
+    const out = await reconcilePool(deps(s.kube), 'ci', 'runners');
+    expect(out.kind).toBe('failed');
+    expect(blockingCondition(s.stored().status)).toBeUndefined();
+    expect(s.events.filter((e) => e.reason === FORBIDDEN)).toEqual([]);
   });
 });

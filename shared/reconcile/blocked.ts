@@ -13,6 +13,7 @@ import {
   blockedStatus,
   forbiddenMessage,
   intentPersisted,
+  refusedByRbac,
 } from '../domain/index.js';
 import type { Failure, Kube } from '../kube/index.js';
 import { NO_HTTP_STATUS } from '../kube/index.js';
@@ -94,7 +95,9 @@ export async function reportRefused(
   pool: VirtualMachinePool,
   failures: Failure[],
 ): Promise<Blocked> {
-  const refused = failures.find((f) => f.reason === 'forbidden');
+  // A 403 of admission (a quota, a policy) refuses the object, not vmpool: its Event says so, and
+  // blaming a missing grant would send the operator the wrong way.
+  const refused = failures.find((f) => f.reason === 'forbidden' && refusedByRbac(f.message));
   if (refused !== undefined) {
     const message = forbiddenMessage('reconcile-pool', refused.message);
     deps.log.error(

@@ -14,7 +14,15 @@ import {
   startApiserverFacing,
   type ApiserverFacing,
 } from './apiserver-facing.js';
-import { cluster, create, dropNamespace, eventually, newNamespace, read } from './harness.js';
+import {
+  cluster,
+  create,
+  dropNamespace,
+  eventMessages,
+  eventually,
+  newNamespace,
+  read,
+} from './harness.js';
 import { members as readMembers, type Member } from './members.js';
 import { startStack, type Stack } from './stack.js';
 
@@ -76,21 +84,7 @@ async function status(pool: string): Promise<Record<string, unknown>> {
   return ((await read('virtualmachinepools', ns, pool))?.status ?? {}) as Record<string, unknown>;
 }
 
-async function events(reason: string): Promise<string[]> {
-  const out = JSON.parse(
-    await cluster().kubectl([
-      'get',
-      'events',
-      '-n',
-      ns,
-      '--field-selector',
-      `reason=${reason}`,
-      '-o',
-      'json',
-    ]),
-  ) as { items: Array<{ message?: string; note?: string }> };
-  return out.items.map((e) => e.message ?? e.note ?? '');
-}
+const events = (reason: string) => eventMessages(ns, reason);
 
 const scale = (pool: string, n: number) =>
   kubectl(['scale', `virtualmachinepool/${pool}`, `--replicas=${String(n)}`]);

@@ -142,3 +142,20 @@ export async function functionKube(name: FunctionName, opts: KubeOptions = {}): 
   const { info } = cluster();
   return createKube(await serviceAccountKubeConfig(info, name), opts);
 }
+
+/** The messages of the Events of `reason` in a namespace, as `kubectl get events` lists them. */
+export async function eventMessages(namespace: string, reason: string): Promise<string[]> {
+  const out = JSON.parse(
+    await cluster().kubectl([
+      'get',
+      'events',
+      '-n',
+      namespace,
+      '--field-selector',
+      `reason=${reason}`,
+      '-o',
+      'json',
+    ]),
+  ) as { items: Array<{ message?: string; note?: string }> };
+  return out.items.map((e) => e.message ?? e.note ?? '');
+}

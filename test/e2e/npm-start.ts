@@ -155,6 +155,7 @@ export function stoppedCleanly(run: NpmStart, ended: number | string): boolean {
   return (
     (ended === 0 || ended === 'SIGINT') &&
     log.includes('"msg":"stopping"') &&
-    !log.includes('stop step failed')
+    !/"msg":"stopping the [^"]* failed"/.test(log) &&
+    !log.includes('exiting anyway')
   );
 }

@@ -8,7 +8,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../local/controlplane/binaries.js';
 import { parseManifests } from '../../local/controlplane/crds.js';
 import { keys } from '../../shared/api/index.js';
-import { cluster, create, dropNamespace, eventually, newNamespace, read } from './harness.js';
+import {
+  cluster,
+  create,
+  dropNamespace,
+  eventMessages,
+  eventually,
+  newNamespace,
+  read,
+} from './harness.js';
 import { listObjects, members as readMembers, type Member } from './members.js';
 import { smallPool } from '../../local/guide.js';
 import { startStack, type Stack } from './stack.js';
@@ -332,6 +340,82 @@ describe('reconcile-pool end to end', () => {
       return cache.length === 2 ? cache : undefined;
     });
     expect(left.map((d) => d.name)).toContain(kept!.refs[1]);
+    const collected = (await eventMessages(ns, 'DiskCollected')).filter((m) =>
+      m.includes('free for longer than its template ttl'),
+    );
+    expect(collected.length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a disk create the API server refuses leaves a FailedCreate Event in its words', async () => {
+    // The API server's own admission (a ValidatingAdmissionPolicy, no webhook) refuses every disk
+    // create in this namespace.
+    const name = `no-disks-${ns}`;
+    const policy = [
+      {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicy',
+        metadata: { name },
+        spec: {
+          failurePolicy: 'Fail',
+          matchConstraints: {
+            resourceRules: [
+              {
+                apiGroups: ['virtualization.deckhouse.io'],
+                apiVersions: ['*'],
+                operations: ['CREATE'],
+                resources: ['virtualdisks'],
+              },
+            ],
+          },
+          validations: [{ expression: 'false', message: 'no disks in this namespace' }],
+        },
+      },
+      {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicyBinding',
+        metadata: { name },
+        spec: {
+          policyName: name,
+          validationActions: ['Deny'],
+          matchResources: {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
+          },
+        },
+      },
+    ];
+    await cluster().applyManifest(policy);
+    try {
+      await eventually('the policy in force', async () => {
+        try {
+          await create('virtualdisks', ns, {
+            kind: 'VirtualDisk',
+            metadata: { name: 'probe' },
+            spec: { persistentVolumeClaim: { size: '1Gi' } },
+          });
+          await kubectl(['delete', 'vd', 'probe', '--wait=false']);
+          return undefined;
+        } catch {
+          return true;
+        }
+      });
+      await create(
+        'virtualmachinepools',
+        ns,
+        pool('refused', (p) => (p.spec.replicas = 1)),
+      );
+      const failed = await eventually('a FailedCreate Event for a disk', async () => {
+        const all = await eventMessages(ns, 'FailedCreate');
+        return all.find((m) => m.startsWith('Failed to create VirtualDisk "refused-cache-'));
+      });
+      expect(failed).toContain('no disks in this namespace');
+    } finally {
+      await cluster().kubectl([
+        'delete',
+        'validatingadmissionpolicybinding,validatingadmissionpolicy',
+        name,
+      ]);
+      await kubectl(['delete', 'virtualmachinepool', 'refused', '--wait=false']);
+    }
   });
 
   it(
@@ -392,10 +476,13 @@ describe('reconcile-pool end to end', () => {
       '-p',
       '[{"op":"replace","path":"/spec/virtualDiskTemplates/1/spec/persistentVolumeClaim/size","value":"2Gi"}]',
     ]);
-    await eventually('the cache disk at 2Gi', async () => {
+    const grown = await eventually('the cache disk at 2Gi', async () => {
       const d = (await disks('grow')).find((x) => x.template === 'cache');
       return d?.size === '2Gi' ? d : undefined;
     });
+    expect(await eventMessages(ns, 'DiskSizeGrown')).toContain(
+      `Grew VirtualDisk "${grown.name}" to 2Gi, the size of its template.`,
+    );
     await kubectl([
       'patch',
       'virtualmachinepool/grow',

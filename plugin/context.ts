@@ -1,0 +1,107 @@
+/**
+ * What every command of the plugin shares: the cluster as kubectl's flags pick it, the funnel to
+ * it, and kubectl's ways of printing objects and errors.
+ * @module
+ */
+import { KubeConfig } from '@kubernetes/client-node';
+import { stringify } from 'yaml';
+import type { Kube, Manifests, Outcome } from '../shared/kube/index.js';
+import { createKube, createManifests } from '../shared/kube/index.js';
+
+/** kubectl's global flags the plugin honours. */
+export interface GlobalFlags {
+  readonly kubeconfig?: string;
+  readonly context?: string;
+  readonly namespace?: string;
+  readonly output?: string;
+}
+
+/** A command's view of the cluster. */
+export interface Ctx {
+  readonly kube: Kube;
+  readonly raw: Manifests;
+  readonly namespace: string;
+  readonly output: 'table' | 'json' | 'yaml';
+  readonly out: (line: string) => void;
+}
+
+/** A failure the plugin reports as kubectl does, and the exit code that goes with it. */
+export class CliError extends Error {}
+
+/** The cluster, credentials and namespace as kubectl would choose them from the same flags. */
+export function contextOf(flags: GlobalFlags, out: (line: string) => void): Ctx {
+  const kc = new KubeConfig();
+  if (flags.kubeconfig !== undefined) kc.loadFromFile(flags.kubeconfig);
+  else kc.loadFromDefault();
+  if (flags.context !== undefined) {
+    if (kc.getContextObject(flags.context) === null)
+      throw new CliError(`error: context "${flags.context}" does not exist`);
+    kc.setCurrentContext(flags.context);
+  }
+  const namespace =
+    flags.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
+  const output = flags.output ?? 'table';
+  if (output !== 'table' && output !== 'json' && output !== 'yaml')
+    throw new CliError(
+      `error: unable to match a printer suitable for the output format "${output}", allowed formats are: json,yaml`,
+    );
+  return {
+    kube: createKube(kc, { retry: { attempts: 2 } }),
+    raw: createManifests(kc),
+    namespace,
+    output,
+    out,
+  };
+}
+
+/** The value, or the API server's refusal in its own words (`Error from server (NotFound): …`). */
+export function must<T>(o: Outcome<T>): T {
+  if (o.ok) return o.value;
+  const reason = REASONS[o.code] ?? o.reason;
+  throw new CliError(
+    o.code === 0 ? `error: ${o.message}` : `Error from server (${reason}): ${o.message}`,
+  );
+}
+
+const REASONS: Readonly<Record<number, string>> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  409: 'Conflict',
+  422: 'Invalid',
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+};
+
+/** Prints an object as -o json or -o yaml asked; false when a table is wanted instead. */
+export function printObject(ctx: Ctx, obj: unknown): boolean {
+  if (ctx.output === 'json') ctx.out(JSON.stringify(obj, null, 2));
+  else if (ctx.output === 'yaml') ctx.out(stringify(obj).trimEnd());
+  else return false;
+  return true;
+}
+
+/** Rows as kubectl prints them: columns padded to the widest cell, three spaces apart. */
+export function table(rows: readonly (readonly string[])[]): string[] {
+  const widths: number[] = [];
+  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
+  return rows.map((r) =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd((widths[i] ?? 0) + 3)))
+      .join('')
+      .trimEnd(),
+  );
+}
+
+/** An age as kubectl shows it: 42s, 7m, 3h, 5d. */
+export function age(since: string | undefined, now: Date): string {
+  const t = since === undefined ? NaN : Date.parse(since);
+  if (Number.isNaN(t)) return '<unknown>';
+  const s = Math.max(0, Math.floor((now.getTime() - t) / 1000));
+  if (s < 120) return `${String(s)}s`;
+  if (s < 120 * 60) return `${String(Math.floor(s / 60))}m`;
+  if (s < 48 * 3600) return `${String(Math.floor(s / 3600))}h`;
+  return `${String(Math.floor(s / 86400))}d`;
+}

@@ -1,0 +1,103 @@
+/**
+ * `kubectl vmpool status POOL`: the pool's counts and conditions, one line per member, then the
+ * pool's recent Events.
+ * @module
+ */
+import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../shared/api/index.js';
+import { AWAITING_RESTART, keys } from '../shared/api/index.js';
+import { diskRefs, isTerminating, membersOf, selectorOf } from '../shared/domain/index.js';
+import type { Ctx } from './context.js';
+import { age, must, printObject, table } from './context.js';
+
+/** An Event about the pool, as the core API lists it. */
+export interface PoolEvent {
+  readonly type?: string;
+  readonly reason?: string;
+  readonly message?: string;
+  readonly lastTimestamp?: string;
+  readonly eventTime?: string;
+  readonly metadata?: { readonly creationTimestamp?: string };
+}
+
+/** How many of the newest Events are shown. */
+const EVENTS = 10;
+
+/** The lines `status` prints (pure, so the layout is tested without a cluster). */
+export function statusLines(
+  pool: VirtualMachinePool,
+  vms: readonly VirtualMachine[],
+  events: readonly PoolEvent[],
+  now: Date,
+): string[] {
+  const s = pool.status ?? {};
+  const extra = s as Record<string, unknown>;
+  const count = (k: string): string => String(Number(extra[k] ?? 0));
+  const lines = [
+    `VirtualMachinePool ${pool.metadata.namespace ?? ''}/${pool.metadata.name ?? ''} (${pool.spec.scaleDownPolicy})`,
+    `Replicas:  ${String(pool.spec.replicas ?? 0)} desired, ${String(s.replicas ?? 0)} current, ${String(s.readyReplicas ?? 0)} ready, ${String(s.updatedReplicas ?? 0)} updated, ${String(s.restartPendingReplicas ?? 0)} restart pending`,
+    `Fleet:     ${count('protectedReplicas')} protected, ${count('drainingReplicas')} draining, ${count('standbyReplicas')} standby`,
+    'Conditions:',
+    ...(s.conditions ?? []).map(
+      (c) =>
+        `  ${c.type}=${c.status}${c.reason ? ` ${c.reason}` : ''}${c.message ? `: ${c.message}` : ''}`,
+    ),
+    '',
+  ];
+  const hash = s.desiredTemplateHash;
+  const members = membersOf(pool, vms).toSorted((a, b) =>
+    (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''),
+  );
+  const rows = members.map((m) => {
+    const a = m.metadata.annotations ?? {};
+    const flags = [
+      a[keys.protected] === 'true' ? 'protected' : '',
+      a[keys.drainRequested] !== undefined ? 'draining' : '',
+      m.metadata.labels?.['vmpool.virtualization.deckhouse.io/standby'] === 'true' ? 'standby' : '',
+      isTerminating(m) ? 'terminating' : '',
+    ].filter((f) => f !== '');
+    const restart = m.status?.conditions?.find((c) => c.type === AWAITING_RESTART)?.status;
+    return [
+      m.metadata.name ?? '',
+      m.status?.phase ?? '<none>',
+      hash !== undefined && m.metadata.labels?.[keys.templateHash] === hash ? 'yes' : 'no',
+      restart === 'True' ? 'yes' : 'no',
+      diskRefs(m).join(',') || '<none>',
+      age(m.metadata.creationTimestamp, now),
+      flags.join(',') || '-',
+    ];
+  });
+  lines.push(
+    ...table([['MEMBER', 'PHASE', 'CURRENT', 'RESTART-PENDING', 'DISKS', 'AGE', 'FLAGS'], ...rows]),
+    '',
+    'Events:',
+  );
+  const when = (e: PoolEvent): string =>
+    e.lastTimestamp ?? e.eventTime ?? e.metadata?.creationTimestamp ?? '';
+  const recent = events.toSorted((a, b) => when(a).localeCompare(when(b))).slice(-EVENTS);
+  if (recent.length === 0) lines.push('  <none>');
+  lines.push(
+    ...table(
+      recent.map((e) => [`  ${age(when(e), now)}`, e.type ?? '', e.reason ?? '', e.message ?? '']),
+    ),
+  );
+  return lines;
+}
+
+/** Reads the pool, its members and its Events, and prints them. */
+export async function status(ctx: Ctx, name: string, now: Date): Promise<void> {
+  const pool = must(await ctx.kube.getPool(ctx.namespace, name));
+  const selector = selectorOf(pool);
+  const [vms, disks, events] = await Promise.all([
+    ctx.kube.listVms(ctx.namespace, selector),
+    ctx.kube.listDisks(ctx.namespace, selector),
+    ctx.raw.request(
+      'GET',
+      `/api/v1/namespaces/${encodeURIComponent(ctx.namespace)}/events?fieldSelector=${encodeURIComponent(`involvedObject.kind=VirtualMachinePool,involvedObject.name=${name}`)}`,
+    ),
+  ]);
+  const items = (must(events) as { items?: PoolEvent[] }).items ?? [];
+  const members = membersOf(pool, must(vms));
+  const poolDisks: VirtualDisk[] = must(disks);
+  if (printObject(ctx, { pool, members, disks: poolDisks, events: items })) return;
+  for (const line of statusLines(pool, members, items, now)) ctx.out(line);
+}
