@@ -6,7 +6,7 @@
  * @module
  */
 import { build } from 'esbuild';
-import type { Metafile } from 'esbuild';
+import type { Metafile, Plugin } from 'esbuild';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -37,6 +37,30 @@ export const BANNER =
  * loaded; declaring them makes that explicit instead of esbuild's silent fallback.
  */
 export const OPTIONAL_PEERS = ['bufferutil', 'utf-8-validate', 'encoding'] as const;
+
+/**
+ * zod re-exports every locale (`z.locales`, ~60 languages, two thirds of zod's bytes in a bundle)
+ * from a namespace object, which tree shaking cannot split. vmpool speaks English only (zod sets it
+ * by default from its own en.js, which stays); every start paid for parsing and compiling the rest.
+ */
+export const zodEnglishOnly: Plugin = {
+  name: 'zod-english-only',
+  setup(b) {
+    b.onResolve({ filter: /\/locales\/index\.js$/ }, (args) =>
+      /[\\/]zod[\\/]/.test(args.importer)
+        ? {
+            path: 'english-only',
+            namespace: 'zod-locales',
+            pluginData: join(dirname(args.importer), '..', 'locales', 'en.js'),
+          }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'zod-locales' }, (args) => ({
+      contents: `export { default as en } from ${JSON.stringify(String(args.pluginData))};`,
+      resolveDir: ROOT,
+    }));
+  },
+};
 
 /** One built bundle. */
 export interface BuiltBundle {
@@ -82,6 +106,7 @@ export async function buildBundles(opts: BuildOptions = {}): Promise<BuiltBundle
       legalComments: 'eof',
       banner: { js: BANNER },
       external: [...OPTIONAL_PEERS],
+      plugins: [zodEnglishOnly],
       logLevel: 'warning',
     });
     if (result.errors.length > 0) throw new Error(`esbuild failed for ${name}`);
@@ -178,6 +203,14 @@ const invokedDirectly =
 if (invokedDirectly) {
   buildBundles()
     .then(() => buildPlugin(ROOT, join(ROOT, 'dist'), BANNER))
+    .then(async () => {
+      if (!process.argv.includes('--snapshot')) return;
+      const { buildSnapshot } = await import('./snapshot.js');
+      const s = await buildSnapshot(join(ROOT, 'dist'));
+      console.log(
+        `reconcile-pool   ${relative(ROOT, s.blob)}  ${(s.bytes / 2 ** 20).toFixed(1)} MiB`,
+      );
+    })
     .catch((err: unknown) => {
       console.error(err instanceof Error ? err.message : err);
       process.exitCode = 1;
