@@ -11,6 +11,7 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { readFileSync, readdirSync } from 'node:fs';
 import { API_VERSION, GROUP, VERSION } from '../shared/api/index.js';
 import type { VirtualMachinePool } from '../shared/api/index.js';
 import { smallPool } from '../local/guide.js';
@@ -124,3 +125,34 @@ export const median = (xs: readonly number[]): number => percentile(xs, 50);
 
 /** Sleeps. */
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** CPU time in ms a process has used (all its threads, from /proc/<pid>/task/<tid>/schedstat). */
+export function processCpuMs(pid: number): number {
+  let ns = 0;
+  try {
+    for (const t of readdirSync(`/proc/${pid}/task`))
+      ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+  } catch {
+    return 0;
+  }
+  return ns / 1e6;
+}
+
+/** CPU ms per group of processes, read now; `cpuSince` turns two readings into what a run used. */
+export function cpuReading(
+  groups: Readonly<Record<string, readonly number[]>>,
+): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(groups).map(([k, pids]) => [k, pids.reduce((a, p) => a + processCpuMs(p), 0)]),
+  );
+}
+
+/** What each group used between two readings, in ms. */
+export function cpuSince(
+  before: Readonly<Record<string, number>>,
+  after: Readonly<Record<string, number>>,
+): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(after).map(([k, v]) => [k, Math.round(v - (before[k] ?? 0))]),
+  );
+}

@@ -79,6 +79,13 @@ interface ScaleSummary {
   readonly events: number;
   readonly requests: number;
   readonly convergedReplicas: number;
+  /** Median CPU ms per part of the machine, vmpool's run and the raw loop's. */
+  readonly cpu: { readonly vmpool: Record<string, number>; readonly raw: Record<string, number> };
+}
+
+function medianCpu(runs: ReadonlyArray<Record<string, number>>): Record<string, number> {
+  const keys = Object.keys(runs[0] ?? {});
+  return Object.fromEntries(keys.map((k) => [k, median(runs.map((r) => r[k] ?? 0))]));
 }
 
 function summarize(r: ScaleResult): ScaleSummary {
@@ -91,6 +98,10 @@ function summarize(r: ScaleResult): ScaleSummary {
     events: median(r.runs.map((x) => x.events)),
     requests: median(r.runs.map((x) => x.requests)),
     convergedReplicas: r.convergedReplicas,
+    cpu: {
+      vmpool: medianCpu(r.runs.map((x) => x.cpu.vmpool)),
+      raw: medianCpu(r.runs.map((x) => x.cpu.raw)),
+    },
   };
 }
 
@@ -123,6 +134,14 @@ function scaleRows(s: ScaleSummary): Row[] {
       figure: 'events, requests during scale-up',
       value: `${s.events}, ${s.requests}`,
       goal: '',
+    },
+    {
+      bench: '',
+      figure: 'CPU ms, vmpool / raw: API server, etcd, adapters, bench process',
+      value: Object.keys(s.cpu.vmpool)
+        .map((k) => `${s.cpu.vmpool[k] ?? 0}/${s.cpu.raw[k] ?? 0}`)
+        .join(', '),
+      goal: 'what bounds it',
     },
   ];
   if (s.n >= 1000)

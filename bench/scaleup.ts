@@ -11,7 +11,15 @@ import { plan } from '../shared/domain/index.js';
 import { createKube } from '../shared/kube/index.js';
 import { runBounded } from '../shared/reconcile/index.js';
 import type { BenchPlane } from './plane.js';
-import { benchPool, benchReplicaSet, clients, paths, sleep } from './objects.js';
+import {
+  benchPool,
+  benchReplicaSet,
+  clients,
+  cpuReading,
+  cpuSince,
+  paths,
+  sleep,
+} from './objects.js';
 import type { Stack } from './stack.js';
 import { watchCollection } from './watch.js';
 
@@ -27,6 +35,8 @@ export interface ScaleRun {
   /** CloudEvents delivered to reconcile-pool during the vmpool run, and its API requests. */
   readonly events: number;
   readonly requests: number;
+  /** CPU ms each part of the machine used during the vmpool run and the raw run. */
+  readonly cpu: { readonly vmpool: Record<string, number>; readonly raw: Record<string, number> };
 }
 
 /** vmpool 0→n in a watched namespace. */
@@ -177,10 +187,20 @@ export async function scaleUp(
     const raw = `bench-raw-${n}-${r}`;
     const rs = `bench-rs-${n}-${r}`;
     for (const ns of [up, raw, rs]) await c.namespace(ns);
+    const groups = {
+      'kube-apiserver': [plane.cp.pids['kube-apiserver'] ?? 0],
+      etcd: [plane.cp.pids.etcd ?? 0],
+      adapters: stack.adapterPids,
+      'bench process (reconcile-pool, watches, loop)': [process.pid],
+    };
+    const c0 = cpuReading(groups);
     const v = await vmpoolRun(plane, stack, up, n);
+    const c1 = cpuReading(groups);
     convergedReplicas = (await c.getPool(up, 'p')).status?.replicas ?? 0;
     await sleep(500);
+    const c2 = cpuReading(groups);
     const rawMs = await rawRun(plane, raw, n, best);
+    const c3 = cpuReading(groups);
     await sleep(500);
     const rsMs = await replicaSetRun(plane, rs, n);
     await sleep(500);
@@ -190,9 +210,10 @@ export async function scaleUp(
       replicaSet: rsMs,
       events: v.events,
       requests: v.requests,
+      cpu: { vmpool: cpuSince(c0, c1), raw: cpuSince(c2, c3) },
     };
     log(
-      `scale-up N=${n} rep ${r + 1}/${reps}: vmpool ${v.ms.toFixed(0)} ms, raw (${best} in flight) ${rawMs.toFixed(0)} ms, ReplicaSet ${rsMs.toFixed(0)} ms (${v.events} events, ${v.requests} requests)`,
+      `scale-up N=${n} rep ${r + 1}/${reps}: vmpool ${v.ms.toFixed(0)} ms, raw (${best} in flight) ${rawMs.toFixed(0)} ms, ReplicaSet ${rsMs.toFixed(0)} ms (${v.events} events, ${v.requests} requests); CPU ms vmpool ${JSON.stringify(run.cpu.vmpool)} raw ${JSON.stringify(run.cpu.raw)}`,
     );
     runs.push(run);
   }

@@ -23,6 +23,8 @@ export interface Mark {
 
 /** A running reconcile-pool with its event sources. */
 export interface Stack {
+  /** Process ids of the adapters (for CPU accounting). */
+  readonly adapterPids: readonly number[];
   /** Deliveries and answered requests since `since` (performance.now()), in order. */
   marks(since: number): Mark[];
   readonly kube: Kube;
@@ -103,6 +105,7 @@ export async function startStack(
   });
   return {
     kube,
+    adapterPids: adapters.map((a) => a.pid),
     marks: (since) => marks.filter((m) => m.at >= since),
     delivered: () => delivered,
     redelivered: () => redelivered,
