@@ -29,6 +29,9 @@ import type { ResyncResult } from './resync.js';
 import { scaleNamespaces, scaleUp } from './scaleup.js';
 import type { ScaleResult } from './scaleup.js';
 import { startStack } from './stack.js';
+import type { StandbyRun } from './standby.js';
+import { standbyBench, standbyNamespaces, standbyRows } from './standby.js';
+import type { BenchPlane } from './plane.js';
 
 const quick = process.argv.includes('--quick');
 const cfg = quick
@@ -40,6 +43,7 @@ const cfg = quick
       resyncPools: 200,
       gcPools: 500,
       ticks: 2,
+      standbyScale: 0.1,
     }
   : {
       sizes: [200, 1000],
@@ -49,11 +53,17 @@ const cfg = quick
       resyncPools: 1000,
       gcPools: 5000,
       ticks: 3,
+      standbyScale: 0.25,
     };
-/** `--skip=gc,cold` leaves benchmarks out (for working on one); the table then lacks their rows. */
+/**
+ * `--skip=scale,replace,cost,resync,gc,cold,standby` leaves benchmarks out (for working on one); the
+ * table then lacks their rows.
+ */
 const skip = new Set(
   (process.argv.find((a) => a.startsWith('--skip='))?.slice('--skip='.length) ?? '').split(','),
 );
+/** `--only=standby` runs the standby benchmark alone. */
+const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
 const log = (l: string): void => {
   console.error(`[bench] ${l}`);
 };
@@ -309,9 +319,30 @@ function coldRows(cold: readonly ColdStart[]): Row[] {
   return rows;
 }
 
+/** The standby benchmark alone (`--only=standby`): its rows printed, nothing recorded. */
+async function standbyOnly(plane: BenchPlane): Promise<void> {
+  const stack = await startStack(
+    plane.kc,
+    plane.cp.kubeconfigPath,
+    plane.knativeBinDir,
+    standbyNamespaces(cfg.reps),
+  );
+  try {
+    console.log(
+      table(standbyRows(await standbyBench(plane, stack, cfg.reps, cfg.standbyScale, log))),
+    );
+  } finally {
+    await stack.stop();
+  }
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const plane = await startBenchPlane(log);
+  if (only === 'standby') {
+    await standbyOnly(plane).finally(() => plane.stop());
+    return;
+  }
   const out = join(ROOT, 'bench-results');
   mkdirSync(out, { recursive: true });
   try {
@@ -341,12 +372,14 @@ async function main(): Promise<void> {
     const scale: ScaleResult[] = [];
     let latency: ReplaceResult | undefined;
     let actions: ActionCost[] = [];
+    let standby: StandbyRun[] = [];
     const sizes = skip.has('scale') ? [] : cfg.sizes;
-    if (sizes.length > 0 || !skip.has('replace') || !skip.has('cost')) {
+    if (sizes.length > 0 || !skip.has('replace') || !skip.has('cost') || !skip.has('standby')) {
       const namespaces = [
         ...sizes.flatMap((n) => scaleNamespaces(n, cfg.reps)),
         REPLACE_NS,
         EVENTS_NS,
+        ...(skip.has('standby') ? [] : standbyNamespaces(cfg.reps)),
       ];
       const stack = await startStack(
         plane.kc,
@@ -358,6 +391,8 @@ async function main(): Promise<void> {
         for (const n of sizes) scale.push(await scaleUp(plane, stack, n, cfg.reps, log));
         if (!skip.has('replace')) latency = await replacement(plane, stack, cfg.trials, log);
         if (!skip.has('cost')) actions = await eventsPerAction(plane, stack);
+        if (!skip.has('standby'))
+          standby = await standbyBench(plane, stack, cfg.reps, cfg.standbyScale, log);
       } finally {
         await stack.stop();
       }
@@ -385,6 +420,7 @@ async function main(): Promise<void> {
         ? []
         : latencyRows(cfg.trials, lat, latency.breakdown)),
       ...coldRows(cold),
+      ...(standby.length > 0 ? standbyRows(standby) : []),
       quick
         ? {
             bench: '7 this run (--quick)',
@@ -415,6 +451,7 @@ async function main(): Promise<void> {
       resync,
       coldStart: cold,
       gc,
+      standby,
       controlPlaneMemory: memory,
       totalSeconds: totalS,
       table: rows,
@@ -507,6 +544,23 @@ async function main(): Promise<void> {
             { name: 'writes', value: c.writes },
           ],
         })),
+      ]);
+    if (standby.length > 0)
+      charts.push([
+        'standby',
+        'Standby: scale-up to Running, and until the standby is refilled (median)',
+        'ms',
+        [...new Set(standby.map((r) => r.variant))].map((v) => {
+          const of = (k: 'runningMs' | 'refilledMs') =>
+            median(standby.filter((r) => r.variant === v).map((r) => r[k]));
+          return {
+            label: v === 'none' ? 'no standby' : `standby ${v}`,
+            bars: [
+              { name: 'to Running', value: of('runningMs') },
+              { name: 'refilled', value: v === 'none' ? 0 : of('refilledMs') },
+            ],
+          };
+        }),
       ]);
     for (const [name, title, unit, groups] of charts)
       writeFileSync(join(out, `latest-${name}.svg`), figure(title, unit, groups, env));

@@ -5,7 +5,7 @@
  * platform, creates the user guide's sample pool and prints what to try.
  *
  *   npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample] [--take-over]
- *             [--scaledownwith-group GROUP]
+ *             [--scaledownwith-group GROUP] [simulator flags: local/simulator/flags.ts]
  *
  * Attached to a cluster it shares, it writes only what it owns (local/install.ts, README "Attach
  * mode"): an object of its names that is somebody else's is left alone unless --take-over says so.
@@ -38,6 +38,7 @@ import { startControlPlane } from '../local/controlplane/cluster.js';
 import type { ControlPlane } from '../local/controlplane/cluster.js';
 import { platformCrds } from '../local/controlplane/crds.js';
 import { startSimulator } from '../local/simulator/simulator.js';
+import { SIMULATOR_USAGE, simulatorFlags, simulatorOptions } from '../local/simulator/flags.js';
 import type { Simulator } from '../local/simulator/simulator.js';
 import type { Installed } from '../local/install.js';
 import { installIfMissing, installOwned, installPoolCrd, removeOwned } from '../local/install.js';
@@ -50,6 +51,7 @@ const { values: flags } = parseArgs({
   options: {
     kubeconfig: { type: 'string' },
     'simulate-platform': { type: 'boolean', default: false },
+    ...simulatorFlags,
     'no-sample': { type: 'boolean', default: false },
     'take-over': { type: 'boolean', default: false },
     'scaledownwith-group': { type: 'string' },
@@ -61,7 +63,7 @@ const { values: flags } = parseArgs({
 
 if (flags.help) {
   console.log(
-    'usage: npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample] [--take-over] [--scaledownwith-group GROUP]',
+    `usage: npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample] [--take-over] [--scaledownwith-group GROUP] ${SIMULATOR_USAGE}`,
   );
   process.exit(0);
 }
@@ -259,7 +261,7 @@ async function main(): Promise<void> {
   const simulate = !attach || flags['simulate-platform'];
   let sim: Simulator | undefined;
   if (simulate) {
-    sim = startSimulator({ kubeconfigPath, seed: 1 });
+    sim = startSimulator({ kubeconfigPath, seed: 1, ...simulatorOptions(flags) });
     stoppers.push({ name: 'simulator', run: () => sim?.stop() });
     say('platform simulator running (VMs become Running, disks Ready)');
   }

@@ -267,8 +267,8 @@ describe('reconcile-pool: which pool an event points at', () => {
 });
 
 describe('reconcile-pool: what it answers', () => {
-  it('a converged pool: 202, only GET pool and two lists, zero writes', async () => {
-    const c = converged(pool({ replicas: 2 }), ['runners-aaaaa', 'runners-bbbbb']);
+  /** Reconciles a converged pool: 202 with an empty body after exactly three GETs. */
+  async function quiet(c: ReturnType<typeof converged>): Promise<void> {
     const methods: string[] = [];
     const scope = nock(API)
       .get(poolPath('ci', 'runners'))
@@ -288,6 +288,23 @@ describe('reconcile-pool: what it answers', () => {
     scope.done();
     expect(methods).toEqual(['GET', 'GET', 'GET']);
     expect(unmatched.seen).toEqual([]);
+  }
+
+  it('a converged pool: 202, only GET pool and two lists, zero writes', async () => {
+    await quiet(converged(pool({ replicas: 2 }), ['runners-aaaaa', 'runners-bbbbb']));
+  });
+
+  it('a converged pool with every lifecycle knob set: still only three GETs, zero writes (L5)', async () => {
+    const p = pool({ replicas: 2 });
+    p.spec.standby = { replicas: 2, state: 'Stopped', reuseOnScaleDown: true };
+    p.spec.healing = { startupTimeout: '5m' };
+    p.spec.rollout = { maxUnavailable: 1 };
+    p.spec.minReadySeconds = 30;
+    p.spec.maxMemberAge = '24h';
+    const names = ['runners-aaaaa', 'runners-bbbbb', 'runners-ccccc', 'runners-ddddd'];
+    const c = converged(p, names, new Set(names.slice(2)));
+    expect(c.pool.status).toMatchObject({ replicas: 2, standbyReplicas: 2, unhealthyReplicas: 0 });
+    await quiet(c);
   });
 
   it('a pool that is gone: 204 with an empty body', async () => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import nock from 'nock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { VirtualMachinePool } from '../../shared/api/index.js';
+import type { VirtualMachine, VirtualMachinePool } from '../../shared/api/index.js';
 import { MAX_TARGETS, keys } from '../../shared/api/index.js';
 import { serveApp } from '../../shared/http/index.js';
 import { requestText } from '../../local/controlplane/http.js';
@@ -780,27 +780,50 @@ describe('scale-down-with: fleet control', () => {
     `${SUB_BASE}/namespaces/${ns}/virtualmachinepools/${name}/victims${query}`;
   const get = (): RequestInit => ({ ...forwarded({}), method: 'GET', body: null });
 
-  it('POST scaledownwith naming a protected VM → 409 naming VM and annotation, and no PUT', async () => {
-    const p = explicitPool();
-    const guarded = vm(p, 'runners-ggggg', { annotations: { [keys.protected]: 'true' } });
+  /** POSTs a scaledownwith of `target` to pool `p` and answers the refusal, checking no PUT went. */
+  async function refused(p: VirtualMachinePool, target: VirtualMachine, code: number) {
     const scope = nock(API)
       .get(poolPath('ci', 'runners'))
       .reply(200, p)
-      .get(vmPath('ci', 'runners-ggggg'))
-      .reply(200, guarded);
+      .get(vmPath('ci', target.metadata.name ?? ''))
+      .reply(200, target);
     const others = [frontProxyConfigMap(), reviewOfRights(true)];
     const res = await build().request(
       scaleDownPath('ci', 'runners'),
-      forwarded({ targets: ['runners-ggggg'] }),
+      forwarded({ targets: [target.metadata.name] }),
     );
-    expect(res.status).toBe(409);
+    expect(res.status).toBe(code);
     const s = await statusOf(res);
-    expect(s).toMatchObject({ kind: 'Status', code: 409, reason: 'Conflict' });
-    expect(s.message).toContain('"runners-ggggg"');
-    expect(s.message).toContain(`${keys.protected}: "true"`);
     scope.done();
     for (const o of others) o.done();
     expect(unmatched.seen).toEqual([]);
+    return s;
+  }
+
+  it('POST scaledownwith naming a protected VM → 409 naming VM and annotation, and no PUT', async () => {
+    const p = explicitPool();
+    const guarded = vm(p, 'runners-ggggg', { annotations: { [keys.protected]: 'true' } });
+    const s = await refused(p, guarded, 409);
+    expect(s).toMatchObject({ kind: 'Status', code: 409, reason: 'Conflict' });
+    expect(s.message).toContain('"runners-ggggg"');
+    expect(s.message).toContain(`${keys.protected}: "true"`);
+  });
+
+  it('POST scaledownwith while the pool is paused → 409 saying so, and no PUT', async () => {
+    const p = explicitPool();
+    p.spec.paused = true;
+    const s = await refused(p, vm(p, 'runners-ggggg'), 409);
+    expect(s).toMatchObject({ code: 409, reason: 'Conflict' });
+    expect(s.message).toBe(
+      'VirtualMachinePool "runners" is paused (spec.paused: true): nothing is removed until it is unpaused',
+    );
+  });
+
+  it('POST scaledownwith naming a standby member → 400, and no PUT', async () => {
+    const p = explicitPool();
+    const spare = vm(p, 'runners-sssss', { labels: { [keys.standby]: 'true' } });
+    const s = await refused(p, spare, 400);
+    expect(s.message).toContain('standby member');
   });
 
   it('GET victims?count=2: authorized as get on virtualmachinepools/victims, answers the ranking', async () => {

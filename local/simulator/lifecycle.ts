@@ -9,9 +9,9 @@ import { AWAITING_RESTART } from '../../shared/api/vm.js';
 export interface Delays {
   /** VirtualDisk Pending → Ready. */
   diskReady: number;
-  /** VM Pending → Starting (or Stopped). */
+  /** VM Pending → Starting (or Stopped); a VM also waits in Pending until its disks are Ready. */
   vmPending: number;
-  /** VM Starting → Running. */
+  /** VM Starting → Running: the boot. */
   vmStarting: number;
   /** VM Stopping → Stopped (or Starting in a restart). */
   vmStopping: number;
@@ -37,6 +37,19 @@ export interface Memory {
   applied?: string;
   /** A restart was requested (automatic approval or an explicit restart()). */
   restart?: boolean;
+  /** This VM never boots: it stays Starting (a broken image, a failing host). */
+  neverStart?: boolean;
+}
+
+/** How many phase transitions a VM's history keeps (the platform keeps a short history too). */
+const HISTORY = 16;
+
+/** The status with a phase transition to `phase` at `now` appended to `stats.phasesTransitions`. */
+function withTransition(status: Status, phase: string, now: number): Status {
+  const stats = (status.stats ?? {}) as Obj;
+  const history = ((stats.phasesTransitions ?? []) as Obj[]).slice(-(HISTORY - 1));
+  const timestamp = new Date(now).toISOString().replace(/\.\d+Z$/, 'Z');
+  return { ...status, stats: { ...stats, phasesTransitions: [...history, { phase, timestamp }] } };
 }
 
 type Obj = Record<string, unknown>;
@@ -94,21 +107,25 @@ export function nextDiskStatus(disk: Obj, mem: Memory, now: number): Status {
 
 /**
  * The next status of a VirtualMachine. Mutates `mem` (phase clock, applied spec, restart flag);
- * `enter` is called with the phase entered so the caller can draw its delay.
+ * `enter` is called with the phase entered so the caller can draw its delay. `disksReady` false
+ * holds the VM in Pending (its disks are still being provisioned). Each phase entered is appended to
+ * `status.stats.phasesTransitions`, as the platform records it.
  */
 export function nextVmStatus(
   vm: Obj,
   mem: Memory,
   now: number,
   enter: (phase: string) => void,
+  disksReady = true,
 ): Status {
   const meta = vm.metadata as Obj;
   const spec = (vm.spec ?? {}) as Obj;
   const gen = meta.generation as number | undefined;
-  const status = { ...((vm.status ?? {}) as Status) };
+  let status = { ...((vm.status ?? {}) as Status) };
   status.observedGeneration = gen;
   const due = now - mem.since >= mem.delay;
   const go = (phase: string) => {
+    status = withTransition(status, phase, now);
     status.phase = phase;
     enter(phase);
   };
@@ -118,10 +135,11 @@ export function nextVmStatus(
       go('Pending');
       break;
     case 'Pending':
-      if (due) go(run ? 'Starting' : 'Stopped');
+      if (due && disksReady) go(run ? 'Starting' : 'Stopped');
       break;
     case 'Starting':
-      if (due) {
+      if (!run) go('Stopping');
+      else if (due && mem.neverStart !== true) {
         go('Running');
         mem.applied = restartRelevant(spec);
         mem.restart = false;

@@ -44,6 +44,18 @@ export interface SimulatorOptions {
   nodes?: readonly string[];
   /** Called with errors of a tick (conflicts are expected and not reported). */
   onError?: (err: unknown) => void;
+  /**
+   * VMs that never reach Running (they stay Starting): those carrying this label (`key` or
+   * `key=value`), and a seeded share of all VMs. Decided once per VM, when first seen.
+   */
+  neverStart?: { readonly label?: string; readonly rate?: number };
+}
+
+/** The label selector of `neverStart.label` as a test on a VM's labels. */
+function labelTest(selector: string | undefined): (labels: Record<string, string>) => boolean {
+  if (selector === undefined || selector === '') return () => false;
+  const [key = '', value] = selector.split('=', 2);
+  return (labels) => (value === undefined ? key in labels : labels[key] === value);
 }
 
 /** A running simulator. */
@@ -144,13 +156,36 @@ export function startSimulator(opts: SimulatorOptions): Simulator {
     await patch(plural, o, [{ op: 'add', path: '/status', value: next }], true);
   };
 
-  const disks = async (now: number) => {
+  /** Moves disks along; answers the phase of every disk by `namespace/name`. */
+  const disks = async (now: number): Promise<Map<string, string>> => {
+    const phases = new Map<string, string>();
+    const writes: Promise<void>[] = [];
     for (const d of await list('virtualdisks')) {
+      const key = `${String(d.metadata.namespace)}/${String(d.metadata.name)}`;
       if (d.metadata.deletionTimestamp !== undefined) continue;
       const m = memOf(String(d.metadata.uid), now, draw(delays.diskReady));
-      await writeStatus('virtualdisks', d, nextDiskStatus(d, m, now));
+      const next = nextDiskStatus(d, m, now);
+      phases.set(key, String(next.phase));
+      writes.push(writeStatus('virtualdisks', d, next));
     }
+    await Promise.all(writes);
+    return phases;
   };
+  /**
+   * A VM leaves Pending once the disks it references are Ready (provisioned). A disk not there
+   * (yet) does not hold it: the simulator lists disks before VMs, and a VM's own disks follow it.
+   */
+  const disksReady = (v: Obj, phases: ReadonlyMap<string, string>): boolean => {
+    const refs = (
+      (v.spec as { blockDeviceRefs?: Array<{ kind: string; name: string }> }).blockDeviceRefs ?? []
+    ).filter((r) => r.kind === 'VirtualDisk');
+    return refs.every((r) => {
+      const phase = phases.get(`${String(v.metadata.namespace)}/${r.name}`);
+      return phase === undefined || phase === 'Ready';
+    });
+  };
+  const failing = labelTest(opts.neverStart?.label);
+  const failRate = opts.neverStart?.rate ?? 0;
 
   /** VMs per node of each pool (`namespace/pool`), counted afresh every pass. */
   const loadOf = (vms: readonly Obj[]): Map<string, Map<string, number>> => {
@@ -183,10 +218,20 @@ export function startSimulator(opts: SimulatorOptions): Simulator {
     next.nodeName = node;
   };
 
-  const vm = async (v: Obj, now: number, loads: Map<string, Map<string, number>>) => {
+  const vm = async (
+    v: Obj,
+    now: number,
+    loads: Map<string, Map<string, number>>,
+    phases: ReadonlyMap<string, string>,
+  ) => {
     const uid = String(v.metadata.uid);
     const finalizers = (v.metadata.finalizers ?? []) as string[];
+    const fresh = !memory.has(uid);
     const m = memOf(uid, now, delayOf('Pending'));
+    if (fresh) {
+      const labels = (v.metadata.labels ?? {}) as Record<string, string>;
+      m.neverStart = failing(labels) || (failRate > 0 && rng() < failRate);
+    }
     uids.set(`${String(v.metadata.namespace)}/${String(v.metadata.name)}`, uid);
     if (restarts.delete(uid)) m.restart = true;
     const status = (v.status ?? {}) as Record<string, unknown>;
@@ -217,10 +262,16 @@ export function startSimulator(opts: SimulatorOptions): Simulator {
       await patch('virtualmachines', v, [op], false);
       return;
     }
-    const next = nextVmStatus(v, m, now, (phase) => {
-      m.since = now;
-      m.delay = delayOf(phase);
-    });
+    const next = nextVmStatus(
+      v,
+      m,
+      now,
+      (phase) => {
+        m.since = now;
+        m.delay = delayOf(phase);
+      },
+      disksReady(v, phases),
+    );
     place(v, next, loads);
     await writeStatus('virtualmachines', v, next);
   };
@@ -230,10 +281,12 @@ export function startSimulator(opts: SimulatorOptions): Simulator {
     while (running) {
       const now = Date.now();
       try {
-        await disks(now);
+        const phases = await disks(now);
         const vms = await list('virtualmachines');
         const loads = loadOf(vms);
-        for (const v of vms) await vm(v, now, loads);
+        // Each VM's decisions (and jitter draws) are made in list order before its first write, so
+        // the writes of a pass go out together without changing what a seed replays.
+        await Promise.all(vms.map((v) => vm(v, now, loads, phases)));
       } catch (err) {
         opts.onError?.(err);
       }

@@ -45,7 +45,7 @@ describe('the VirtualMachinePool CRD generated from the models', () => {
     });
   });
 
-  it('prints Replicas, Ready, Age, and Updated, Draining, Protected and Policy at priority 1 (-o wide)', () => {
+  it('prints Replicas, Ready, Age, and Updated, Available, Standby, Draining, Protected and Policy at priority 1 (-o wide)', () => {
     const cols = version.additionalPrinterColumns as Array<{
       name: string;
       priority?: number;
@@ -55,6 +55,10 @@ describe('the VirtualMachinePool CRD generated from the models', () => {
       ['Replicas', 0],
       ['Ready', 0],
       ['Updated', 1],
+      ['Available', 1],
+      ['Standby', 1],
+      ['Ready-Standby', 1],
+      ['Unhealthy', 1],
       ['Draining', 1],
       ['Protected', 1],
       ['Policy', 1],

@@ -71,6 +71,11 @@ export const keys = {
   drainRequested: `${PREFIX}drain-requested`,
   /** annotation on members (set by the agent or a person): `"true"` once a draining member may go. */
   drained: `${PREFIX}drained`,
+  /**
+   * label on members (vmpool's own): `"true"` on a warm standby member, which `status.replicas`,
+   * `/scale` and the scale selector leave out until a scale-up promotes it.
+   */
+  standby: `${PREFIX}standby`,
 } as const;
 
 /** An ownerReference as the API server stores it. */

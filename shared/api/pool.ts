@@ -18,6 +18,8 @@ export const celMessages = {
   noLegacy:
     'The Legacy osType is not supported in a VirtualMachinePool: replicas of such a pool cannot be told apart, because provisioning is unavailable for these operating systems.',
   keepTtlOnlyRetain: 'keep and ttl are only valid with onScaleDown: Retain',
+  maxUnavailable:
+    'rollout.maxUnavailable must be an integer of at least 1 or a percentage from 1% to 100%',
   keepRequiresTtl:
     'keep requires ttl; without ttl free disks are never garbage-collected, so keep would have no effect',
 } as const;
@@ -116,6 +118,70 @@ export const ScaleDown = z
   .describe('How members leave the pool on a scale-down.');
 export type ScaleDown = z.infer<typeof ScaleDown>;
 
+/** A Go duration field the API server checks against {@link DURATION_PATTERN}. */
+const goDuration = (description: string) =>
+  z.string().regex(new RegExp(DURATION_PATTERN)).describe(description);
+
+/** Warm standby: members kept ready beside the replicas, promoted first on a scale-up. */
+export const Standby = z
+  .looseObject({
+    replicas: z
+      .int32()
+      .min(0)
+      .describe(
+        'How many standby members to keep beside spec.replicas, built from the current template with their disks and labelled vmpool.virtualization.deckhouse.io/standby: "true". They are not counted in status.replicas or readyReplicas (what /scale and an HPA read).',
+      ),
+    state: z
+      .enum(['Stopped', 'Running'])
+      .default('Stopped')
+      .describe(
+        'Stopped (the default): standby members are provisioned and kept stopped (runPolicy AlwaysOff until promoted). Running: they run idle, so a promotion is instant.',
+      ),
+    reuseOnScaleDown: z
+      .boolean()
+      .optional()
+      .describe(
+        'true: a member removed by a scale-down returns to the standby while the standby is short, instead of being deleted (Event ReturnedToStandby). Off by default: CI runners usually want fresh VMs.',
+      ),
+  })
+  .describe(
+    'Warm standby: extra members a scale-up promotes first (label removed, the template runPolicy restored; Event StandbyPromoted) before it creates new VMs; vmpool then refills the standby.',
+  );
+export type Standby = z.infer<typeof Standby>;
+
+/** Self-healing of members that never reach Running. */
+export const Healing = z
+  .looseObject({
+    startupTimeout: goDuration(
+      'A member whose runPolicy should keep it running and that is not Running this long (a Go duration, e.g. 10m) after its creation or its last start, or that sits in phase Degraded this long, is deleted and recreated under a fresh name (Events ReplicaUnhealthy, ReplicaReplaced). Members stopped on purpose are never replaced; protected members are reported, not replaced.',
+    ),
+  })
+  .describe(
+    'Self-healing: replace members that fail to start. When replacements keep failing, vmpool backs off exponentially (state in status.healing) and sets condition Healing=False.',
+  );
+export type Healing = z.infer<typeof Healing>;
+
+/** Bounds how many members are disrupted at once. */
+export const Rollout = z
+  .looseObject({
+    maxUnavailable: z
+      .union([z.int32(), z.string()])
+      .optional()
+      .describe(
+        'At most this many members (an integer, or a percentage of spec.replicas plus standby.replicas, rounded down, at least 1) are being restarted, replaced or healed at once; the next batch starts when the previous ones are Running on the new revision. Absent: all at once.',
+      ),
+  })
+  .describe('How template rollouts, healing and lifetime replacements are paced.')
+  .meta({
+    'x-kubernetes-validations': [
+      {
+        rule: "!has(self.maxUnavailable) || (type(self.maxUnavailable) == int ? self.maxUnavailable >= 1 : self.maxUnavailable.matches('^(100|[1-9][0-9]?)%$'))",
+        message: celMessages.maxUnavailable,
+      },
+    ],
+  });
+export type Rollout = z.infer<typeof Rollout>;
+
 /** `spec` of a pool. */
 export const PoolSpec = z
   .looseObject({
@@ -130,6 +196,25 @@ export const PoolSpec = z
       'Which replicas leave on a scale-down that does not name them. NewestFirst or OldestFirst: by creation time (ties broken by the pool generation each was created at, then by name). Explicit: only replicas named through the scaledownwith subresource leave; lowering replicas without naming them is refused.',
     ),
     scaleDown: ScaleDown.optional(),
+    standby: Standby.optional(),
+    healing: Healing.optional(),
+    rollout: Rollout.optional(),
+    minReadySeconds: z
+      .int32()
+      .min(0)
+      .optional()
+      .describe(
+        'A member counts as available (status.availableReplicas, condition Available) once it has been Running this many seconds, as Deployments count pods. Default 0.',
+      ),
+    maxMemberAge: goDuration(
+      'A member older than this Go duration (e.g. 24h) is replaced under a fresh name, oldest first, within rollout.maxUnavailable (Event ReplicaExpired); with scaleDown.drainTimeout it drains first. Absent: members live forever.',
+    ).optional(),
+    paused: z
+      .boolean()
+      .optional()
+      .describe(
+        'true: vmpool creates, deletes and updates nothing for this pool (scaledownwith answers 409); status is still computed and condition Paused=True says so. Unpausing resumes from the live state.',
+      ),
     virtualMachineTemplate: VirtualMachineTemplate.describe(
       'The VirtualMachine every replica is made from. A change rolls out to live replicas in place (the VM platform restarts them as its restartApprovalMode says); disk references keep their positions.',
     ),
@@ -174,6 +259,26 @@ export const Binding = z
   .describe('A Retain disk bound to a member before the member references it.');
 export type Binding = z.infer<typeof Binding>;
 
+/** A member named with its uid, so a same-named newcomer is never mistaken for it. */
+export const MemberRef = z.looseObject({
+  name: z.string().describe('Name of the member.'),
+  uid: z.string().describe('Its uid when recorded.'),
+});
+export type MemberRef = z.infer<typeof MemberRef>;
+
+/** Self-healing back-off, recorded in the pool so a restarted function resumes it. */
+export const HealingState = z
+  .looseObject({
+    rounds: z
+      .int32()
+      .describe(
+        'Replacement rounds since the pool last had no unhealthy member; from the second on, replacements are failing.',
+      ),
+    lastRoundTime: z.string().describe('When the last round replaced members (RFC 3339).'),
+  })
+  .describe('Self-healing back-off state. Maintained by vmpool; do not edit.');
+export type HealingState = z.infer<typeof HealingState>;
+
 /**
  * Intent recorded in the pool's status by a resourceVersion-conditioned write before any side effect
  * (the fencing protocol): names to create, victims to delete, disks bound to members.
@@ -184,16 +289,34 @@ export const Intent = z
       .array(z.string())
       .optional()
       .describe('Names of VirtualMachines recorded to be created and not yet seen.'),
+    standbyCreates: z
+      .array(z.string())
+      .optional()
+      .describe('The names among creates that are standby members.'),
     deletes: z
       .array(
         z.looseObject({
           name: z.string().describe('Name of the member.'),
           uid: z.string().describe('Its uid, so a same-named newcomer is never deleted.'),
+          reason: z
+            .enum(['Unhealthy', 'Expired'])
+            .optional()
+            .describe(
+              'Set when the member is replaced (healing, maxMemberAge) rather than removed by a scale-down.',
+            ),
         }),
       )
       .optional()
       .describe('Members recorded to be deleted and still live.'),
     bindings: z.array(Binding).optional().describe('Retain disks recorded as bound to members.'),
+    promotions: z
+      .array(MemberRef)
+      .optional()
+      .describe('Standby members recorded to be promoted that still carry the standby label.'),
+    returns: z
+      .array(MemberRef)
+      .optional()
+      .describe('Members recorded to return to the standby that do not carry the label yet.'),
   })
   .describe(
     'Work vmpool recorded, with a write conditioned on the pool resourceVersion, before doing it: a crashed or concurrent reconcile finishes it instead of doing more. Maintained by vmpool; do not edit.',
@@ -232,6 +355,27 @@ export const PoolStatus = z.looseObject({
     .describe(
       'Surplus replicas kept because only members annotated vmpool.virtualization.deckhouse.io/protected: "true" could leave.',
     ),
+  availableReplicas: z
+    .int32()
+    .optional()
+    .describe('Replicas Running for at least spec.minReadySeconds (standby members not counted).'),
+  standbyReplicas: z
+    .int32()
+    .optional()
+    .describe('Standby members (Terminating ones included), when spec.standby is set.'),
+  readyStandbyReplicas: z
+    .int32()
+    .optional()
+    .describe(
+      'Standby members ready to be promoted: in the phase standby.state asks for (Stopped or Running).',
+    ),
+  unhealthyReplicas: z
+    .int32()
+    .optional()
+    .describe(
+      'Members not Running startupTimeout after their start (or Degraded that long), when spec.healing is set.',
+    ),
+  healing: HealingState.optional(),
   drainingReplicas: z
     .int32()
     .optional()
@@ -245,7 +389,9 @@ export const PoolStatus = z.looseObject({
   conditions: z
     .array(Condition)
     .optional()
-    .describe('Available, Progressing (while converging) and Synced, with reasons and messages.')
+    .describe(
+      'Available, Progressing (while converging), Synced, and when set up Paused and Healing, with reasons and messages.',
+    )
     .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] }),
   intent: Intent.optional(),
 });

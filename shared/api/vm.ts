@@ -102,6 +102,21 @@ export const VirtualMachine = z.looseObject({
       conditions: z.array(Condition).optional(),
       /** The node the VM runs on (set by the platform once scheduled); spreads scale-downs. */
       nodeName: z.string().optional(),
+      /** The platform's phase history: when a member last started, and how long it has run. */
+      stats: z
+        .looseObject({
+          phasesTransitions: z
+            .array(
+              z.looseObject({
+                phase: z.string().optional(),
+                timestamp: z.string().nullable().optional(),
+              }),
+            )
+            .nullable()
+            .optional(),
+        })
+        .nullable()
+        .optional(),
     })
     .optional(),
 });

@@ -1,9 +1,9 @@
 /**
- * The side effects a plan asks for, executed in order by the functions through shared/kube.
+ * The side effects a plan asks for, executed in order by the functions through shared/kube (their
+ * Events: events.ts).
  * @module
  */
 import type { Quantity, VirtualDisk, VirtualMachine } from '../api/index.js';
-import { keys } from '../api/index.js';
 
 /** Why a VM is updated. */
 export type VmUpdateWhy =
@@ -14,7 +14,13 @@ export type VmUpdateWhy =
   /** A leaving member asked to drain (drain-requested annotation set). */
   | 'drainRequest'
   /** A member that stays after all: its drain annotations removed. */
-  | 'drainCancel';
+  | 'drainCancel'
+  /** A standby member promoted to a replica: standby label removed, template runPolicy restored. */
+  | 'promote'
+  /** A removed member returned to the standby: labelled, stopped when the standby is Stopped. */
+  | 'toStandby'
+  /** A standby member brought to the standby's state (runPolicy). */
+  | 'standbyState';
 /** Why a disk is updated. */
 export type DiskUpdateWhy = 'claim' | 'freeSince' | 'inUse' | 'grow';
 
@@ -43,9 +49,12 @@ export type Action =
       readonly kind: 'deleteVm';
       readonly name: string;
       readonly uid: string;
-      readonly why: 'scaleDown' | 'target';
+      /** A scale-down, scaledownwith, a replacement (healing, maxMemberAge), a surplus standby. */
+      readonly why: 'scaleDown' | 'target' | 'unhealthy' | 'expired' | 'standby';
       /** How the member's drain ended, when it drained first. */
       readonly drain?: { readonly outcome: 'drained' | 'timedOut'; readonly timeout: string };
+      /** The pool's maxMemberAge, for an expired member's Event. */
+      readonly maxAge?: string;
     }
   | {
       readonly kind: 'updateDisk';
@@ -78,7 +87,7 @@ export type DeleteDisk = ActionOf<'deleteDisk'>;
  */
 export function isFenced(a: Action): boolean {
   return (
-    (a.kind === 'updateVm' && a.why.some((w) => w === 'drainRequest' || w === 'drainCancel')) ||
+    (a.kind === 'updateVm' && a.why.some((w) => FENCED_UPDATES.has(w))) ||
     a.kind === 'claimDisk' ||
     a.kind === 'createDisk' ||
     a.kind === 'createVm' ||
@@ -87,107 +96,22 @@ export function isFenced(a: Action): boolean {
   );
 }
 
-/** An events.k8s.io Event about an action. */
-export interface ActionEvent {
-  readonly type: 'Normal' | 'Warning';
-  readonly reason: string;
-  readonly note: string;
-  readonly action: string;
-}
+/**
+ * Member updates that move a member between the replicas and the standby, or decide who leaves:
+ * recorded in the intent first, like creates and deletes.
+ */
+const FENCED_UPDATES: ReadonlySet<VmUpdateWhy> = new Set([
+  'drainRequest',
+  'drainCancel',
+  'promote',
+  'toStandby',
+]);
 
-const normal = (reason: string, note: string, action: string): ActionEvent => ({
-  type: 'Normal',
-  reason,
-  note,
-  action,
-});
-const warning = (reason: string, note: string, action: string): ActionEvent => ({
-  type: 'Warning',
-  reason,
-  note,
-  action,
-});
-
-/** The Event recorded for an action's outcome, in the reference's words. */
-export function eventFor(a: Action, ok: boolean, error = ''): ActionEvent | undefined {
-  switch (a.kind) {
-    case 'createVm': {
-      const name = a.vm.metadata.name ?? '';
-      return ok
-        ? normal('SuccessfulCreate', `Created VirtualMachine "${name}".`, 'Create')
-        : warning(
-            'FailedCreate',
-            `Failed to create a VirtualMachine from the template: ${error}`,
-            'Create',
-          );
-    }
-    case 'deleteVm':
-      if (ok && a.drain?.outcome === 'timedOut')
-        return warning(
-          'DrainTimedOut',
-          `Deleted VirtualMachine "${a.name}": not drained within drainTimeout ${a.drain.timeout}.`,
-          'Delete',
-        );
-      return ok
-        ? normal(
-            'SuccessfulDelete',
-            `Deleted VirtualMachine "${a.name}"${a.drain === undefined ? '' : ' (drained)'}.`,
-            'Delete',
-          )
-        : warning(
-            'FailedDelete',
-            `Failed to delete VirtualMachine "${a.name}": ${error}`,
-            'Delete',
-          );
-    case 'deleteDisk':
-      return ok
-        ? normal('DiskCollected', `Deleted VirtualDisk "${a.name}": ${COLLECTED[a.why]}.`, 'Delete')
-        : undefined;
-    case 'createDisk':
-      return ok
-        ? undefined
-        : warning(
-            'FailedCreate',
-            `Failed to create VirtualDisk "${a.disk.metadata.name ?? ''}": ${error}`,
-            'Create',
-          );
-    case 'updateDisk':
-      return ok && a.why.includes('grow') ? grown(a.disk) : undefined;
-    case 'claimDisk':
-      return ok && a.grownTo !== undefined ? grown(a.disk) : undefined;
-    case 'updateVm':
-      return ok ? drainEvent(a) : undefined;
-    case 'dropTargets':
-      return undefined;
-  }
-}
-
-/** Why a disk was collected, in the Event's words. */
-const COLLECTED: Readonly<Record<DeleteDisk['why'], string>> = {
-  gc: 'free for longer than its template ttl, beyond the keep most recently freed',
-  removedTemplate: 'its disk template was removed from the pool and nothing references it',
-  deletePolicy: 'its disk template is now reclaimed with onScaleDown: Delete and it is free',
-};
-
-function grown(disk: VirtualDisk): ActionEvent {
-  const size = String(disk.spec.persistentVolumeClaim?.size ?? '');
-  const note = `Grew VirtualDisk "${disk.metadata.name ?? ''}" to ${size}, the size of its template.`;
-  return normal('DiskSizeGrown', note, 'Update');
-}
-
-function drainEvent(a: UpdateVm): ActionEvent | undefined {
-  const name = a.vm.metadata.name ?? '';
-  if (a.why.includes('drainRequest'))
-    return normal(
-      'DrainRequested',
-      `Asked VirtualMachine "${name}" to drain before removal: it is deleted once annotated ${keys.drained}: "true", or after drainTimeout ${a.drainTimeout ?? ''}.`,
-      'Drain',
-    );
-  if (a.why.includes('drainCancel'))
-    return normal(
-      'DrainCancelled',
-      `Cancelled the drain of VirtualMachine "${name}": it stays in the pool.`,
-      'Drain',
-    );
-  return undefined;
+/**
+ * True for actions later ones depend on, so a pass stops when one of them fails: a claim (the VM
+ * would attach a disk it does not hold) and a promotion (the standby refill created after it would
+ * take the standby above standby.replicas while the promoted member still carries the label).
+ */
+export function isGate(a: Action): boolean {
+  return a.kind === 'claimDisk' || (a.kind === 'updateVm' && a.why.includes('promote'));
 }

@@ -13,7 +13,7 @@ import type {
 } from '../api/index.js';
 import { keys } from '../api/index.js';
 import type { ClaimDisk, CreateDisk, CreateVm, DeleteDisk } from './actions.js';
-import type { Count } from './count.js';
+import { asStandby } from './roles.js';
 import {
   chooseFree,
   diskRefs,
@@ -66,8 +66,17 @@ interface Ledger {
   readonly deleteCreates: CreateDisk[];
 }
 
+/** Who the disks are bound for: members to create, members that leave, members that stay. */
+export interface Roster {
+  readonly creates: readonly string[];
+  readonly leaving: ReadonlySet<string>;
+  readonly staying: readonly VirtualMachine[];
+  /** The creates that are standby members. */
+  readonly standby?: ReadonlySet<string>;
+}
+
 /** Binds disks for new and staying members (pure; `rand` names new Retain disks). */
-export function bindDisks(view: View, count: Count, rand: Rand): DiskPlan {
+export function bindDisks(view: View, count: Roster, rand: Rand): DiskPlan {
   const creating = new Set(count.creates);
   const bindings = view.recordedBindings.filter((b) => {
     if (creating.has(b.vm)) return true;
@@ -81,7 +90,12 @@ export function bindDisks(view: View, count: Count, rand: Rand): DiskPlan {
     retainCreates: [],
     deleteCreates: [],
   };
-  const vmCreates = count.creates.map((name) => createMember(view, ledger, name, rand));
+  const vmCreates = count.creates.map((name) => {
+    const create = createMember(view, ledger, name, rand);
+    return count.standby?.has(name) === true
+      ? { ...create, vm: asStandby(view.pool, create.vm) }
+      : create;
+  });
   const losers = collisionLosers(view, count.staying, ledger.bindings);
   const refs = new Map<string, BlockDeviceRef[]>();
   for (const m of count.staying) {

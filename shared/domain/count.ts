@@ -13,11 +13,11 @@ import type { MemberRef, View } from './observe.js';
 import { decideScale } from './scale.js';
 import { deletionCost, isProtected } from './victims.js';
 
-/** A live member that leaves, and on whose account. */
+/** A live member that leaves, and on whose account (a scale-down, scaledownwith, a replacement). */
 export interface Departure {
   readonly vm: VirtualMachine;
   readonly uid: string;
-  readonly why: 'scaleDown' | 'target';
+  readonly why: 'scaleDown' | 'target' | 'unhealthy' | 'expired';
 }
 
 /** The count decision: creates and victims (recorded ones first), and who stays. */
@@ -26,12 +26,17 @@ export interface Count {
   readonly creates: readonly string[];
   /** Victims to record: pending recorded victims still leaving, then the policy's choice. */
   readonly victims: readonly MemberRef[];
-  /** Live members that leave: victims and unprotected live scaledownwith targets. */
+  /** Live members that leave: victims, unprotected live scaledownwith targets, replacements. */
   readonly leaving: ReadonlySet<string>;
-  /** Live members that stay, in observed order (protected targets that wait included). */
+  /**
+   * Live members that stay, in observed order (protected targets that wait included), then the
+   * standby members promoted now.
+   */
   readonly staying: readonly VirtualMachine[];
-  /** The leaving members, victims before targets. */
+  /** The leaving members: victims, then targets, then recorded replacements. */
   readonly departures: readonly Departure[];
+  /** Standby members promoted now to fill a shortfall (before any create). */
+  readonly promotions: readonly MemberRef[];
   /** Recorded targets that are Terminating, gone, or taken back by a scale-up: dropped from the pool. */
   readonly dropTargets: readonly string[];
   /** Surplus replicas kept because only protected members could leave (`status.protectedReplicas`). */
@@ -57,8 +62,15 @@ export function recordedLeavers(view: View): {
   };
 }
 
-/** Decides the count (pure; `rand` names fresh members). */
-export function decideCount(view: View, rand: Rand): Count {
+/**
+ * Decides the count of the replicas' view (pure; `rand` names fresh members). A shortfall takes
+ * drains back, then promotes `promotable` standby members in order, then creates.
+ */
+export function decideCount(
+  view: View,
+  rand: Rand,
+  promotable: readonly VirtualMachine[] = [],
+): Count {
   const recorded = recordedLeavers(view);
   const leavingRefs = [...recorded.victims, ...recorded.targets];
   const timeout = drainTimeoutMs(view.pool);
@@ -73,9 +85,11 @@ export function decideCount(view: View, rand: Rand): Count {
       policy: view.pool.spec.scaleDownPolicy,
       members: view.members,
       pendingCreates: view.pendingCreates,
-      leaving: new Set(leavingRefs.map((r) => r.name)),
+      // A member being replaced counts until it is gone, like a Terminating one: never surplus.
+      leaving: new Set([...leavingRefs, ...view.pendingReplacements].map((r) => r.name)),
       held: recorded.held.length,
       cancellable: [...recorded.held.map((r) => r.name), ...new Set(drains.map(nameOf))],
+      promotable: promotable.map(nameOf),
       taken: view.taken,
     },
     rand,
@@ -87,19 +101,18 @@ export function decideCount(view: View, rand: Rand): Count {
   ];
   const victimNames = new Set(victims.map((v) => v.name));
   const targets = recorded.targets.filter((t) => !back.has(t.name) && !victimNames.has(t.name));
-  const leaving = new Set([...victimNames, ...targets.map((t) => t.name)]);
-  const departures = [
-    ...victims.map((v): Departure => ({ ...departing(view, v), why: 'scaleDown' })),
-    ...targets.map((t): Departure => ({ ...departing(view, t), why: 'target' })),
-  ];
+  const { leaving, departures } = departuresOf(view, victims, targets);
+  const promoted = new Set(decision.promoted);
+  const promotions = promotable.filter((m) => promoted.has(nameOf(m)));
   const liveTargets = new Set(view.liveTargets);
   const held = recorded.held.filter((t) => !back.has(t.name)).length;
   return {
     creates: [...view.pendingCreates, ...decision.creates],
     victims,
     leaving,
-    staying: [...view.live.values()].filter((m) => !leaving.has(nameOf(m))),
+    staying: [...[...view.live.values()].filter((m) => !leaving.has(nameOf(m))), ...promotions],
     departures,
+    promotions: promotions.map((m) => ({ name: nameOf(m), uid: m.metadata.uid ?? '' })),
     dropTargets: view.targets
       .filter((t) => !liveTargets.has(t) || back.has(t.name))
       .map((t) => t.name),
@@ -108,6 +121,28 @@ export function decideCount(view: View, rand: Rand): Count {
       decision.victims.length === 0
         ? []
         : costWarnings(view, new Set(leavingRefs.map((r) => r.name))),
+  };
+}
+
+/** Who leaves and on whose account: victims, then targets, then recorded replacements, each once. */
+function departuresOf(
+  view: View,
+  victims: readonly MemberRef[],
+  targets: readonly MemberRef[],
+): { leaving: Set<string>; departures: Departure[] } {
+  const leaving = new Set([...victims, ...targets].map((r) => r.name));
+  const replaced = view.pendingReplacements.filter((r) => !leaving.has(r.name));
+  for (const r of replaced) leaving.add(r.name);
+  return {
+    leaving,
+    departures: [
+      ...victims.map((v): Departure => ({ ...departing(view, v), why: 'scaleDown' })),
+      ...targets.map((t): Departure => ({ ...departing(view, t), why: 'target' })),
+      ...replaced.map((r): Departure => ({
+        ...departing(view, r),
+        why: r.reason === 'Unhealthy' ? 'unhealthy' : 'expired',
+      })),
+    ],
   };
 }
 

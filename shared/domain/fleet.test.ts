@@ -8,7 +8,7 @@ import type { ScaleDownPolicy, VirtualMachine } from '../api/index.js';
 import { keys } from '../api/index.js';
 import { at, MINUTE, NOW, SECOND, pool, seededRandom, steady } from '../../test/unit/builders.js';
 import type { World } from '../../test/unit/world.js';
-import { apply, observedOf } from '../../test/unit/world.js';
+import { annotate, apply, converge, observedOf, scale } from '../../test/unit/world.js';
 import type { Action } from './actions.js';
 import { isFenced } from './actions.js';
 import { nameOf } from './membership.js';
@@ -37,34 +37,6 @@ function world(
   return apply(w, plan(observedOf(w), NOW, seededRandom(1)), NOW);
 }
 
-/** Reconciles until a plan has nothing to do (at most `passes`); returns the world and the plans. */
-function converge(w: World, now: Date, passes = 8): { w: World; plans: Plan[] } {
-  const plans: Plan[] = [];
-  for (let i = 0; i < passes; i++) {
-    const pl = plan(observedOf(w), now, seededRandom(i + 1));
-    plans.push(pl);
-    if (pl.actions.length === 0 && !pl.writeStatus) return { w, plans };
-    w = apply(w, pl, now);
-  }
-  throw new Error('did not converge');
-}
-
-const annotate = (w: World, name: string, add: Record<string, string>): World => ({
-  ...w,
-  vms: w.vms.map((v) =>
-    nameOf(v) === name
-      ? { ...v, metadata: { ...v.metadata, annotations: { ...v.metadata.annotations, ...add } } }
-      : v,
-  ),
-});
-const scale = (w: World, replicas: number): World => ({
-  ...w,
-  pool: {
-    ...w.pool,
-    metadata: { ...w.pool.metadata, generation: (w.pool.metadata.generation ?? 1) + 1 },
-    spec: { ...w.pool.spec, replicas },
-  },
-});
 const names = (w: World) => w.vms.map(nameOf).sort();
 const eventsOf = (plans: Plan[], kind: Action['kind']) =>
   plans.flatMap((p) => p.actions.filter((a) => a.kind === kind));

@@ -22,3 +22,7 @@ export * from './validation.js';
 export * from './preview.js';
 export * from './victims.js';
 export * from './drain.js';
+export * from './events.js';
+export * from './budget.js';
+export * from './lifecycle.js';
+export * from './roles.js';

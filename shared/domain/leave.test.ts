@@ -18,7 +18,7 @@ function leaving(drainTimeout: string | undefined, annotations: Record<string, s
     steady(p, 'runners-ccccc', { created: at(-10 * MINUTE), annotations }),
   ];
   const view = observe(observed(p, ms));
-  return decideLeave(view, decideCount(view, seededRandom(1)), NOW);
+  return decideLeave(view, decideCount(view, seededRandom(1)).departures, NOW);
 }
 
 describe('decideLeave', () => {

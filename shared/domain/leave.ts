@@ -5,7 +5,8 @@
  * @module
  */
 import type { DeleteVm, UpdateVm } from './actions.js';
-import type { Count } from './count.js';
+import type { Departure } from './count.js';
+import type { DrainStep } from './drain.js';
 import { drainStep, drainTimeoutMs, requestDrain } from './drain.js';
 import { nameOf } from './membership.js';
 import type { View } from './observe.js';
@@ -22,8 +23,11 @@ export interface Leave {
   readonly recheckAt?: Date;
 }
 
-/** Decides how the count's leaving members leave (pure; `now` dates drain requests and timeouts). */
-export function decideLeave(view: View, count: Count, now: Date): Leave {
+/**
+ * Decides how leaving members leave (pure; `now` dates drain requests and timeouts). An unhealthy
+ * member is deleted at once: it is not running anything to drain.
+ */
+export function decideLeave(view: View, departures: readonly Departure[], now: Date): Leave {
   const timeoutMs = drainTimeoutMs(view.pool);
   const timeout = view.pool.spec.scaleDown?.drainTimeout ?? '';
   const deletes: DeleteVm[] = [];
@@ -33,9 +37,17 @@ export function decideLeave(view: View, count: Count, now: Date): Leave {
   const due = (at: Date): void => {
     if (recheckAt === undefined || at < recheckAt) recheckAt = at;
   };
-  for (const d of count.departures) {
-    const remove = { kind: 'deleteVm', name: nameOf(d.vm), uid: d.uid, why: d.why } as const;
-    const step = drainStep(d.vm, timeoutMs, now);
+  const maxAge = view.pool.spec.maxMemberAge ?? '';
+  for (const d of departures) {
+    const remove: DeleteVm = {
+      kind: 'deleteVm',
+      name: nameOf(d.vm),
+      uid: d.uid,
+      why: d.why,
+      ...(d.why === 'expired' ? { maxAge } : {}),
+    };
+    const step: DrainStep =
+      d.why === 'unhealthy' ? { kind: 'delete', drained: false } : drainStep(d.vm, timeoutMs, now);
     switch (step.kind) {
       case 'delete':
         deletes.push(step.drained ? { ...remove, drain: { outcome: 'drained', timeout } } : remove);

@@ -10,6 +10,16 @@ export function selectorOf(pool: VirtualMachinePool): string {
   return `${keys.poolUid}=${pool.metadata.uid ?? ''}`;
 }
 
+/**
+ * The selector `status.selector` reports for `/scale` and an HPA: the members that count as
+ * replicas. With a standby it leaves the standby members out; without one it is {@link selectorOf}.
+ */
+export function scaleSelectorOf(pool: VirtualMachinePool): string {
+  const base = selectorOf(pool);
+  // `notin`, not `!=`: /scale turns the selector into a metav1.LabelSelector, which has no `!=`.
+  return pool.spec.standby === undefined ? base : `${base},${keys.standby} notin (true)`;
+}
+
 /** True when the object's controller ownerReference is the pool. */
 export function ownedBy(obj: VirtualMachine | VirtualDisk, poolUid: string | undefined): boolean {
   return poolUid !== undefined && controllerOf(obj.metadata)?.uid === poolUid;

@@ -14,6 +14,7 @@ import type {
 import { keys } from '../api/index.js';
 import { diskRefs } from './disks.js';
 import { templateHash } from './hash.js';
+import { isStandby } from './lifecycle.js';
 import { isTerminating, membersOf, nameOf } from './membership.js';
 import { recordedTargets } from './targets.js';
 
@@ -31,6 +32,11 @@ export interface Observed {
 
 /** A member named together with the uid it had when recorded, so a same-named newcomer is safe. */
 export type MemberRef = RecordedTarget;
+
+/** A member recorded to be deleted and replaced, and why. */
+export interface Replacement extends MemberRef {
+  readonly reason: 'Unhealthy' | 'Expired';
+}
 
 /** A disk labelled for the pool and the template its label names (undefined: a removed template). */
 export interface PoolDisk {
@@ -58,8 +64,16 @@ export interface View {
   readonly heldByLeaving: ReadonlySet<string>;
   /** Recorded creates not yet observed, minus those a VM outside the pool turned out to hold. */
   readonly pendingCreates: readonly string[];
-  /** Recorded victims still live under the recorded uid. */
+  /** Recorded victims of scale-downs still live under the recorded uid. */
   readonly pendingDeletes: readonly MemberRef[];
+  /** Recorded replacements (healing, lifetime) still live under the recorded uid. */
+  readonly pendingReplacements: readonly Replacement[];
+  /** Recorded promotions of standby members not carried out yet (the label still on). */
+  readonly pendingPromotions: readonly MemberRef[];
+  /** Recorded returns to the standby not carried out yet (the label not on yet). */
+  readonly pendingReturns: readonly MemberRef[];
+  /** Pending creates recorded as standby members. */
+  readonly standbyCreates: ReadonlySet<string>;
   /** Recorded bindings, as stored. */
   readonly recordedBindings: readonly Binding[];
   /** scaledownwith targets recorded on the pool, and those still live. */
@@ -98,6 +112,7 @@ export function observe(obs: Observed): View {
     else warnings.push(`VirtualMachine ${n} exists and is not the pool's: creating another name`);
   }
 
+  const pending = new Set(pendingCreates);
   const templates = pool.spec.virtualDiskTemplates;
   const templateByName = new Map(templates.map((t) => [t.name, t]));
   const poolDisks = obs.disks
@@ -120,7 +135,17 @@ export function observe(obs: Observed): View {
     liveRefs,
     heldByLeaving: heldByTerminating,
     pendingCreates,
-    pendingDeletes: (intent.deletes ?? []).filter(isLive),
+    pendingDeletes: (intent.deletes ?? []).filter((d) => d.reason === undefined && isLive(d)),
+    pendingReplacements: (intent.deletes ?? []).filter(
+      (d): d is Replacement => d.reason !== undefined && isLive(d),
+    ),
+    pendingPromotions: (intent.promotions ?? []).filter(
+      (r) => isLive(r) && isStandby(live.get(r.name) as VirtualMachine),
+    ),
+    pendingReturns: (intent.returns ?? []).filter(
+      (r) => isLive(r) && !isStandby(live.get(r.name) as VirtualMachine),
+    ),
+    standbyCreates: new Set((intent.standbyCreates ?? []).filter((n) => pending.has(n))),
     recordedBindings: intent.bindings ?? [],
     targets,
     liveTargets: targets.filter(isLive),

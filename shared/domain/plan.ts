@@ -1,21 +1,28 @@
 /**
  * `plan(observed, now, rand)`: everything a reconcile decides for one pool, as ordered actions plus
  * the new status carrying the intent to record before any of them runs. A pipeline of pure steps:
- * observe → count → leave (drain or delete) → bind disks → updates → order and status.
+ * observe → split (replicas, standby) → count → replace (healing, lifetime) → leave (drain or
+ * delete) → standby → bind disks → updates → order and status (roster.ts).
  * @module
  */
 import type { PoolStatus } from '../api/index.js';
-import type { Action, ActionEvent } from './actions.js';
+import type { Action } from './actions.js';
 import { isFenced } from './actions.js';
 import { bindDisks } from './bind.js';
 import { decideCount } from './count.js';
+import type { ActionEvent } from './events.js';
 import { decideLeave } from './leave.js';
 import { nameOf } from './membership.js';
 import type { Rand } from './names.js';
 import type { Observed } from './observe.js';
 import { observe } from './observe.js';
+import type { Split } from './partition.js';
+import { splitStandby } from './partition.js';
+import { decideReplace } from './replace.js';
+import { intentOf, nextAvailable, order, promotable, rosterOf, statusFacts } from './roster.js';
+import { decideStandby } from './standby.js';
 import { computeStatus, sameStatus } from './status.js';
-import { diskUpdates, memberUpdates } from './updates.js';
+import { memberUpdates } from './updates.js';
 
 export type { Observed } from './observe.js';
 export { newMember } from './member.js';
@@ -35,7 +42,7 @@ export interface Plan {
   readonly warnings: string[];
   /** Events to record once the status write succeeded (only plans that write carry any, so L5 holds). */
   readonly events: ActionEvent[];
-  /** A drain deadline ahead: reconcile again then (the resync tick is the fallback). */
+  /** A deadline ahead (a drain, a startup timeout, an age, minReadySeconds): reconcile again then. */
   readonly recheckAt?: Date;
 }
 
@@ -43,57 +50,103 @@ export interface Plan {
 export function plan(obs: Observed, now: Date, rand: Rand): Plan {
   const { pool } = obs;
   // Kubernetes' garbage collector removes members and pool disks; acting now would only race it.
-  if (pool.metadata.deletionTimestamp !== undefined)
-    return {
-      actions: [],
-      status: pool.status ?? {},
-      writeStatus: false,
-      fenced: false,
-      warnings: [],
-      events: [],
-    };
-
+  if (pool.metadata.deletionTimestamp !== undefined) return idle(pool.status ?? {}, false);
   const view = observe(obs);
-  const count = decideCount(view, rand);
-  const leave = decideLeave(view, count, now);
-  const disks = bindDisks(view, count, rand);
-  const inUse = new Set([...view.liveRefs, ...disks.claimed]);
-  const claimedNow = new Set(disks.claims.map((c) => nameOf(c.disk)));
+  const split = splitStandby(view);
+  if (pool.spec.paused === true) return paused(split, now);
 
-  // Disks a VM needs exist before it; a VM's own (Delete) disks follow it, owned by it.
-  const actions: Action[] = [
-    ...disks.claims,
-    ...disks.retainCreates,
-    ...disks.vmCreates,
-    ...disks.deleteCreates,
-    ...memberUpdates(view, count.staying, disks.refs),
-    ...leave.drainRequests,
-    ...leave.deletes,
-    ...diskUpdates(view, inUse, claimedNow, now),
-    ...disks.diskDeletes,
-  ];
-  if (count.dropTargets.length > 0) actions.push({ kind: 'dropTargets', names: count.dropTargets });
-
-  const intent = {
-    creates: [...count.creates],
-    deletes: [...count.victims],
-    bindings: [...disks.bindings],
-  };
-  const status = computeStatus(pool, view.members, view.hash, intent, now, {
+  const count = decideCount(split.active, rand, promotable(split));
+  const promoted = new Set(count.promotions.map((r) => r.name));
+  const replace = decideReplace(
+    view,
+    {
+      staying: [...count.staying, ...standbyKept(split, promoted)],
+      creates: count.creates.length + split.standbyCreates.length,
+    },
+    now,
+  );
+  const isReplica = (n: string): boolean => split.active.live.has(n) || promoted.has(n);
+  const leave = decideLeave(
+    view,
+    [...count.departures, ...replace.victims.filter((d) => isReplica(nameOf(d.vm)))],
+    now,
+  );
+  const standby = decideStandby(
+    {
+      pool,
+      hash: view.hash,
+      split,
+      promoted,
+      replaced: replace.victims.filter((d) => !isReplica(nameOf(d.vm))),
+      removals: leave.deletes,
+      taken: new Set([...view.taken, ...count.creates]),
+    },
+    rand,
+  );
+  const roster = rosterOf(count, replace, standby);
+  const disks = bindDisks(view, roster, rand);
+  const updates = memberUpdates(view, roster.staying, disks.refs, {
+    standby: new Set(standby.staying.map(nameOf)),
+    budget: replace.budgetLeft,
+  });
+  const actions = order({ view, now, count, leave, standby, disks, updates });
+  const intent = intentOf(view, count, replace, standby, disks.bindings);
+  const status = computeStatus(pool, split.active.members, view.hash, intent, now, {
     protectedHeld: count.protectedHeld,
     draining: leave.draining,
+    ...statusFacts(view, split, replace),
   });
   const writeStatus = !sameStatus(status, pool.status);
   const fenced = actions.some(isFenced);
+  const due = [leave.recheckAt?.getTime(), replace.recheckAt, nextAvailable(split, now)];
+  const recheck = Math.min(...due.map((t) => t ?? Infinity));
   return {
     actions,
     status,
     writeStatus,
     fenced,
     warnings: [...view.warnings, ...disks.warnings, ...count.warnings],
-    events: writeStatus || fenced ? count.warnings.map(invalidCost) : [],
-    ...(leave.recheckAt === undefined ? {} : { recheckAt: leave.recheckAt }),
+    events: writeStatus || fenced ? [...count.warnings.map(invalidCost), ...replace.events] : [],
+    ...(recheck === Infinity ? {} : { recheckAt: new Date(recheck) }),
   };
+}
+
+/** Standby members the count left alone: not promoted, not recorded to leave. */
+function standbyKept(split: Split, promoted: ReadonlySet<string>) {
+  const out = new Set([...split.standbyDeletes, ...split.standbyReplacements].map((r) => r.name));
+  return split.standbyLive.filter((m) => !promoted.has(nameOf(m)) && !out.has(nameOf(m)));
+}
+
+/** A plan that does nothing and writes `status` when it differs. */
+function idle(status: PoolStatus, writeStatus: boolean): Plan {
+  return { actions: [], status, writeStatus, fenced: false, warnings: [], events: [] };
+}
+
+/**
+ * `spec.paused`: nothing is created, deleted or updated, and the recorded intent is kept as it is,
+ * so unpausing resumes it; status still reports the members, with `Paused=True`.
+ */
+function paused(split: Split, now: Date): Plan {
+  const { pool } = split.active;
+  const prev = pool.status ?? {};
+  const stored = prev.conditions?.find((c) => c.type === 'Healing');
+  const status = computeStatus(
+    pool,
+    split.active.members,
+    split.active.hash,
+    prev.intent ?? {},
+    now,
+    {
+      protectedHeld: prev.protectedReplicas ?? 0,
+      draining: prev.drainingReplicas ?? 0,
+      ...statusFacts(split.active, split, {
+        unhealthy: prev.unhealthyReplicas ?? 0,
+        ...(prev.healing === undefined ? {} : { healing: prev.healing }),
+        ...(stored === undefined ? {} : { condition: stored }),
+      }),
+    },
+  );
+  return idle(status, !sameStatus(status, prev));
 }
 
 function invalidCost(note: string): ActionEvent {

@@ -55,6 +55,27 @@ describe('previewVictims', () => {
     expect(v.message).toBe('');
   });
 
+  it('never lists a standby member: a scale-down takes replicas only', () => {
+    const { p, members } = fleet();
+    p.spec.standby = { replicas: 1, state: 'Stopped' };
+    // The newest member of all, on the emptiest node: first in any ranking, were it a replica.
+    const spare = member(p, 'runners-c1111', 1, { node: 'n3' });
+    spare.vm.metadata.labels = { ...spare.vm.metadata.labels, [keys.standby]: 'true' };
+    const v = previewVictims(observed(p, [...members, spare]), 5);
+    expect(v.victims.map((x) => x.name)).not.toContain('runners-c1111');
+    expect(v.victims).toHaveLength(5);
+    const down = { ...p, spec: { ...p.spec, replicas: 3 } };
+    const deleted = plan(observed(down, [...members, spare]), NOW, seededRandom(1)).actions.flatMap(
+      (a) => (a.kind === 'deleteVm' ? [a.name] : []),
+    );
+    expect(deleted.sort()).toEqual(
+      v.victims
+        .slice(0, 2)
+        .map((x) => x.name)
+        .sort(),
+    );
+  });
+
   it('beyond the unprotected members, shows the protected ones a scale-down would wait for', () => {
     const { p, members } = fleet();
     const v = previewVictims(observed(p, members), 5);

@@ -11,6 +11,7 @@ import { isDraining } from './drain.js';
 import { nameOf } from './membership.js';
 import type { Observed } from './observe.js';
 import { observe } from './observe.js';
+import { splitStandby } from './partition.js';
 import { scaleDownCandidates } from './scale.js';
 import type { RankReason, Ranked } from './victims.js';
 import { isProtected, nodeOf, rankVictims } from './victims.js';
@@ -51,7 +52,8 @@ export interface Preview {
 
 /** The next `count` victims of a scale-down of the observed pool, and who already leaves. */
 export function previewVictims(obs: Observed, count: number): Preview {
-  const view = observe(obs);
+  // A scale-down takes replicas only; the standby shrinks by standby.replicas, not by this ranking.
+  const view = splitStandby(observe(obs)).active;
   const policy = view.pool.spec.scaleDownPolicy;
   const recorded = recordedLeavers(view);
   const refs = [

@@ -57,7 +57,7 @@ export function patchToTemplate(
 /** The pool's own labels on a member, which template labels may not override. */
 function reserved(vm: VirtualMachine): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const key of [keys.poolUid, keys.pool, keys.templateHash]) {
+  for (const key of [keys.poolUid, keys.pool, keys.templateHash, keys.standby]) {
     const v = vm.metadata.labels?.[key];
     if (v !== undefined) out[key] = v;
   }

@@ -10,6 +10,7 @@ import type {
   VirtualMachinePool,
 } from '../api/index.js';
 import { keys } from '../api/index.js';
+import { isStandby } from './lifecycle.js';
 import { isMember, isTerminating, nameOf } from './membership.js';
 import { isProtected } from './victims.js';
 import { recordedRequests, recordedTargets, withRequest, withTargets } from './targets.js';
@@ -54,10 +55,10 @@ export const EMPTY_TARGETS = 'scaleDownWith requires a non-empty targets list';
 
 /**
  * Plans a scaledownwith. `vms` maps each distinct target name to the VM read for it (absent: not
- * found). Nothing is written for a refused request: a target that is not a member (400) or that is
- * protected (409). A `request` key (see {@link requestKey}) is
- * recorded with the write, and a request whose key is recorded is answered as done without looking
- * at its targets, which may be long gone.
+ * found). Nothing is written for a refused request: a paused pool (409), a target that is not a
+ * member or is a standby member (400), or that is protected (409). A `request` key (see
+ * {@link requestKey}) is recorded with the write, and a request whose key is recorded is answered as
+ * done without looking at its targets, which may be long gone.
  */
 export function planScaleDownWith(
   pool: VirtualMachinePool,
@@ -85,6 +86,12 @@ export function planScaleDownWith(
       replicas: { from, to: from },
       replay: true,
     };
+  if (pool.spec.paused === true)
+    return {
+      ok: false,
+      code: 409,
+      message: `VirtualMachinePool "${nameOf(pool)}" is paused (spec.paused: true): nothing is removed until it is unpaused`,
+    };
   const ns = pool.metadata.namespace ?? '';
   for (const t of body.targets) {
     const vm = vms.get(t);
@@ -99,6 +106,12 @@ export function planScaleDownWith(
         ok: false,
         code: 400,
         message: `target VirtualMachine "${t}" does not belong to VirtualMachinePool "${nameOf(pool)}"`,
+      };
+    if (isStandby(vm) && !isTerminating(vm))
+      return {
+        ok: false,
+        code: 400,
+        message: `target VirtualMachine "${t}" is a standby member of VirtualMachinePool "${nameOf(pool)}", not a replica; lower spec.standby.replicas to remove standby members`,
       };
     if (isProtected(vm) && !isTerminating(vm))
       return {

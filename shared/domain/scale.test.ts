@@ -9,7 +9,7 @@ import type { Ranked } from './victims.js';
 import { rankVictims } from './victims.js';
 
 const vn = (r: Ranked): string => nameOf(r.vm);
-const NOTHING = { creates: [], victims: [], cancelled: [], blocked: 0 };
+const NOTHING = { creates: [], victims: [], cancelled: [], promoted: [], blocked: 0 };
 
 const p = pool();
 

@@ -24,6 +24,8 @@ export interface ScaleInput {
   readonly held?: number;
   /** Names a shortfall takes back before any create, in that order (held targets, then drains). */
   readonly cancellable?: readonly string[];
+  /** Standby members a shortfall promotes before it creates, in that order. */
+  readonly promotable?: readonly string[];
   /** Names that may not be used for a new VM (every VM name seen, pending ones included). */
   readonly taken: ReadonlySet<string>;
 }
@@ -34,6 +36,8 @@ export interface ScaleDecision {
   readonly victims: Ranked[];
   /** Leaving members (or held targets) taken back instead of creating. */
   readonly cancelled: string[];
+  /** Standby members promoted instead of creating. */
+  readonly promoted: string[];
   /** Surplus no unprotected member is left to satisfy: kept. */
   readonly blocked: number;
 }
@@ -47,7 +51,7 @@ export function scaleDownCandidates(
   return { staying, candidates: staying.filter((m) => !isProtected(m)) };
 }
 
-const none = { creates: [], victims: [], cancelled: [], blocked: 0 };
+const none = { creates: [], victims: [], cancelled: [], promoted: [], blocked: 0 };
 
 /**
  * Members plus pending creates count toward replicas, Terminating and draining members included
@@ -62,8 +66,11 @@ export function decideScale(input: ScaleInput, rand: Rand): ScaleDecision {
   const surplus = count - input.desired - terminating - leaving.length - (input.held ?? 0);
   if (surplus < 0) {
     const cancelled = (input.cancellable ?? []).slice(0, -surplus);
-    const creates = count < input.desired ? freshNames(input, input.desired - count, rand) : [];
-    return { ...none, creates, cancelled };
+    const room = Math.max(0, input.desired - count);
+    const promoted = (input.promotable ?? []).slice(0, room);
+    const fresh = room - promoted.length;
+    const creates = fresh > 0 ? freshNames(input.pool, fresh, input.taken, rand) : [];
+    return { ...none, creates, cancelled, promoted };
   }
   if (surplus === 0 || input.policy === 'Explicit') return none;
   const { staying, candidates } = scaleDownCandidates(input.members, input.leaving);
@@ -82,13 +89,19 @@ function nextFree(name: string, taken: ReadonlySet<string>): string {
   return name;
 }
 
-function freshNames(input: ScaleInput, n: number, rand: Rand): string[] {
-  const taken = new Set(input.taken);
+/** `n` fresh member names of a pool, none of them in `used` nor repeated. */
+export function freshNames(
+  pool: string,
+  n: number,
+  used: ReadonlySet<string>,
+  rand: Rand,
+): string[] {
+  const taken = new Set(used);
   const out: string[] = [];
   for (let i = 0; i < n; i++) {
-    let name = vmName(input.pool, rand);
+    let name = vmName(pool, rand);
     // 27^5 names: a collision is rare, but a repeat would collapse two creates into one.
-    for (let tries = 0; taken.has(name) && tries < 32; tries++) name = vmName(input.pool, rand);
+    for (let tries = 0; taken.has(name) && tries < 32; tries++) name = vmName(pool, rand);
     if (taken.has(name)) name = nextFree(name, taken);
     taken.add(name);
     out.push(name);

@@ -40,6 +40,7 @@ describe('countMembers', () => {
     expect(countMembers(members, H)).toEqual({
       replicas: 6,
       ready: 4,
+      available: 4,
       updated: 3,
       restartPending: 2,
       live: 5,

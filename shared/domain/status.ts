@@ -4,6 +4,7 @@
  */
 import type {
   Condition,
+  HealingState,
   Intent,
   PoolStatus,
   VirtualMachine,
@@ -11,12 +12,15 @@ import type {
 } from '../api/index.js';
 import { AWAITING_RESTART, keys } from '../api/index.js';
 import { canonicalJson } from './hash.js';
-import { conditionOf, isReady, isTerminating, selectorOf } from './membership.js';
+import { availableAt } from './lifecycle.js';
+import { conditionOf, isReady, isTerminating, scaleSelectorOf } from './membership.js';
 
 /** Counts derived from the members. */
 export interface Counts {
   readonly replicas: number;
   readonly ready: number;
+  /** Ready for at least minReadySeconds. */
+  readonly available: number;
   readonly updated: number;
   readonly restartPending: number;
   /** Non-Terminating members. */
@@ -28,12 +32,21 @@ export function awaitingRestart(vm: VirtualMachine): boolean {
   return conditionOf(vm, AWAITING_RESTART)?.status === 'True';
 }
 
-/** Counts as the reference computes them (Terminating members only in `replicas`). */
-export function countMembers(members: readonly VirtualMachine[], hash: string): Counts {
+/**
+ * Counts as the reference computes them (Terminating members only in `replicas`); a member is
+ * available once Running for `minReadyMs` at `now`.
+ */
+export function countMembers(
+  members: readonly VirtualMachine[],
+  hash: string,
+  now: Date = new Date(0),
+  minReadyMs = 0,
+): Counts {
   const live = members.filter((m) => !isTerminating(m));
   return {
     replicas: members.length,
     ready: live.filter(isReady).length,
+    available: live.filter((m) => (availableAt(m, minReadyMs) ?? Infinity) <= now.getTime()).length,
     updated: live.filter((m) => m.metadata.labels?.[keys.templateHash] === hash).length,
     restartPending: live.filter(
       (m) => m.metadata.annotations?.[keys.patchedTemplateHash] === hash && awaitingRestart(m),
@@ -47,12 +60,24 @@ export function rfc3339(now: Date): string {
   return now.toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
-/** What the count decided that status reports beyond the members' own state. */
+/** What the plan decided that status reports beyond the replicas' own state. */
 export interface Leaving {
   /** Surplus kept because only protected members could leave. */
   readonly protectedHeld: number;
   /** Leaving members draining. */
   readonly draining: number;
+  /** The standby, when `spec.standby` is set: its members, the ready and the outdated among them. */
+  readonly standby?: {
+    readonly replicas: number;
+    readonly ready: number;
+    readonly outdated: number;
+  };
+  /** Self-healing, when `spec.healing` is set: unhealthy members, back-off state, condition. */
+  readonly healing?: {
+    readonly unhealthy: number;
+    readonly state?: HealingState;
+    readonly condition?: Condition;
+  };
 }
 
 const NOT_LEAVING: Leaving = { protectedHeld: 0, draining: 0 };
@@ -75,42 +100,60 @@ function progressing(desired: number, c: Counts, l: Leaving): Condition | undefi
   };
 }
 
-function conditions(
-  desired: number,
-  c: Counts,
-  l: Leaving,
-  generation: number | undefined,
-): Condition[] {
+function synced(c: Counts, l: Leaving): Condition {
+  const outdated = l.standby?.outdated ?? 0;
+  if (c.updated >= c.live && outdated > 0)
+    return {
+      type: 'Synced',
+      status: 'False',
+      reason: 'RolloutInProgress',
+      message: `${outdated} standby members are not on the current virtualMachineTemplate yet.`,
+    };
+  if (c.updated >= c.live)
+    return { type: 'Synced', status: 'True', reason: 'PoolSynced', message: '' };
+  if (c.restartPending > 0)
+    return {
+      type: 'Synced',
+      status: 'False',
+      reason: 'RestartPendingApproval',
+      message: `${c.restartPending} of ${c.live} replicas await a restart to apply configuration.`,
+    };
+  return {
+    type: 'Synced',
+    status: 'False',
+    reason: 'RolloutInProgress',
+    message: `${c.updated} of ${c.live} replicas are on the current virtualMachineTemplate.`,
+  };
+}
+
+/** `Paused=True` while `spec.paused` holds (absent otherwise, as `Progressing` is when converged). */
+const PAUSED: Condition = {
+  type: 'Paused',
+  status: 'True',
+  reason: 'Paused',
+  message:
+    'spec.paused is true: vmpool creates, deletes and updates nothing for this pool, and scaledownwith is refused; status is still reported. Set it to false to resume from the live state.',
+};
+
+function conditions(pool: VirtualMachinePool, c: Counts, l: Leaving): Condition[] {
+  const desired = pool.spec.replicas ?? 0;
   const out: Condition[] = [];
   out.push(
-    c.ready >= desired
+    c.available >= desired
       ? { type: 'Available', status: 'True', reason: 'AllReplicasReady', message: '' }
       : {
           type: 'Available',
           status: 'False',
           reason: 'InsufficientReadyReplicas',
-          message: `Only ${c.ready} of ${desired} replicas are ready.`,
+          message: `Only ${c.available} of ${desired} replicas are ready${c.available < c.ready ? ` for minReadySeconds (${c.ready} Running)` : ''}.`,
         },
   );
   const moving = progressing(desired, c, l);
   if (moving !== undefined) out.push(moving);
-  if (c.updated >= c.live) {
-    out.push({ type: 'Synced', status: 'True', reason: 'PoolSynced', message: '' });
-  } else if (c.restartPending > 0) {
-    out.push({
-      type: 'Synced',
-      status: 'False',
-      reason: 'RestartPendingApproval',
-      message: `${c.restartPending} of ${c.live} replicas await a restart to apply configuration.`,
-    });
-  } else {
-    out.push({
-      type: 'Synced',
-      status: 'False',
-      reason: 'RolloutInProgress',
-      message: `${c.updated} of ${c.live} replicas are on the current virtualMachineTemplate.`,
-    });
-  }
+  out.push(synced(c, l));
+  if (l.healing?.condition !== undefined) out.push(l.healing.condition);
+  if (pool.spec.paused === true) out.push(PAUSED);
+  const generation = pool.metadata.generation;
   return generation === undefined
     ? out
     : out.map((x) => ({ ...x, observedGeneration: generation }));
@@ -131,6 +174,11 @@ export function normalizeIntent(intent: Intent): Intent | undefined {
   if (intent.creates?.length) out.creates = [...intent.creates];
   if (intent.deletes?.length) out.deletes = [...intent.deletes];
   if (intent.bindings?.length) out.bindings = [...intent.bindings];
+  const creating = new Set(out.creates);
+  const standby = intent.standbyCreates?.filter((n) => creating.has(n));
+  if (standby?.length) out.standbyCreates = standby;
+  if (intent.promotions?.length) out.promotions = [...intent.promotions];
+  if (intent.returns?.length) out.returns = [...intent.returns];
   return Object.keys(out).length === 0 ? undefined : out;
 }
 
@@ -143,31 +191,41 @@ export function computeStatus(
   now: Date,
   leaving: Leaving = NOT_LEAVING,
 ): PoolStatus {
-  const desired = pool.spec.replicas ?? 0;
-  const c = countMembers(members, hash);
+  const c = countMembers(members, hash, now, 1000 * (pool.spec.minReadySeconds ?? 0));
   const prev = pool.status ?? {};
   const status: PoolStatus = {
     ...prev,
     observedGeneration: pool.metadata.generation,
     replicas: c.replicas,
     readyReplicas: c.ready,
+    availableReplicas: c.available,
     updatedReplicas: c.updated,
     restartPendingReplicas: c.restartPending,
     protectedReplicas: leaving.protectedHeld,
     drainingReplicas: leaving.draining,
     desiredTemplateHash: hash,
-    selector: selectorOf(pool),
-    conditions: withTransitions(
-      conditions(desired, c, leaving, pool.metadata.generation),
-      prev.conditions ?? [],
-      now,
-    ),
+    selector: scaleSelectorOf(pool),
+    conditions: withTransitions(conditions(pool, c, leaving), prev.conditions ?? [], now),
   };
+  setOptional(status, 'standbyReplicas', leaving.standby?.replicas);
+  setOptional(status, 'readyStandbyReplicas', leaving.standby?.ready);
+  setOptional(status, 'unhealthyReplicas', leaving.healing?.unhealthy);
+  setOptional(status, 'healing', leaving.healing?.state);
   const normalized = normalizeIntent(intent);
   if (normalized === undefined) delete status.intent;
   else status.intent = normalized;
   if (status.observedGeneration === undefined) delete status.observedGeneration;
   return status;
+}
+
+/** Sets a field the pool reports only when its feature is set up (and drops it otherwise). */
+function setOptional<K extends keyof PoolStatus>(
+  status: PoolStatus,
+  key: K,
+  value: PoolStatus[K] | undefined,
+): void {
+  if (value === undefined) delete status[key];
+  else status[key] = value;
 }
 
 /** True when two statuses are the same document (so writing would change nothing). */

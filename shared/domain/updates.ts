@@ -9,20 +9,35 @@ import { keys } from '../api/index.js';
 import type { DiskUpdateWhy, UpdateDisk, UpdateVm, VmUpdateWhy } from './actions.js';
 import { growthOf, policyOf, poolOwned, stampFree, withSize } from './disks.js';
 import { cancelDrain, isDraining } from './drain.js';
+import { isStandby, isUp } from './lifecycle.js';
+import { asReplica, asStandby, standbyShaped } from './roles.js';
 import { nameOf } from './membership.js';
 import type { View } from './observe.js';
 import { advance, patchToTemplate, rolloutStep } from './rollout.js';
 import { rfc3339 } from './status.js';
 
+/** What member updates need beside the view: who ends the plan in the standby, the budget. */
+export interface Roles {
+  /** Members that are standby after this plan (returned ones included). */
+  readonly standby: ReadonlySet<string>;
+  /** Rollout patches of serving members allowed now (rollout.maxUnavailable left). */
+  readonly budget: number;
+}
+
+const NO_ROLES: Roles = { standby: new Set(), budget: Infinity };
+
 /**
- * One update per staying member that needs one: new refs, rollout patch or revision advance, drain
- * marks removed. Protected members are updated like any other: protection is about removal only.
+ * One update per staying member that needs one: new refs, rollout patch or revision advance, its
+ * role (promoted, returned to or kept in the standby's shape), drain marks removed. Protected members
+ * are updated like any other: protection is about removal only.
  */
 export function memberUpdates(
   view: View,
   staying: readonly VirtualMachine[],
   refs: ReadonlyMap<string, BlockDeviceRef[]>,
+  roles: Roles = NO_ROLES,
 ): UpdateVm[] {
+  const patchable = rolloutBatch(view, staying, roles);
   const out: UpdateVm[] = [];
   for (const m of staying) {
     const why: VmUpdateWhy[] = [];
@@ -33,22 +48,64 @@ export function memberUpdates(
       next = { ...next, spec: { ...next.spec, blockDeviceRefs: newRefs } };
     }
     const step = rolloutStep(m, view.hash);
-    if (step === 'patch') {
+    if (step === 'patch' && patchable.has(m)) {
       why.push('rollout');
       next = patchToTemplate(next, view.pool.spec.virtualMachineTemplate, view.hash);
     } else if (step === 'advance' && newRefs === undefined) {
       why.push('advance');
       next = advance(next, view.hash);
     }
+    const role = roleChange(view, roles, m, next);
+    if (role !== undefined) {
+      why.push(role.why);
+      next = role.vm;
+    }
     // A member that stays keeps no drain mark: a scale-up took it back, protection came first, or a
-    // crash left the mark after its victim record was dropped.
+    // crash left the mark after its victim record was dropped. One returned to the standby has
+    // finished its drain: the marks go without a DrainCancelled.
     if (isDraining(m)) {
-      why.push('drainCancel');
+      if (!why.includes('toStandby')) why.push('drainCancel');
       next = cancelDrain(next);
     }
     if (why.length > 0) out.push({ kind: 'updateVm', vm: next, why });
   }
   return out;
+}
+
+/** A change of role: promoted to a replica, returned to the standby, or kept in its shape. */
+function roleChange(
+  view: View,
+  roles: Roles,
+  m: VirtualMachine,
+  next: VirtualMachine,
+): { vm: VirtualMachine; why: VmUpdateWhy } | undefined {
+  if (roles.standby.has(nameOf(m))) {
+    if (standbyShaped(view.pool, next)) return undefined;
+    return { vm: asStandby(view.pool, next), why: isStandby(m) ? 'standbyState' : 'toStandby' };
+  }
+  return isStandby(m) ? { vm: asReplica(view.pool, next), why: 'promote' } : undefined;
+}
+
+/**
+ * The members whose rollout patch may go now. A patch of a member that serves may restart it, so
+ * those take the budget, standby members first (they serve nobody yet), then by name, a stable order
+ * concurrent reconciles agree on; a member out of service or stopped on purpose is patched freely.
+ */
+function rolloutBatch(
+  view: View,
+  staying: readonly VirtualMachine[],
+  roles: Roles,
+): ReadonlySet<VirtualMachine> {
+  const due = staying.filter((m) => rolloutStep(m, view.hash) === 'patch');
+  if (roles.budget === Infinity) return new Set(due);
+  const costly = isUp;
+  const rank = (m: VirtualMachine): string =>
+    `${roles.standby.has(nameOf(m)) ? 0 : 1}/${nameOf(m)}`;
+  const paid = due
+    .filter(costly)
+    .sort((a, b) => (rank(a) < rank(b) ? -1 : 1))
+    .slice(0, roles.budget);
+  return new Set([...due.filter((m) => !costly(m)), ...paid]);
 }
 
 /**

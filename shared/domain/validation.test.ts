@@ -319,4 +319,36 @@ describe('validatePool', () => {
           ],
     );
   });
+
+  it.each<[string, (p: VirtualMachinePool) => void, string[]]>([
+    ['a budget of 2', (p) => (p.spec.rollout = { maxUnavailable: 2 }), []],
+    ['a budget of 25%', (p) => (p.spec.rollout = { maxUnavailable: '25%' }), []],
+    [
+      'a budget of 0',
+      (p) => (p.spec.rollout = { maxUnavailable: 0 }),
+      ['spec.rollout.maxUnavailable'],
+    ],
+    [
+      'a budget of 0%',
+      (p) => (p.spec.rollout = { maxUnavailable: '0%' }),
+      ['spec.rollout.maxUnavailable'],
+    ],
+    [
+      'a budget of 150%',
+      (p) => (p.spec.rollout = { maxUnavailable: '150%' }),
+      ['spec.rollout.maxUnavailable'],
+    ],
+    ['startupTimeout 5m', (p) => (p.spec.healing = { startupTimeout: '5m' }), []],
+    [
+      'startupTimeout 0',
+      (p) => (p.spec.healing = { startupTimeout: '0' }),
+      ['spec.healing.startupTimeout'],
+    ],
+    ['maxMemberAge 24h', (p) => (p.spec.maxMemberAge = '24h'), []],
+    ['maxMemberAge a day', (p) => (p.spec.maxMemberAge = 'a day'), ['spec.maxMemberAge']],
+  ])('%s', (_, set, fields) => {
+    const p = pool();
+    set(p);
+    expect(validatePool(p).map((v) => v.field)).toEqual(fields);
+  });
 });

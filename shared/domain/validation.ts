@@ -32,6 +32,30 @@ export function validatePool(pool: VirtualMachinePool): Violation[] {
       field: 'spec.scaleDown.drainTimeout',
       message: `scaleDown.drainTimeout "${drain}" is not a valid duration: use a Go duration such as 30s, 10m or 1h`,
     });
+  out.push(...validateLifecycle(pool));
+  return out;
+}
+
+/** Healing, lifetime and the rollout budget: positive durations, a budget of at least one. */
+function validateLifecycle(pool: VirtualMachinePool): Violation[] {
+  const out: Violation[] = [];
+  const positive = (field: string, text: string | undefined): void => {
+    if (text !== undefined && !((parseDuration(text) ?? 0) > 0))
+      out.push({
+        field: `spec.${field}`,
+        message: `${field} "${text}" is not a positive duration: use a Go duration such as 30s, 10m or 24h`,
+      });
+  };
+  positive('healing.startupTimeout', pool.spec.healing?.startupTimeout);
+  positive('maxMemberAge', pool.spec.maxMemberAge);
+  const budget = pool.spec.rollout?.maxUnavailable;
+  const fine =
+    budget === undefined ||
+    (typeof budget === 'number'
+      ? Number.isInteger(budget) && budget >= 1
+      : /^(100|[1-9][0-9]?)%$/.test(budget));
+  if (!fine)
+    out.push({ field: 'spec.rollout.maxUnavailable', message: celMessages.maxUnavailable });
   return out;
 }
 

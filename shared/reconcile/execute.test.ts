@@ -244,6 +244,23 @@ describe('execute: every outcome of the funnel', () => {
     expect(out).toMatchObject({ done: 0, retry: true });
   });
 
+  it('a failed promotion stops the pass before the standby refill (standby would exceed its count)', async () => {
+    const promote: Action = {
+      kind: 'updateVm',
+      vm: vm(p, 'runners-sssss'),
+      why: ['promote'],
+    };
+    const { f, out } = await run([promote, createVm('runners-ttttt')], {
+      updateVm: () => fail('conflict'),
+    });
+    expect(f.of('createVm')).toEqual([]);
+    expect(out).toMatchObject({ done: 0, retry: true });
+    expect(events(f)).toEqual([]);
+    const fine = await run([promote, createVm('runners-ttttt')]);
+    expect(fine.f.of('createVm')).toHaveLength(1);
+    expect(events(fine.f)).toEqual(['StandbyPromoted', 'SuccessfulCreate']);
+  });
+
   it('drops carried-out targets on a fresh read of the pool, and only from the same pool', async () => {
     const dropped: Action = { kind: 'dropTargets', names: ['runners-aaaaa'] };
     const same = await run([dropped]);

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { VirtualMachinePool } from '../api/index.js';
 import type { Action } from '../domain/index.js';
-import { eventFor, isMember, recordedTargets, withTargets } from '../domain/index.js';
+import { eventFor, isGate, isMember, recordedTargets, withTargets } from '../domain/index.js';
 import type { Failure, Kube, Outcome, PoolEvent } from '../kube/index.js';
 import { runBounded } from './batch.js';
 
@@ -183,8 +183,9 @@ export async function execute(
         ? await runBounded(group, PARALLEL, run, (s) => s === 'done')
         : await runBounded(group, PARALLEL, run);
     steps.push(...out);
-    // A claim lost to GC or another reconcile: creating the VM now would attach a disk it does not hold.
-    if (kind === 'claimDisk' && out.some((s) => s !== 'done')) break;
+    // A claim lost to GC or another reconcile: creating the VM now would attach a disk it does not
+    // hold. A promotion that failed: a standby refill now would outnumber standby.replicas.
+    if (group.some(isGate) && out.some((s) => s !== 'done')) break;
   }
   for (const same of seen.values()) {
     const rest = same.slice(EVENT_BURST);

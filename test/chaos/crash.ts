@@ -4,7 +4,7 @@
  * lost Retain disk.
  * @module
  */
-import { CustomObjectsApi } from '@kubernetes/client-node';
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
 import { GROUP, VERSION, keys } from '../../shared/api/index.js';
 import type { Kube } from '../../shared/kube/index.js';
@@ -23,7 +23,7 @@ import {
 import { annotateVm } from './fleet.js';
 import { checkConverged, checkDeletions, expectedVictims, resync, retainDisks } from './laws.js';
 import type { Expect } from './laws.js';
-import { Observer } from './observer.js';
+import { Observer, isStandbySeen } from './observer.js';
 import { testLog } from '../logs.js';
 
 /** The paths crashed at every step. */
@@ -33,6 +33,9 @@ export const PATHS = [
   'drain',
   'scaledownwith',
   'rollout',
+  'promote',
+  'return',
+  'heal',
   'gc',
 ] as const;
 export type Path = (typeof PATHS)[number];
@@ -108,10 +111,17 @@ async function crashOnce(
     if (!r.converged) say('setup did not converge');
     await obs.sync();
   };
-  obs.holdReplicas(name, 3);
-  const manifest = chaosPool(ns, name, policy, 3, 1) as { spec: Record<string, unknown> };
+  const standby = path === 'promote' || path === 'return' ? 2 : undefined;
+  obs.holdReplicas(name, 3, standby);
+  const manifest = chaosPool(ns, name, policy, path === 'promote' ? 1 : 3, 1) as {
+    spec: Record<string, unknown>;
+  };
   // The drain path's pool drains (for an hour: the test marks the victim drained itself).
   if (path === 'drain') manifest.spec.scaleDown = { drainTimeout: '1h' };
+  // Standby paths: two stopped standby members to promote; an empty standby to return members to.
+  if (path === 'promote') manifest.spec.standby = { replicas: 2, state: 'Stopped' };
+  if (path === 'return') manifest.spec.standby = { replicas: 0, reuseOnScaleDown: true };
+  if (path === 'heal') manifest.spec.healing = { startupTimeout: '1h' };
   await createPool(ns, manifest);
   await settle();
   const setReplicas = (n: number) =>
@@ -132,6 +142,7 @@ async function crashOnce(
   const drainMs = path === 'drain' ? 3600_000 : undefined;
   let expect: Expect;
   let victims = new Set<string>();
+  let returned = new Set<string>();
   const c = crashingKube(direct, k);
   const done = { finished: false, answered: false };
   const run = async (f: () => Promise<unknown>): Promise<void> => {
@@ -213,6 +224,41 @@ async function crashOnce(
       await run(() => reconcilePool(deps(c.kube), ns, name));
       expect = { pool: name, members: 3, retained, retainCount: 3 };
       break;
+    case 'promote':
+      // 1 replica + 2 standby → 3 replicas: both promoted (no replica created), 2 standby created.
+      await setReplicas(3);
+      await run(() => reconcilePool(deps(c.kube), ns, name));
+      expect = { pool: name, members: 3, standby: 2, retained, retainCount: 5 };
+      break;
+    case 'return': {
+      // 3 replicas → 1 while the standby asks for 2: the two victims return to it, none deleted.
+      await editPool(direct, ns, name, (p) => {
+        p.spec.replicas = 1;
+        p.spec.standby = { replicas: 2, state: 'Stopped', reuseOnScaleDown: true };
+        return p;
+      });
+      returned = expectedVictims(start, policy, 2);
+      await run(() => reconcilePool(deps(c.kube), ns, name));
+      expect = { pool: name, members: 1, standby: 2, retained, retainCount: 3 };
+      break;
+    }
+    case 'heal': {
+      // One member started two hours ago and never came up: replaced under a fresh name.
+      const stuck = start[0]!;
+      await setStatus(ns, stuck.metadata.name, {
+        phase: 'Starting',
+        stats: {
+          phasesTransitions: [
+            { phase: 'Running', timestamp: new Date(Date.now() - 3 * 3600_000).toISOString() },
+            { phase: 'Starting', timestamp: new Date(Date.now() - 2 * 3600_000).toISOString() },
+          ],
+        },
+      });
+      victims = new Set([stuck.metadata.name]);
+      await run(() => reconcilePool(deps(c.kube), ns, name));
+      expect = { pool: name, members: 3, retained, retainCount: 3 };
+      break;
+    }
     case 'gc': {
       const free = retainDisks(obs, name).sort((a, b) => {
         const x = a.metadata.annotations?.[keys.freeSince] ?? '';
@@ -242,12 +288,37 @@ async function crashOnce(
   const removed = new Set(ours.map((d) => d.name));
   if (removed.size !== victims.size || [...removed].some((n) => !victims.has(n)))
     say(`L2: removed [${[...removed].join(',')}] expected [${[...victims].join(',')}]`);
-  // Creates: no member beyond the expected ones ever existed after the crash.
-  if (path === 'rollout' || path === 'scaleDown' || path === 'drain' || path === 'scaledownwith') {
+  // Creates: no member beyond the expected ones ever existed after the crash (a promotion creates
+  // only the refill, a replacement one member).
+  const created = new Map<Path, number>([
+    ['rollout', 0],
+    ['scaleDown', 0],
+    ['drain', 0],
+    ['scaledownwith', 0],
+    ['return', 0],
+    ['promote', 2],
+    ['heal', 1],
+  ]);
+  const extra = created.get(path);
+  if (extra !== undefined) {
     const names = new Set(start.map((m) => m.metadata.name));
-    for (const m of obs.members(name))
-      if (!names.has(m.metadata.name)) say(`L4: extra VM ${m.metadata.name} created`);
+    const fresh = [...obs.vms.values()].filter(
+      (m) => m.metadata.labels?.[keys.pool] === name && !names.has(m.metadata.name),
+    );
+    if (fresh.length !== extra)
+      say(
+        `L4: ${fresh.length} VMs created, want ${extra} (${fresh.map((m) => m.metadata.name).join(',')})`,
+      );
   }
+  // Returned members are the ranking's victims, now standby members.
+  const spares = new Set(
+    obs
+      .live(name)
+      .filter(isStandbySeen)
+      .map((m) => m.metadata.name),
+  );
+  if (path === 'return' && [...returned].some((n) => !spares.has(n)))
+    say(`returned [${[...spares].join(',')}] expected [${[...returned].join(',')}]`);
   // Retire the pool so the next crash point starts clean (the garbage collector takes the rest).
   obs.retire(name);
   await adminKubeConfig()
@@ -261,4 +332,19 @@ async function crashOnce(
     })
     .catch(() => undefined);
   return !done.finished;
+}
+
+/** Writes a VM's status as the platform would (merge patch on the status subresource). */
+async function setStatus(ns: string, name: string, status: object): Promise<void> {
+  await adminKubeConfig().makeApiClient(CustomObjectsApi).patchNamespacedCustomObjectStatus(
+    {
+      group: GROUP,
+      version: VERSION,
+      plural: 'virtualmachines',
+      namespace: ns,
+      name,
+      body: { status },
+    },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
 }

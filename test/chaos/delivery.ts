@@ -41,7 +41,7 @@ import {
   retainDisks,
 } from './laws.js';
 import { CHAOS_COSTS, annotateVm, drainAgent, featuresOf, withNote } from './fleet.js';
-import { Observer } from './observer.js';
+import { Observer, isStandbySeen } from './observer.js';
 import { functionKube } from '../e2e/harness.js';
 import type { FunctionName } from '../e2e/rbac.js';
 import type { Seen } from './observer.js';
@@ -98,9 +98,13 @@ const MUTATIONS = [
   'scale+template',
   'gc',
   'none',
-  // Fleet control, on the pools that switch it on (see featuresOf).
+  // Fleet control and lifecycle, on the pools that switch them on (see featuresOf): the standby
+  // (and replicas) changed in one write, a scale while paused.
   'protect',
   'cost',
+  'standby',
+  'standby',
+  'pause',
 ] as const;
 type Mutation = (typeof MUTATIONS)[number];
 
@@ -120,7 +124,7 @@ async function platformSettled(kube: Kube, ns: string, pool: string): Promise<bo
     vms.value.every(
       (v) =>
         v.metadata.deletionTimestamp === undefined &&
-        v.status?.phase === 'Running' &&
+        v.status?.phase === (v.spec.runPolicy === 'AlwaysOff' ? 'Stopped' : 'Running') &&
         v.status.observedGeneration === v.metadata.generation &&
         // An approved restart is still to come.
         !(v.status.conditions ?? []).some(
@@ -246,12 +250,14 @@ async function worker(
   const policy = POLICIES[w % POLICIES.length]!;
   const name = `p${w}`;
   let replicas = 2;
+  let standby = features.standby === undefined ? undefined : 1;
   let rev = 0;
   const bump = (k: string, m: Record<string, number>): void => {
     m[k] = (m[k] ?? 0) + 1;
   };
   try {
-    obs.holdReplicas(name, replicas);
+    obs.holdReplicas(name, replicas, standby);
+    if (features.budget !== undefined) obs.budget(name, features.budget);
     const spec = chaosPool(ns, name, policy, replicas) as {
       spec: { virtualMachineTemplate: { spec: Record<string, unknown> } };
     };
@@ -260,12 +266,19 @@ async function worker(
       spec.spec.virtualMachineTemplate.spec.disruptions = { restartApprovalMode: 'Automatic' };
     if (features.drainTimeout !== undefined)
       Object.assign(spec.spec, { scaleDown: { drainTimeout: features.drainTimeout } });
+    if (features.standby !== undefined)
+      Object.assign(spec.spec, { standby: { replicas: standby, ...features.standby } });
+    if (features.budget !== undefined)
+      Object.assign(spec.spec, { rollout: { maxUnavailable: features.budget } });
     await createPool(ns, spec);
     await settle();
     for (let t = 0; t < trials; t++) {
       const tag = `${ns}/${name} trial ${t}`;
       await obs.sync();
-      const start = obs.live(name);
+      // Replicas and standby members apart: the ranking, targets and L2 are about the replicas.
+      const everyone = obs.live(name);
+      const start = everyone.filter((m) => !isStandbySeen(m));
+      const spares = everyone.length - start.length;
       const before = obs.vmDeletions.length;
       const freeBefore = retainDisks(obs, name).filter(
         (d) => d.metadata.annotations?.[keys.freeSince] !== undefined,
@@ -279,18 +292,31 @@ async function worker(
       )
         mutation = 'none';
       if ((mutation === 'protect' || mutation === 'cost') && start.length === 0) mutation = 'none';
+      if (
+        (mutation === 'standby' && standby === undefined) ||
+        (mutation === 'pause' && features.pause !== true)
+      )
+        mutation = 'none';
       bump(mutation, fig.mutations);
       let expected = new Set<string>();
       let userDeleted: string | undefined;
       let hold = replicas;
       let next = replicas;
+      let nextStandby = standby;
       // The members as the mutation leaves them (a protection toggled, a cost set).
       let after: Seen[] = start;
       const note = fleetNote(mutation, start, dice);
       if (note !== undefined) after = withNote(start, note.name, note.key, note.value);
-      if (mutation === 'scale' || mutation === 'scale+template') {
+      if (mutation === 'scale' || mutation === 'scale+template' || mutation === 'pause') {
         do next = dice.range(0, 4);
         while (next === replicas);
+        hold = Math.max(replicas, next);
+      }
+      if (mutation === 'standby') {
+        // A new standby size, now and then with a scale-down in the same write: while the standby
+        // is short, a reuse pool takes the victims back instead of deleting them.
+        nextStandby = dice.range(0, 2);
+        if (policy !== 'Explicit' && dice.chance(0.5)) next = dice.range(0, replicas);
         hold = Math.max(replicas, next);
       }
       // A surplus (a scale-down, or one protection held until this toggle) goes by the ranking.
@@ -312,7 +338,18 @@ async function worker(
         dryRun = !refused && dice.chance(0.15);
         if (!dryRun && !refused) expected = new Set(targets);
       }
-      obs.holdReplicas(name, hold);
+      obs.holdReplicas(
+        name,
+        hold,
+        standby === undefined ? undefined : Math.max(standby, nextStandby ?? 0),
+      );
+      if (mutation === 'pause') {
+        // Paused first (and seen so by a reconcile); from then on nothing of the pool may change.
+        await editPool(direct, ns, name, (p) => ({ ...p, spec: { ...p.spec, paused: true } }));
+        await resync(app, ns);
+        await obs.sync();
+        obs.freeze(name);
+      }
 
       const storm = stormOf(dice, ns, name, obs);
       fig.dropped += storm.dropped;
@@ -323,6 +360,7 @@ async function worker(
         switch (mutation) {
           case 'scale':
           case 'scale+template':
+          case 'pause':
             await editPool(direct, ns, name, (p) => {
               p.spec.replicas = next;
               if (mutation === 'scale+template') retemplate(p, ++rev);
@@ -333,8 +371,17 @@ async function worker(
           case 'template':
             await editPool(direct, ns, name, (p) => retemplate(p, ++rev));
             break;
+          case 'standby':
+            await editPool(direct, ns, name, (p) => {
+              p.spec.replicas = next;
+              p.spec.standby = { ...p.spec.standby!, replicas: nextStandby ?? 0 };
+              return p;
+            });
+            replicas = next;
+            standby = nextStandby;
+            break;
           case 'deleteVm': {
-            const v = dice.pick(start);
+            const v = dice.pick(everyone);
             userDeleted = v.metadata.name;
             await direct.deleteVm(ns, v.metadata.name, { uid: v.metadata.uid });
             break;
@@ -393,20 +440,35 @@ async function worker(
       for (const c of codes.slice(1))
         if (c !== 202 && c !== 204 && c !== 503) fig.violations.push(`${tag}: reply ${c}`);
 
-      obs.holdReplicas(name, replicas);
+      if (mutation === 'pause') {
+        obs.thaw(name);
+        await editPool(direct, ns, name, (p) => ({ ...p, spec: { ...p.spec, paused: false } }));
+      }
+      obs.holdReplicas(name, replicas, standby);
       let r = await settle();
       fig.resyncTicks += r.ticks;
       if (!r.converged) fig.violations.push(`${tag}: no convergence after ${r.ticks} resync ticks`);
       await obs.sync();
       obs.checkDiskDeletions();
 
-      // L2: exactly the expected members were deleted by vmpool (the user's own delete aside).
-      const ours = obs.vmDeletions
+      // L2: exactly the expected replicas were deleted by vmpool (the user's own delete aside) or,
+      // in a reuse pool, returned to the standby; standby members only as its surplus.
+      const all = obs.vmDeletions
         .slice(before)
         .filter((d) => d.pool === name && d.name !== userDeleted);
+      const ours = all.filter((d) => d.labels[keys.standby] !== 'true');
       for (const v of checkDeletions(ours, features.drainTimeoutMs))
         fig.violations.push(`${tag}: ${v}`);
-      const removed = new Set(ours.map((d) => d.name));
+      const returned = standbyNow(obs, name, start);
+      if (returned.length > 0) bump('trials returning replicas to the standby', fig.fleet);
+      const spareUids = new Set(everyone.filter(isStandbySeen).map((m) => m.metadata.uid));
+      if (obs.live(name).some((m) => !isStandbySeen(m) && spareUids.has(m.metadata.uid)))
+        bump('trials promoting standby members', fig.fleet);
+      const removed = new Set([...ours.map((d) => d.name), ...returned]);
+      const surplus = all.length - ours.length;
+      const spareGone = mutation === 'standby' ? Math.max(0, spares - (standby ?? 0)) : 0;
+      if (surplus !== spareGone)
+        fig.violations.push(`${tag}: ${surplus} standby members deleted, want ${spareGone}`);
       for (const d of ours)
         if (d.annotations[keys.drainRequested] !== undefined)
           bump(
@@ -430,7 +492,7 @@ async function worker(
           return p;
         });
         replicas = start.length;
-        obs.holdReplicas(name, replicas);
+        obs.holdReplicas(name, replicas, standby);
         r = await settle();
         fig.resyncTicks += r.ticks;
         await obs.sync();
@@ -448,7 +510,8 @@ async function worker(
       const held = members - replicas;
       if (held > 0) bump('trials ending with protected surplus held', fig.fleet);
       if (refused) bump('scaledownwith of a protected VM refused', fig.fleet);
-      for (const v of await checkConverged(direct, obs, { pool: name, members, held }))
+      const expect = { pool: name, members, held, ...(standby === undefined ? {} : { standby }) };
+      for (const v of await checkConverged(direct, obs, expect))
         fig.violations.push(`${tag}: ${v}`);
       if (mutation === 'scaledownwith' && !dryRun && !refused) {
         // A late redelivery (the broker lost our answer): done already, whatever became of the targets.
@@ -470,6 +533,13 @@ async function worker(
       fig.trials++;
     }
   } finally {
+    const restarting = obs.restartingMax.get(name);
+    if (restarting !== undefined)
+      fig.fleet[`most restarting at once under maxUnavailable ${String(features.budget)}`] =
+        Math.max(
+          fig.fleet[`most restarting at once under maxUnavailable ${String(features.budget)}`] ?? 0,
+          restarting,
+        );
     fig.watchEvents += obs.events;
     fig.terminatingSeen += obs.terminatingSeen;
     await sim?.stop();
@@ -577,4 +647,13 @@ function stormOf(dice: Rng, ns: string, pool: string, obs: Observer): Storm {
       });
   }
   return { sends, dropped, duplicated };
+}
+
+/** Members that were replicas at the start of a trial and are standby members now. */
+function standbyNow(obs: Observer, pool: string, start: readonly Seen[]): string[] {
+  const was = new Set(start.map((m) => m.metadata.uid));
+  return obs
+    .live(pool)
+    .filter((m) => isStandbySeen(m) && was.has(m.metadata.uid))
+    .map((m) => m.metadata.name);
 }

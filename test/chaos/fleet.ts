@@ -9,13 +9,19 @@ import type { Kube } from '../../shared/kube/index.js';
 import type { Rng } from './kit.js';
 import type { Seen } from './observer.js';
 
-/** The fleet-control knobs of one chaos pool. */
+/** The fleet-control and lifecycle knobs of one chaos pool. */
 export interface FleetFeatures {
   readonly protection: boolean;
   readonly costs: boolean;
   /** `spec.scaleDown.drainTimeout`, when the pool drains. */
   readonly drainTimeout?: string;
   readonly drainTimeoutMs?: number;
+  /** `spec.standby` (its replicas change with the `standby` mutation). */
+  readonly standby?: { readonly state: 'Stopped' | 'Running'; readonly reuseOnScaleDown: boolean };
+  /** `spec.rollout.maxUnavailable`, checked at every event beside the simulator. */
+  readonly budget?: number;
+  /** Pauses now and then (the `pause` mutation). */
+  readonly pause?: boolean;
 }
 
 /** Timeout of draining chaos pools: short, so an undrained member times out within a settle. */
@@ -23,7 +29,8 @@ export const CHAOS_DRAIN_MS = 2000;
 
 /**
  * Worker 0 runs today's behaviour (no knob set); the others switch the features on: a draining pool,
- * a pool with protection and costs, and one with everything.
+ * a pool with protection, costs and a stopped standby that takes removed members back, and one with
+ * everything: a running standby taking members back, a rollout budget of one, pauses.
  */
 export function featuresOf(worker: number): FleetFeatures {
   const drain = { drainTimeout: `${CHAOS_DRAIN_MS / 1000}s`, drainTimeoutMs: CHAOS_DRAIN_MS };
@@ -33,9 +40,20 @@ export function featuresOf(worker: number): FleetFeatures {
     case 1:
       return { protection: false, costs: false, ...drain };
     case 2:
-      return { protection: true, costs: true };
+      return {
+        protection: true,
+        costs: true,
+        standby: { state: 'Stopped', reuseOnScaleDown: true },
+      };
     default:
-      return { protection: true, costs: true, ...drain };
+      return {
+        protection: true,
+        costs: true,
+        ...drain,
+        standby: { state: 'Running', reuseOnScaleDown: true },
+        budget: 1,
+        pause: true,
+      };
   }
 }
 

@@ -10,7 +10,7 @@ import type { NodeEnv } from '../../shared/http/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import { DELETE, RETAIN, writesBetween } from './kit.js';
 import type { Deletion, Observer, Seen } from './observer.js';
-import { diskRefsOf } from './observer.js';
+import { diskRefsOf, isStandbySeen } from './observer.js';
 
 import { eventInit } from '../../local/events.js';
 
@@ -74,6 +74,8 @@ export interface Expect {
   readonly retainCount?: number;
   /** Surplus members protection holds (`status.protectedReplicas`), when known. */
   readonly held?: number;
+  /** Standby members expected (`spec.standby.replicas`), when the pool keeps a standby. */
+  readonly standby?: number;
 }
 
 /**
@@ -87,40 +89,43 @@ export async function checkConverged(kube: Kube, obs: Observer, e: Expect): Prom
   if (!got.ok) return [`convergence: ${e.pool}: ${got.message}`];
   const pool = got.value;
   const st = pool.status ?? {};
-  const live = obs.live(e.pool);
+  const everyone = obs.live(e.pool);
   const all = obs.members(e.pool);
   const say = (s: string): void => void out.push(`${e.pool}: ${s}`);
+  if (all.length !== everyone.length)
+    say(`${all.length - everyone.length} members still Terminating`);
+  const spares = everyone.filter(isStandbySeen);
+  const live = everyone.filter((m) => !isStandbySeen(m));
   if (live.length !== e.members)
-    say(`L4/convergence: ${live.length} live members, want ${e.members}`);
-  if (all.length !== live.length) say(`${all.length - live.length} members still Terminating`);
+    say(`L4/convergence: ${live.length} live replicas, want ${e.members}`);
+  if (spares.length !== (e.standby ?? 0))
+    say(`L4/convergence: ${spares.length} standby members, want ${e.standby ?? 0}`);
+  if (e.standby !== undefined && st.standbyReplicas !== spares.length)
+    say(`status.standbyReplicas ${st.standbyReplicas} but ${spares.length} standby members`);
   const intent = st.intent;
-  if (
-    intent !== undefined &&
-    ((intent.creates?.length ?? 0) > 0 ||
-      (intent.deletes?.length ?? 0) > 0 ||
-      (intent.bindings?.length ?? 0) > 0)
-  )
+  if (intent !== undefined && Object.values(intent).some((v) => Array.isArray(v) && v.length > 0))
     say(`intent not cleared: ${JSON.stringify(intent)}`);
   if ((pool.metadata.annotations?.[keys.scaleDownTargets] ?? '') !== '')
     say(`scaledownwith targets not cleared`);
-  if (st.replicas !== all.length) say(`status.replicas ${st.replicas} but ${all.length} members`);
+  if (st.replicas !== live.length)
+    say(`status.replicas ${st.replicas} but ${live.length} replicas`);
   if ((st.drainingReplicas ?? 0) !== 0)
     say(`status.drainingReplicas ${st.drainingReplicas} at rest`);
   if (e.held !== undefined && (st.protectedReplicas ?? 0) !== e.held)
     say(`status.protectedReplicas ${st.protectedReplicas} but ${e.held} held`);
-  for (const m of live)
+  for (const m of everyone)
     if (m.metadata.annotations?.[keys.drainRequested] !== undefined)
       say(`member ${m.metadata.name} still marked drain-requested at rest`);
   if (st.observedGeneration !== pool.metadata.generation) say(`observedGeneration behind`);
   const hash = templateHash(pool.spec.virtualMachineTemplate);
-  for (const m of live)
+  for (const m of everyone)
     if (m.metadata.labels?.[keys.templateHash] !== hash)
       say(`member ${m.metadata.name} not rolled out`);
   const disks = obs.poolDisks(e.pool).filter((d) => d.metadata.deletionTimestamp === undefined);
   const byName = new Map(disks.map((d) => [d.metadata.name, d]));
   const holders = new Map<string, string>();
   const vmNames = new Set([...obs.vms.keys()]);
-  for (const m of live) {
+  for (const m of everyone) {
     const refs = diskRefsOf(m);
     if (refs.length !== 2) say(`member ${m.metadata.name} has ${refs.length} disks`);
     for (const r of refs) {

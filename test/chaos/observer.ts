@@ -19,12 +19,13 @@ export interface Seen {
     readonly resourceVersion: string;
     readonly creationTimestamp: string;
     readonly deletionTimestamp?: string;
+    readonly generation?: number;
     readonly labels?: Record<string, string>;
     readonly annotations?: Record<string, string>;
     readonly ownerReferences?: ReadonlyArray<{ kind: string; name: string; uid: string }>;
   };
   readonly spec?: { blockDeviceRefs?: ReadonlyArray<{ kind: string; name: string }> };
-  readonly status?: { nodeName?: string };
+  readonly status?: { nodeName?: string; phase?: string };
 }
 
 interface Version {
@@ -41,6 +42,8 @@ export interface Deletion {
   readonly rv: number;
   /** The annotations the VM carried when it was deleted (protection, drain marks). */
   readonly annotations: Readonly<Record<string, string>>;
+  /** Its labels then (a standby member carries the standby label). */
+  readonly labels: Readonly<Record<string, string>>;
   /** Its deletionTimestamp (undefined when it vanished at once). */
   readonly at?: string;
   /** When the watch delivered the deletion (ms since the epoch): no earlier than the deletion. */
@@ -49,6 +52,19 @@ export interface Deletion {
 
 const rvOf = (o: Seen): number => Number(o.metadata.resourceVersion);
 const poolOf = (o: Seen): string => o.metadata.labels?.[keys.pool] ?? '';
+/** A standby member: not a replica (L1 counts it against standby.replicas). */
+export const isStandbySeen = (o: Seen): boolean => o.metadata.labels?.[keys.standby] === 'true';
+
+/** What a frozen pool's members looked like when frozen (a paused pool must not change them). */
+interface Frozen {
+  readonly members: ReadonlyMap<string, string>;
+  /** A member the test itself deletes meanwhile. */
+  allowed: string | undefined;
+}
+
+/** What vmpool owns on a member: its spec generation, labels and annotations. */
+const ownedState = (o: Seen): string =>
+  JSON.stringify([o.metadata.generation, o.metadata.labels, o.metadata.annotations]);
 
 /** The VirtualDisk names a VM references. */
 export function diskRefsOf(o: Seen): string[] {
@@ -67,7 +83,15 @@ export class Observer {
   /** Watches resumed after they ended. */
   resumes = 0;
   private readonly history = new Map<string, Version[]>();
-  private readonly hold = new Map<string, number>();
+  private readonly hold = new Map<string, { replicas: number; standby?: number }>();
+  private readonly frozen = new Map<string, Frozen>();
+  /** Whether each member was last seen in the standby (undefined: not seen yet). */
+  private readonly partition = new Map<string, boolean>();
+  /** Pools with a disruption budget, and members seen Running (a later non-Running is a restart). */
+  private readonly budgets = new Map<string, number>();
+  private readonly ranBefore = new Set<string>();
+  /** The most members of a budgeted pool seen restarting at once. */
+  readonly restartingMax = new Map<string, number>();
   private readonly retired = new Set<string>();
   private readonly deletedUids = new Set<string>();
   private readonly aborts: Array<() => void> = [];
@@ -103,8 +127,30 @@ export class Observer {
    * this stricter bound, because a draining member is never replaced and a scale-up takes drains
    * back before it creates, so the stricter check is the one that runs.
    */
-  holdReplicas(pool: string, replicas: number): void {
-    this.hold.set(pool, replicas);
+  holdReplicas(pool: string, replicas: number, standby?: number): void {
+    this.hold.set(pool, standby === undefined ? { replicas } : { replicas, standby });
+  }
+
+  /**
+   * A paused pool: from now until {@link thaw}, no member may be created, deleted (but `allowed`,
+   * which the test deletes itself) or have its spec, labels or annotations changed.
+   */
+  freeze(pool: string, allowed?: string): void {
+    const members = new Map(this.members(pool).map((m) => [m.metadata.name, ownedState(m)]));
+    this.frozen.set(pool, { members, allowed });
+  }
+
+  /** Ends {@link freeze}. */
+  thaw(pool: string): void {
+    this.frozen.delete(pool);
+  }
+
+  /**
+   * The pool restarts at most `budget` members at once (rollout.maxUnavailable): a member seen
+   * Running that is no longer Running and not Terminating is restarting.
+   */
+  budget(pool: string, budget: number): void {
+    this.budgets.set(pool, budget);
   }
 
   /** The pool is being deleted by the test: the garbage collector's cascade is not vmpool's doing. */
@@ -198,20 +244,17 @@ export class Observer {
         pool: poolOf(o),
         rv: rvOf(o),
         annotations: o.metadata.annotations ?? {},
+        labels: o.metadata.labels ?? {},
         ...(o.metadata.deletionTimestamp === undefined ? {} : { at: o.metadata.deletionTimestamp }),
         seen: Date.now(),
       });
     }
     const pool = poolOf(o);
-    if (type === 'ADDED' && pool !== '') {
-      const n = this.members(pool).length;
-      const held = this.hold.get(pool);
-      if (held !== undefined && n > held)
-        this.violations.push(
-          `L1: ${pool} has ${n} members after creating ${name}, replicas ${held}`,
-        );
-    }
-    if (live && pool !== '') {
+    if (pool === '') return;
+    this.checkL1(pool, type, o);
+    this.checkFrozen(pool, type, o);
+    this.checkBudget(pool, o, live);
+    if (live) {
       // L3 (second half): a disk is never given to two live members.
       const mine = new Set(diskRefsOf(o));
       for (const other of this.live(pool)) {
@@ -223,6 +266,60 @@ export class Observer {
             );
       }
     }
+  }
+
+  /**
+   * L1 at every instant: whatever adds to a pool's replicas (a create, a promotion) or to its
+   * standby (a create, a return) never takes them above spec.replicas or standby.replicas
+   * (Terminating and draining members counted). Promotions and returns are label flips, MODIFIED
+   * events, so the partition a member is in is remembered between events.
+   */
+  private checkL1(pool: string, type: string, o: Seen): void {
+    const name = o.metadata.name;
+    const standby = isStandbySeen(o);
+    const before = this.partition.get(name);
+    if (type === 'DELETED') this.partition.delete(name);
+    else this.partition.set(name, standby);
+    const held = this.hold.get(pool);
+    if (held === undefined || type === 'DELETED' || before === standby) return;
+    const all = this.members(pool);
+    const spares = held.standby === undefined ? 0 : all.filter(isStandbySeen).length;
+    const replicas = all.length - spares;
+    if (!standby || held.standby === undefined) {
+      if (replicas > held.replicas)
+        this.violations.push(
+          `L1: ${pool} has ${replicas} replicas after ${type} ${name}, replicas ${held.replicas}`,
+        );
+    } else if (spares > held.standby)
+      this.violations.push(
+        `L1: ${pool} has ${spares} standby members after ${type} ${name}, standby ${held.standby}`,
+      );
+  }
+
+  private checkFrozen(pool: string, type: string, o: Seen): void {
+    const f = this.frozen.get(pool);
+    if (f === undefined) return;
+    const name = o.metadata.name;
+    const was = f.members.get(name);
+    if (was === undefined) this.violations.push(`paused ${pool}: member ${name} ${type}`);
+    else if (type === 'DELETED' || o.metadata.deletionTimestamp !== undefined) {
+      if (name !== f.allowed) this.violations.push(`paused ${pool}: member ${name} deleted`);
+    } else if (ownedState(o) !== was)
+      this.violations.push(`paused ${pool}: member ${name} updated (${ownedState(o)})`);
+  }
+
+  private checkBudget(pool: string, o: Seen, live: boolean): void {
+    const budget = this.budgets.get(pool);
+    if (budget === undefined) return;
+    if (live && o.status?.phase === 'Running') this.ranBefore.add(o.metadata.uid);
+    const restarting = this.live(pool).filter(
+      (m) => this.ranBefore.has(m.metadata.uid) && m.status?.phase !== 'Running',
+    ).length;
+    this.restartingMax.set(pool, Math.max(this.restartingMax.get(pool) ?? 0, restarting));
+    if (restarting > budget)
+      this.violations.push(
+        `budget: ${pool} has ${restarting} members restarting at once, maxUnavailable ${budget}`,
+      );
   }
 
   private onDisk(type: string, o: Seen): void {
@@ -237,6 +334,7 @@ export class Observer {
         pool: poolOf(o),
         rv: rvOf(o),
         annotations: o.metadata.annotations ?? {},
+        labels: o.metadata.labels ?? {},
         seen: Date.now(),
       });
     }

@@ -169,6 +169,91 @@ describe('npm start attached to a cluster with the platform’s CRDs', () => {
     expect(await exists(['crd', 'virtualmachinepools.virtualization.deckhouse.io'])).toBe(true);
   });
 
+  it('simulates the platform at the pace its flags set: a warm standby on the platform’s VM CRD, promoted in a boot, not a provisioning', async () => {
+    const vmpool = await start(
+      '--provisioning-seconds',
+      '3',
+      '--boot-seconds',
+      '1',
+      '--never-start-label',
+      'sim.vmpool.io/never-start=true',
+    );
+    const ns = 'warm';
+    await kubectl(['create', 'namespace', ns]);
+    const pool = (name: string, edit: (spec: Record<string, unknown>) => void) => {
+      const p = guidePools(ns).find((x) => x.metadata.name === 'runners')!;
+      const spec = { ...p.spec, replicas: 1 } as Record<string, unknown>;
+      edit(spec);
+      return stringify({ apiVersion: API_VERSION, ...p, metadata: { name, namespace: ns }, spec });
+    };
+    await kubectl(
+      ['apply', '-f', '-'],
+      [
+        pool('warm', (s) => (s.standby = { replicas: 1, state: 'Stopped' })),
+        pool('stuck', (s) => {
+          s.virtualMachineTemplate = {
+            ...(s.virtualMachineTemplate as object),
+            metadata: { labels: { 'sim.vmpool.io/never-start': 'true' } },
+          };
+        }),
+      ].join('---\n'),
+    );
+    type Vm = Obj & {
+      spec: { runPolicy?: string };
+      status?: {
+        phase?: string;
+        stats?: { phasesTransitions?: Array<{ phase: string; timestamp: string }> };
+      };
+    };
+    const vms = async (name: string): Promise<Vm[]> =>
+      (
+        JSON.parse(
+          await kubectl(['get', 'vm', '-n', ns, '-l', `${keys.pool}=${name}`, '-o', 'json']),
+        ) as { items: Vm[] }
+      ).items;
+    const standby = (v: Vm) => v.metadata.labels?.[keys.standby] === 'true';
+    const [replica, spare] = await eventually(
+      'a Running replica and a Stopped standby member',
+      async () => {
+        const all = await vms('warm');
+        const r = all.find((v) => !standby(v) && v.status?.phase === 'Running');
+        const s = all.find((v) => standby(v) && v.status?.phase === 'Stopped');
+        return r !== undefined && s !== undefined ? ([r, s] as const) : undefined;
+      },
+      60_000,
+    );
+    expect(spare.spec.runPolicy).toBe('AlwaysOff');
+    // The phase history the platform's CRD keeps: Pending (disks provisioning) ≥ 3 s, boot ≥ 1 s.
+    const at = (v: Vm, phase: string) =>
+      Date.parse(
+        v.status?.stats?.phasesTransitions?.find((t) => t.phase === phase)?.timestamp ?? '',
+      );
+    expect(at(replica, 'Starting') - at(replica, 'Pending')).toBeGreaterThanOrEqual(2000);
+    expect(at(replica, 'Running') - at(replica, 'Starting')).toBeGreaterThanOrEqual(1000);
+    // A scale-up promotes the stopped standby member: Running after a boot, not a provisioning.
+    const t0 = Date.now();
+    await kubectl(['scale', 'vmpool/warm', '-n', ns, '--replicas=2']);
+    await eventually(
+      'the standby member promoted and Running',
+      async () => {
+        const v = (await vms('warm')).find((x) => x.metadata.name === spare.metadata.name);
+        return v !== undefined && !standby(v) && v.status?.phase === 'Running' ? true : undefined;
+      },
+      60_000,
+    );
+    console.error(`[attach] standby member promoted and Running in ${Date.now() - t0} ms`);
+    // A VM of the never-start label stays Starting.
+    const stuck = await eventually('the stuck member Starting', async () => {
+      const v = (await vms('stuck'))[0];
+      return v?.status?.phase === 'Starting' ? v : undefined;
+    });
+    await new Promise((r) => setTimeout(r, 3000));
+    expect((await vms('stuck')).map((v) => v.status?.phase)).toEqual(['Starting']);
+    expect(stuck.metadata.name).toBeTruthy();
+    expect(vmpool.lines.length).toBeGreaterThan(0);
+    await stop();
+  });
+
   describe('where another backend serves the default scaledownwith group', () => {
     let standIn: Server | undefined;
     beforeAll(async () => {

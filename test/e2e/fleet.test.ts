@@ -14,15 +14,8 @@ import {
   startApiserverFacing,
   type ApiserverFacing,
 } from './apiserver-facing.js';
-import {
-  cluster,
-  create,
-  dropNamespace,
-  eventMessages,
-  eventually,
-  newNamespace,
-  read,
-} from './harness.js';
+import { cluster, create, dropNamespace, eventually, newNamespace, read } from './harness.js';
+import { userOf } from './user.js';
 import { members as readMembers, type Member } from './members.js';
 import { startStack, type Stack } from './stack.js';
 
@@ -42,13 +35,9 @@ afterAll(async () => {
   await dropNamespace(ns);
 });
 
-/** kubectl in the test namespace; with VMPOOL_E2E_TRANSCRIPT set, the command and its output are printed. */
-async function kubectl(args: string[], input?: string): Promise<string> {
-  const out = await cluster().kubectl([...args, '-n', ns], input);
-  if (process.env.VMPOOL_E2E_TRANSCRIPT)
-    console.log(`$ kubectl ${args.join(' ')}\n${out.trimEnd()}\n`);
-  return out;
-}
+/** kubectl in the test namespace, as a user types it. */
+const kubectl = (args: string[], input?: string): Promise<string> =>
+  userOf(ns).kubectl(args, input);
 
 interface NodeMember extends Member {
   node?: string;
@@ -80,14 +69,9 @@ async function settled(pool: string, n: number, ms = 60_000): Promise<NodeMember
   );
 }
 
-async function status(pool: string): Promise<Record<string, unknown>> {
-  return ((await read('virtualmachinepools', ns, pool))?.status ?? {}) as Record<string, unknown>;
-}
-
-const events = (reason: string) => eventMessages(ns, reason);
-
-const scale = (pool: string, n: number) =>
-  kubectl(['scale', `virtualmachinepool/${pool}`, `--replicas=${String(n)}`]);
+const status = (pool: string) => userOf(ns).status(pool);
+const events = (reason: string) => userOf(ns).events(reason);
+const scale = (pool: string, n: number) => userOf(ns).scale(pool, n);
 const names = (ms: readonly Member[]) => ms.map((m) => m.name).sort();
 const victimsPath = (pool: string, count: number) =>
   `/apis/${SUBRESOURCES_GROUP}/${VERSION}/namespaces/${ns}/virtualmachinepools/${pool}/victims?count=${String(count)}`;

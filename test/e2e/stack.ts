@@ -13,7 +13,7 @@ import type { Logger, ServedApp } from '../../shared/http/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import { startPoolSources } from '../../local/controlplane/adapter.js';
 import { startSimulator } from '../../local/simulator/simulator.js';
-import type { Simulator } from '../../local/simulator/simulator.js';
+import type { Simulator, SimulatorOptions } from '../../local/simulator/simulator.js';
 import { cluster, functionKube } from './harness.js';
 import { testLog } from '../logs.js';
 
@@ -40,7 +40,11 @@ const silent = (name: string): Logger => testLog(name, process.env.VMPOOL_E2E_LO
  */
 export async function startStack(
   namespace: string,
-  opts: { resyncMs?: number; nodes?: readonly string[] } = {},
+  opts: {
+    resyncMs?: number;
+    nodes?: readonly string[];
+    neverStart?: SimulatorOptions['neverStart'];
+  } = {},
 ): Promise<Stack> {
   const { info } = cluster();
   process.env.KUBECONFIG = info.kubeconfigPath;
@@ -65,6 +69,7 @@ export async function startStack(
     namespace,
     seed: 7,
     ...(opts.nodes === undefined ? {} : { nodes: opts.nodes }),
+    ...(opts.neverStart === undefined ? {} : { neverStart: opts.neverStart }),
     delays: {
       diskReady: 200,
       vmPending: 100,

@@ -13,7 +13,14 @@ import type {
   PoolStatus,
 } from '../../shared/api/index.js';
 import { keys } from '../../shared/api/index.js';
-import { newDisk, newMember, plan, resolveRefs, templateHash } from '../../shared/domain/index.js';
+import {
+  asStandby,
+  newDisk,
+  newMember,
+  plan,
+  resolveRefs,
+  templateHash,
+} from '../../shared/domain/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import { createKube } from '../../shared/kube/index.js';
 import { kubeConfigFor } from '../../shared/kube/config.js';
@@ -175,7 +182,11 @@ export interface Converged {
  * at {@link NOW} gives no actions and no status write (checked here, so a test never starts from a
  * state that is not converged).
  */
-export function converged(p: VirtualMachinePool, names: readonly string[]): Converged {
+export function converged(
+  p: VirtualMachinePool,
+  names: readonly string[],
+  standby: ReadonlySet<string> = new Set(),
+): Converged {
   const hash = templateHash(p.spec.virtualMachineTemplate);
   const vms: VirtualMachine[] = [];
   const disks: VirtualDisk[] = [];
@@ -202,12 +213,15 @@ export function converged(p: VirtualMachinePool, names: readonly string[]): Conv
       disks.push(d);
     }
     const refs = resolveRefs(p.spec.virtualMachineTemplate.spec?.blockDeviceRefs ?? [], bound);
-    const m = newMember(p, name, hash, refs);
+    const m = standby.has(name)
+      ? asStandby(p, newMember(p, name, hash, refs))
+      : newMember(p, name, hash, refs);
     m.metadata.uid = `uid-${name}`;
     m.metadata.resourceVersion = '9';
     m.metadata.generation = 1;
     m.metadata.creationTimestamp = at(-HOUR);
-    m.status = { phase: 'Running', observedGeneration: 1, conditions: [] };
+    const phase = m.spec.runPolicy === 'AlwaysOff' ? 'Stopped' : 'Running';
+    m.status = { phase, observedGeneration: 1, conditions: [] };
     vms.push(m);
   });
   const first = plan({ pool: p, vms, disks }, NOW, () => 0);

@@ -67,6 +67,44 @@ describe('simulator lifecycle', () => {
     expect(awaiting(v)).toBeUndefined();
   });
 
+  it('holds a VM in Pending until its disks are provisioned, then boots it', () => {
+    const v = vm({ runPolicy: 'AlwaysOn' });
+    const mem: Memory = { since: 0, delay: 0 };
+    const seen: string[] = [];
+    for (let i = 0; i < 8; i++) {
+      v.status = nextVmStatus(v, mem, i * 100, () => undefined, i >= 4);
+      seen.push((v.status as { phase: string }).phase);
+    }
+    expect(seen).toEqual([
+      'Pending',
+      'Pending',
+      'Pending',
+      'Pending',
+      'Starting',
+      'Running',
+      'Running',
+      'Running',
+    ]);
+  });
+
+  it('a VM that never starts stays Starting; its phase history records every transition', () => {
+    const v = vm({ runPolicy: 'AlwaysOn' });
+    expect(drive(v, { since: 0, delay: 0, neverStart: true }, 12)).toEqual(['Pending', 'Starting']);
+    const booted = vm({ runPolicy: 'AlwaysOn' });
+    drive(booted, { since: 0, delay: 0 }, 8);
+    const history = (booted.status as { stats: { phasesTransitions: { phase: string }[] } }).stats
+      .phasesTransitions;
+    expect(history.map((h) => h.phase)).toEqual(['Pending', 'Starting', 'Running']);
+  });
+
+  it('a VM stopped while it starts goes Stopping, then Stopped', () => {
+    const v = vm({ runPolicy: 'AlwaysOn' });
+    const mem: Memory = { since: 0, delay: 0, neverStart: true };
+    drive(v, mem, 4);
+    v.spec.runPolicy = 'AlwaysOff';
+    expect(drive(v, mem, 4)).toEqual(['Stopping', 'Stopped']);
+  });
+
   it('makes a disk Ready with the requested size after its delay', () => {
     const d = { metadata: { generation: 1 }, spec: { persistentVolumeClaim: { size: '10Gi' } } };
     const mem: Memory = { since: 0, delay: 200 };

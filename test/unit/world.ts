@@ -5,8 +5,9 @@
  * @module
  */
 import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../../shared/api/index.js';
-import type { Observed, Plan } from '../../shared/domain/index.js';
-import { recordedTargets, withTargets } from '../../shared/domain/index.js';
+import type { Action, Observed, Plan, Rand } from '../../shared/domain/index.js';
+import { plan, recordedTargets, rfc3339, withTargets } from '../../shared/domain/index.js';
+import { seededRandom } from '../../local/simulator/rng.js';
 
 /** The objects of one pool's namespace. */
 export interface World {
@@ -24,45 +25,146 @@ const nameOf = (o: { metadata: { name?: string | undefined } }): string => o.met
 
 /** Applies a plan as the executor would, with `now` as the creation time of new objects. */
 export function apply(w: World, p: Plan, now: Date): World {
-  let { pool, vms, disks } = w;
-  if (p.writeStatus || p.fenced) pool = { ...pool, status: p.status };
-  const stamp = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
-  for (const a of p.actions) {
-    switch (a.kind) {
-      case 'createVm': {
-        const name = nameOf(a.vm);
-        if (vms.some((v) => nameOf(v) === name)) break;
-        const meta = { ...a.vm.metadata, uid: `uid-${name}`, creationTimestamp: stamp };
-        vms = [...vms, { ...a.vm, metadata: meta, status: { phase: 'Running' } }];
-        break;
-      }
-      case 'updateVm':
-        vms = vms.map((v) => (nameOf(v) === nameOf(a.vm) ? a.vm : v));
-        break;
-      case 'deleteVm':
-        vms = vms.filter((v) => !(nameOf(v) === a.name && v.metadata.uid === a.uid));
-        break;
-      case 'createDisk':
-        if (!disks.some((d) => nameOf(d) === nameOf(a.disk)))
-          disks = [
+  let out: World = p.writeStatus || p.fenced ? { ...w, pool: { ...w.pool, status: p.status } } : w;
+  for (const a of p.actions) out = applyAction(out, a, now).w;
+  return out;
+}
+
+/**
+ * The objects a plan was made from, by name: an update of an object that changed since (another
+ * reconcile's write) fails as a stale resourceVersion would. Objects are never mutated in a world,
+ * so identity stands for the resourceVersion.
+ */
+export interface Read {
+  readonly vms: ReadonlyMap<string, VirtualMachine>;
+  readonly disks: ReadonlyMap<string, VirtualDisk>;
+}
+
+/** What a plan made from `w` read. */
+export function readOf(w: World): Read {
+  return {
+    vms: new Map(w.vms.map((v) => [nameOf(v), v])),
+    disks: new Map(w.disks.map((d) => [nameOf(d), d])),
+  };
+}
+
+/** One action, as the API server would take it; `ok` false when a precondition failed. */
+export function applyAction(
+  w: World,
+  a: Action,
+  now: Date,
+  read?: Read,
+): { w: World; ok: boolean } {
+  const { pool, vms, disks } = w;
+  const stale = <T>(list: readonly T[], name: string, was: ReadonlyMap<string, T> | undefined) =>
+    was !== undefined && list.find((o) => nameOf(o as VirtualMachine) === name) !== was.get(name);
+  switch (a.kind) {
+    case 'createVm': {
+      const name = nameOf(a.vm);
+      if (vms.some((v) => nameOf(v) === name)) return { w, ok: true };
+      const meta = { ...a.vm.metadata, uid: `uid-${name}`, creationTimestamp: rfc3339(now) };
+      return {
+        w: { ...w, vms: [...vms, settle({ ...a.vm, metadata: meta, status: {} })] },
+        ok: true,
+      };
+    }
+    case 'updateVm':
+      if (stale(vms, nameOf(a.vm), read?.vms)) return { w, ok: false };
+      return {
+        w: { ...w, vms: vms.map((v) => (nameOf(v) === nameOf(a.vm) ? settle(a.vm) : v)) },
+        ok: true,
+      };
+    case 'deleteVm':
+      return {
+        w: { ...w, vms: vms.filter((v) => !(nameOf(v) === a.name && v.metadata.uid === a.uid)) },
+        ok: true,
+      };
+    case 'createDisk':
+      if (disks.some((d) => nameOf(d) === nameOf(a.disk))) return { w, ok: true };
+      return {
+        w: {
+          ...w,
+          disks: [
             ...disks,
             { ...a.disk, metadata: { ...a.disk.metadata, uid: `uid-${nameOf(a.disk)}` } },
-          ];
-        break;
-      case 'claimDisk':
-      case 'updateDisk':
-        disks = disks.map((d) => (nameOf(d) === nameOf(a.disk) ? a.disk : d));
-        break;
-      case 'deleteDisk':
-        disks = disks.filter((d) => nameOf(d) !== a.name);
-        break;
-      case 'dropTargets':
-        pool = withTargets(
-          pool,
-          recordedTargets(pool).filter((t) => !a.names.includes(t.name)),
-        );
-        break;
-    }
+          ],
+        },
+        ok: true,
+      };
+    case 'claimDisk':
+    case 'updateDisk':
+      if (stale(disks, nameOf(a.disk), read?.disks)) return { w, ok: false };
+      return {
+        w: { ...w, disks: disks.map((d) => (nameOf(d) === nameOf(a.disk) ? a.disk : d)) },
+        ok: true,
+      };
+    case 'deleteDisk':
+      return { w: { ...w, disks: disks.filter((d) => nameOf(d) !== a.name) }, ok: true };
+    case 'dropTargets':
+      return {
+        w: {
+          ...w,
+          pool: withTargets(
+            pool,
+            recordedTargets(pool).filter((t) => !a.names.includes(t.name)),
+          ),
+        },
+        ok: true,
+      };
   }
-  return { pool, vms, disks };
+}
+
+/** A platform that acts at once: a VM runs unless its run policy stops it. */
+function settle(vm: VirtualMachine): VirtualMachine {
+  const stop = vm.spec.runPolicy === 'AlwaysOff' || vm.spec.runPolicy === 'Manual';
+  const phase = vm.status?.phase;
+  const next = stop
+    ? phase === undefined || phase === 'Running'
+      ? 'Stopped'
+      : phase
+    : phase === undefined || phase === 'Stopped'
+      ? 'Running'
+      : phase;
+  return next === phase ? vm : { ...vm, status: { ...vm.status, phase: next } };
+}
+
+/** Reconciles until a plan has nothing to do (at most `passes`); returns the world and the plans. */
+export function converge(
+  w: World,
+  now: Date,
+  passes = 8,
+  rand: (pass: number) => Rand = (i) => seededRandom(i + 1),
+): { w: World; plans: Plan[] } {
+  const plans: Plan[] = [];
+  for (let i = 0; i < passes; i++) {
+    const pl = plan(observedOf(w), now, rand(i));
+    plans.push(pl);
+    if (pl.actions.length === 0 && !pl.writeStatus) return { w, plans };
+    w = apply(w, pl, now);
+  }
+  throw new Error('did not converge');
+}
+
+/** The world with `add` merged into one member's annotations. */
+export function annotate(w: World, name: string, add: Record<string, string>): World {
+  return {
+    ...w,
+    vms: w.vms.map((v) =>
+      nameOf(v) === name
+        ? { ...v, metadata: { ...v.metadata, annotations: { ...v.metadata.annotations, ...add } } }
+        : v,
+    ),
+  };
+}
+
+/** The world after a `/scale` write: replicas set, generation bumped. */
+export function scale(w: World, replicas: number): World {
+  return {
+    ...w,
+    pool: {
+      ...w.pool,
+      metadata: { ...w.pool.metadata, generation: (w.pool.metadata.generation ?? 1) + 1 },
+      spec: { ...w.pool.spec, replicas },
+    },
+  };
 }
