@@ -16,7 +16,13 @@ import { median } from './objects.js';
 
 /** One variant's figures (medians over the repetitions). */
 export interface ColdStart {
-  readonly variant: 'bundled' | 'floor' | 'unbundled' | 'snapshot' | 'snapshot, --use-openssl-ca';
+  readonly variant:
+    | 'bundled'
+    | 'snapshot'
+    | 'snapshot, --use-openssl-ca'
+    | 'floor: node, TLS, kubeconfig, one list'
+    | 'node alone: an HTTP server'
+    | 'unbundled';
   readonly bytes: number;
   readonly firstEventMs: number;
   readonly listeningMs: number;
@@ -96,6 +102,9 @@ export async function startOnce(args: readonly string[], kubeconfig: string, nam
   }
 }
 
+/** Node's own start: an HTTP server that answers 202 at once (what no JavaScript of ours can undercut). */
+const NODE_ALONE = `require('node:http').createServer((q, s) => { q.resume(); q.on('end', () => s.writeHead(202).end()); }).listen(0, '127.0.0.1', function () { console.log(JSON.stringify({ msg: 'listening', port: this.address().port })); });`;
+
 /** A variant: node's arguments (the file last). */
 interface Variant {
   readonly variant: ColdStart['variant'];
@@ -153,7 +162,16 @@ export async function coldStart(
       args: ['--use-openssl-ca', ...blob],
       file: snapshot.blob,
     },
-    { variant: 'floor', args: [...IMAGE_FLAGS, floor], file: floor },
+    {
+      variant: 'floor: node, TLS, kubeconfig, one list',
+      args: [...IMAGE_FLAGS, '--use-openssl-ca', floor],
+      file: floor,
+    },
+    {
+      variant: 'node alone: an HTTP server',
+      args: [...IMAGE_FLAGS, '-e', NODE_ALONE],
+      file: floor,
+    },
     { variant: 'unbundled', args: [...IMAGE_FLAGS, unbundled], file: unbundled },
   ];
   const samples = new Map<
