@@ -32,6 +32,20 @@ export function table(rows: readonly Row[]): string {
   return [line(head), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
 }
 
+/** The table as Markdown (README's performance section is pasted from it). */
+export function markdown(rows: readonly Row[]): string {
+  const cell = (x: string) => x.replace(/\|/g, '\\|');
+  const lines = [
+    '| bench | figure | value | goal | result |',
+    '|---|---|---|---|---|',
+    ...rows.map(
+      (r) =>
+        `| ${cell(r.bench)} | ${cell(r.figure)} | ${cell(r.value)} | ${cell(r.goal)} | ${r.pass === undefined ? '' : r.pass ? 'PASS' : '**FAIL**'} |`,
+    ),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
 /** Bars of one group. */
 export interface BarGroup {
   readonly label: string;

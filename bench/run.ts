@@ -23,7 +23,7 @@ import { REPLICASET_KCM_FLAGS, startBenchPlane } from './plane.js';
 import { REPLACE_NS, REPLACE_REPLICAS, replacement } from './replace.js';
 import type { Breakdown, ReplaceResult } from './replace.js';
 import type { BarGroup, Row } from './report.js';
-import { figure, table } from './report.js';
+import { figure, markdown, table } from './report.js';
 import { resyncTick } from './resync.js';
 import type { ResyncResult } from './resync.js';
 import { scaleNamespaces, scaleUp } from './scaleup.js';
@@ -185,28 +185,28 @@ function resyncRows(r: ResyncResult): Row[] {
 }
 
 function gcRows(gc: GcResult): Row[] {
-  const expectedLists = gc.first.expectedLists;
+  const writes = gc.due.deleted * 2;
   return [
     {
       bench: `4 disk-gc-tick ${gc.pools} pools, ${gc.disks} disks`,
       figure: 'pass with nothing due',
-      value: ms(gc.second.ms),
+      value: ms(gc.quiet.ms),
       goal: '≤ 2 s',
-      pass: gc.second.ms <= 2000,
+      pass: gc.quiet.ms <= 2000,
     },
     {
       bench: '',
       figure: 'list requests (disks, pools, VMs of the cluster; pages of 500)',
-      value: String(gc.first.lists),
-      goal: `≤ ${expectedLists}, not per pool`,
-      pass: gc.first.lists <= expectedLists && gc.second.lists <= gc.second.expectedLists,
+      value: `${gc.quiet.lists}, ${gc.due.lists}`,
+      goal: `≤ ${gc.quiet.expectedLists}, not per pool`,
+      pass: gc.quiet.lists <= gc.quiet.expectedLists && gc.due.lists <= gc.due.expectedLists,
     },
     {
       bench: '',
-      figure: `pass deleting ${gc.first.deleted} (+ an Event each)`,
-      value: `${ms(gc.first.ms)} (${perSecond(gc.first.deleted, gc.first.ms).toFixed(0)} deletes/s)`,
+      figure: `pass with ${gc.due.deleted} due (a delete and an Event each)`,
+      value: `${ms(gc.due.ms)} (${perSecond(writes, gc.due.ms).toFixed(0)} writes/s)`,
       goal: '≤ 2 s',
-      pass: gc.first.ms <= 2000,
+      pass: gc.due.ms <= 2000,
     },
   ];
 }
@@ -366,7 +366,9 @@ async function main(): Promise<void> {
     if (!skip.has('gc')) {
       log(`disk-gc-tick: creating ${cfg.gcPools} pools and ${cfg.gcPools * 4} disks`);
       gc = await gcTick(plane, cfg.gcPools, 4);
-      log(`disk-gc-tick: ${ms(gc.first.ms)}, ${gc.first.lists} lists, ${gc.first.deleted} deleted`);
+      log(
+        `disk-gc-tick: nothing due ${ms(gc.quiet.ms)}, ${gc.due.deleted} due ${ms(gc.due.ms)} (${gc.due.lists} lists)`,
+      );
     }
 
     const scale: ScaleResult[] = [];
@@ -457,6 +459,7 @@ async function main(): Promise<void> {
       table: rows,
     };
     writeFileSync(join(out, 'latest.json'), `${JSON.stringify(record, null, 2)}\n`);
+    writeFileSync(join(out, 'latest.md'), `${markdown(rows)}\n${env}\n`);
     const charts: Array<[string, string, string, BarGroup[]]> = [];
     if (summaries.length > 0) {
       charts.push([
@@ -528,8 +531,8 @@ async function main(): Promise<void> {
         `disk-gc-tick over ${gc.pools} pools, ${gc.disks} disks`,
         'ms',
         [
-          { label: `deleting ${gc.first.deleted}`, bars: [{ name: 'pass', value: gc.first.ms }] },
-          { label: 'nothing due', bars: [{ name: 'pass', value: gc.second.ms }] },
+          { label: 'nothing due', bars: [{ name: 'pass', value: gc.quiet.ms }] },
+          { label: `${gc.due.deleted} due`, bars: [{ name: 'pass', value: gc.due.ms }] },
         ],
       ]);
     if (cost.length > 0)
@@ -564,7 +567,9 @@ async function main(): Promise<void> {
       ]);
     for (const [name, title, unit, groups] of charts)
       writeFileSync(join(out, `latest-${name}.svg`), figure(title, unit, groups, env));
-    log(`wrote bench-results/latest.json and ${charts.length} charts (bench-results/latest-*.svg)`);
+    log(
+      `wrote bench-results/latest.{json,md} and ${charts.length} charts (bench-results/latest-*.svg)`,
+    );
   } finally {
     await plane.stop();
   }
