@@ -223,7 +223,7 @@ describe('function bundles', () => {
     // Two kubeconfig files need client-node's merge, which the snapshot leaves out.
     const exotic = start(`${join(dir, 'kubeconfig')}:${join(dir, 'kubeconfig')}`);
     let out = '';
-    exotic.stdout?.on('data', (b: Buffer) => (out += b.toString()));
+    exotic.stdout.on('data', (b: Buffer) => (out += b.toString()));
     const code = await new Promise<number | null>((ok) => exotic.once('exit', ok));
     expect(code).toBe(1);
     expect(out).toContain('run dist/reconcile-pool.mjs instead');
