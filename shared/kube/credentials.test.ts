@@ -42,7 +42,8 @@ describe('leanCredentials', () => {
     const c = await leanCredentials({ KUBECONFIG: file });
     expect(c?.getCurrentCluster()?.server).toBe('https://10.0.0.1:6443');
     const o = await applied(c);
-    expect([String(o.ca), String(o.cert), String(o.key)]).toEqual(['CA', 'CERT', 'KEY']);
+    const text = (x: unknown) => (Buffer.isBuffer(x) ? x.toString('utf8') : x);
+    expect([text(o.ca), text(o.cert), text(o.key)]).toEqual(['CA', 'CERT', 'KEY']);
     expect(o.headers).toEqual({ accept: 'application/json', authorization: 'Bearer t1' });
     expect(o.rejectUnauthorized).toBeUndefined();
   });
