@@ -91,6 +91,22 @@ interface ScaleSummary {
   readonly convergedReplicas: number;
   /** Median CPU ms per part of the machine, vmpool's run and the raw loop's. */
   readonly cpu: { readonly vmpool: Record<string, number>; readonly raw: Record<string, number> };
+  /** The API server's requests and watch events sent (medians), vmpool's run and the raw loop's. */
+  readonly apiserver: {
+    readonly vmpool: { requests: number; watchEvents: number };
+    readonly raw: { requests: number; watchEvents: number };
+  };
+}
+
+function apiserverWork(runs: ReadonlyArray<Record<string, number>>) {
+  const sum = (r: Record<string, number>, watch: boolean) =>
+    Object.entries(r)
+      .filter(([k]) => k.startsWith('watch events') === watch)
+      .reduce((a, [, v]) => a + v, 0);
+  return {
+    requests: median(runs.map((r) => sum(r, false))),
+    watchEvents: median(runs.map((r) => sum(r, true))),
+  };
 }
 
 function medianCpu(runs: ReadonlyArray<Record<string, number>>): Record<string, number> {
@@ -111,6 +127,10 @@ function summarize(r: ScaleResult): ScaleSummary {
     cpu: {
       vmpool: medianCpu(r.runs.map((x) => x.cpu.vmpool)),
       raw: medianCpu(r.runs.map((x) => x.cpu.raw)),
+    },
+    apiserver: {
+      vmpool: apiserverWork(r.runs.map((x) => x.apiserver.vmpool)),
+      raw: apiserverWork(r.runs.map((x) => x.apiserver.raw)),
     },
   };
 }
@@ -151,6 +171,12 @@ function scaleRows(s: ScaleSummary): Row[] {
       value: Object.keys(s.cpu.vmpool)
         .map((k) => `${s.cpu.vmpool[k] ?? 0}/${s.cpu.raw[k] ?? 0}`)
         .join(', '),
+      goal: 'what bounds it',
+    },
+    {
+      bench: '',
+      figure: 'API server, vmpool / raw: requests served, watch events sent',
+      value: `${s.apiserver.vmpool.requests}/${s.apiserver.raw.requests}, ${s.apiserver.vmpool.watchEvents}/${s.apiserver.raw.watchEvents}`,
       goal: 'what bounds it',
     },
   ];

@@ -15,6 +15,8 @@ import {
   benchPool,
   benchReplicaSet,
   clients,
+  apiserverReading,
+  apiserverSince,
   cpuReading,
   cpuSince,
   paths,
@@ -37,6 +39,11 @@ export interface ScaleRun {
   readonly requests: number;
   /** CPU ms each part of the machine used during the vmpool run and the raw run. */
   readonly cpu: { readonly vmpool: Record<string, number>; readonly raw: Record<string, number> };
+  /** The API server's requests by `verb resource` and watch events sent, during each run. */
+  readonly apiserver: {
+    readonly vmpool: Record<string, number>;
+    readonly raw: Record<string, number>;
+  };
 }
 
 /** vmpool 0→n in a watched namespace. */
@@ -193,14 +200,18 @@ export async function scaleUp(
       adapters: stack.adapterPids,
       'bench process (reconcile-pool, watches, loop)': [process.pid],
     };
+    const a0 = await apiserverReading(plane.kc);
     const c0 = cpuReading(groups);
     const v = await vmpoolRun(plane, stack, up, n);
     const c1 = cpuReading(groups);
+    const a1 = await apiserverReading(plane.kc);
     convergedReplicas = (await c.getPool(up, 'p')).status?.replicas ?? 0;
     await sleep(500);
+    const a2 = await apiserverReading(plane.kc);
     const c2 = cpuReading(groups);
     const rawMs = await rawRun(plane, raw, n, best);
     const c3 = cpuReading(groups);
+    const a3 = await apiserverReading(plane.kc);
     await sleep(500);
     const rsMs = await replicaSetRun(plane, rs, n);
     await sleep(500);
@@ -211,9 +222,10 @@ export async function scaleUp(
       events: v.events,
       requests: v.requests,
       cpu: { vmpool: cpuSince(c0, c1), raw: cpuSince(c2, c3) },
+      apiserver: { vmpool: apiserverSince(a0, a1), raw: apiserverSince(a2, a3) },
     };
     log(
-      `scale-up N=${n} rep ${r + 1}/${reps}: vmpool ${v.ms.toFixed(0)} ms, raw (${best} in flight) ${rawMs.toFixed(0)} ms, ReplicaSet ${rsMs.toFixed(0)} ms (${v.events} events, ${v.requests} requests); CPU ms vmpool ${JSON.stringify(run.cpu.vmpool)} raw ${JSON.stringify(run.cpu.raw)}`,
+      `scale-up N=${n} rep ${r + 1}/${reps}: vmpool ${v.ms.toFixed(0)} ms, raw (${best} in flight) ${rawMs.toFixed(0)} ms, ReplicaSet ${rsMs.toFixed(0)} ms (${v.events} events, ${v.requests} requests); CPU ms vmpool ${JSON.stringify(run.cpu.vmpool)} raw ${JSON.stringify(run.cpu.raw)}; API server vmpool ${JSON.stringify(run.apiserver.vmpool)} raw ${JSON.stringify(run.apiserver.raw)}`,
     );
     runs.push(run);
   }
