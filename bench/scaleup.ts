@@ -37,7 +37,7 @@ export interface ScaleRun {
   /** CloudEvents delivered to reconcile-pool during the vmpool run, and its API requests. */
   readonly events: number;
   readonly requests: number;
-  /** CPU ms each part of the machine used during the vmpool run and the raw run. */
+  /** CPU ms each part of the machine used during the timed windows of the vmpool run and the raw run. */
   readonly cpu: { readonly vmpool: Record<string, number>; readonly raw: Record<string, number> };
   /** The API server's requests by `verb resource` and watch events sent, during each run. */
   readonly apiserver: {
@@ -47,7 +47,18 @@ export interface ScaleRun {
 }
 
 /** vmpool 0→n in a watched namespace. */
-export async function vmpoolRun(plane: BenchPlane, stack: Stack, ns: string, n: number) {
+/** Called at the start and the end of a timed window (readings of CPU and API server counters). */
+export type Probe = (at: 'start' | 'end') => Promise<void>;
+
+const noProbe: Probe = () => Promise.resolve();
+
+export async function vmpoolRun(
+  plane: BenchPlane,
+  stack: Stack,
+  ns: string,
+  n: number,
+  probe: Probe = noProbe,
+) {
   const c = clients(plane.kc);
   await c.createPool(benchPool(ns, 'p', 0));
   await stack.idle();
@@ -55,12 +66,14 @@ export async function vmpoolRun(plane: BenchPlane, stack: Stack, ns: string, n: 
   const disks = await watchCollection(plane.kc, paths.disks(ns));
   const ev0 = stack.delivered();
   const req0 = total(stack.counts());
+  await probe('start');
   const t0 = performance.now();
   await c.scalePool(ns, 'p', n);
   const [t1, t2] = await Promise.all([
     vms.until((w) => w.names.size >= n),
     disks.until((w) => w.names.size >= 2 * n),
   ]);
+  await probe('end');
   vms.stop();
   disks.stop();
   // The events of n×3 creates trail the creates: wait until their reconciles are done.
@@ -78,6 +91,7 @@ export async function rawRun(
   ns: string,
   n: number,
   concurrency: number,
+  probe: Probe = noProbe,
 ): Promise<number> {
   const c = clients(plane.kc);
   const pool = VirtualMachinePool.parse(await c.createPool(benchPool(ns, 'p', 0)));
@@ -120,12 +134,14 @@ export async function rawRun(
       if (!d.ok) throw new Error(d.message);
     }),
   ];
+  await probe('start');
   const t0 = performance.now();
   await runBounded(tasks, concurrency, (t) => t());
   const [t1, t2] = await Promise.all([
     vw.until((w) => w.names.size >= n),
     dw.until((w) => w.names.size >= 2 * n),
   ]);
+  await probe('end');
   vw.stop();
   dw.stop();
   return Math.max(t1, t2) - t0;
@@ -200,18 +216,26 @@ export async function scaleUp(
       adapters: stack.adapterPids,
       'bench process (reconcile-pool, watches, loop)': [process.pid],
     };
-    const a0 = await apiserverReading(plane.kc);
-    const c0 = cpuReading(groups);
-    const v = await vmpoolRun(plane, stack, up, n);
-    const c1 = cpuReading(groups);
-    const a1 = await apiserverReading(plane.kc);
+    // Readings bracket each timed window exactly.
+    const readings = { start: {}, end: {} } as Record<
+      'start' | 'end',
+      { cpu?: Record<string, number>; api?: Record<string, number> }
+    >;
+    const probe: Probe = async (at) => {
+      if (at === 'start') readings.start.api = await apiserverReading(plane.kc);
+      readings[at].cpu = cpuReading(groups);
+      if (at === 'end') readings.end.api = await apiserverReading(plane.kc);
+    };
+    const window = () => ({
+      cpu: cpuSince(readings.start.cpu ?? {}, readings.end.cpu ?? {}),
+      api: apiserverSince(readings.start.api ?? {}, readings.end.api ?? {}),
+    });
+    const v = await vmpoolRun(plane, stack, up, n, probe);
+    const vw = window();
     convergedReplicas = (await c.getPool(up, 'p')).status?.replicas ?? 0;
     await sleep(500);
-    const a2 = await apiserverReading(plane.kc);
-    const c2 = cpuReading(groups);
-    const rawMs = await rawRun(plane, raw, n, best);
-    const c3 = cpuReading(groups);
-    const a3 = await apiserverReading(plane.kc);
+    const rawMs = await rawRun(plane, raw, n, best, probe);
+    const rw = window();
     await sleep(500);
     const rsMs = await replicaSetRun(plane, rs, n);
     await sleep(500);
@@ -221,8 +245,8 @@ export async function scaleUp(
       replicaSet: rsMs,
       events: v.events,
       requests: v.requests,
-      cpu: { vmpool: cpuSince(c0, c1), raw: cpuSince(c2, c3) },
-      apiserver: { vmpool: apiserverSince(a0, a1), raw: apiserverSince(a2, a3) },
+      cpu: { vmpool: vw.cpu, raw: rw.cpu },
+      apiserver: { vmpool: vw.api, raw: rw.api },
     };
     log(
       `scale-up N=${n} rep ${r + 1}/${reps}: vmpool ${v.ms.toFixed(0)} ms, raw (${best} in flight) ${rawMs.toFixed(0)} ms, ReplicaSet ${rsMs.toFixed(0)} ms (${v.events} events, ${v.requests} requests); CPU ms vmpool ${JSON.stringify(run.cpu.vmpool)} raw ${JSON.stringify(run.cpu.raw)}; API server vmpool ${JSON.stringify(run.apiserver.vmpool)} raw ${JSON.stringify(run.apiserver.raw)}`,
