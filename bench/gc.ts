@@ -20,6 +20,8 @@ export interface GcPass {
   readonly lists: number;
   readonly deleted: number;
   readonly requests: Record<string, number>;
+  /** CPU this process spent in the pass (parsing, planning): the rest of its time is waiting. */
+  readonly cpuMs: number;
   /** List pages three lists of what the cluster held need at 500 per page (disks, pools, VMs). */
   readonly expectedLists: number;
 }
@@ -102,7 +104,9 @@ export async function gcTick(
       },
     };
     const s = performance.now();
+    const cpu0 = process.cpuUsage();
     const out = await collectDisks(kube, at, silentLog('gc'));
+    const cpu = process.cpuUsage(cpu0);
     const ms = performance.now() - s;
     if (out.kind !== 'done') throw new Error(`GC pass: ${out.reason}`);
     const requests = Object.fromEntries(
@@ -114,6 +118,7 @@ export async function gcTick(
       lists: requests.list ?? 0,
       deleted: out.deleted.length,
       requests,
+      cpuMs: (cpu.user + cpu.system) / 1000,
       expectedLists: pages(sizes.disks) + pages(sizes.pools) + pages(sizes.vms),
     };
   };
