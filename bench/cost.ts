@@ -3,6 +3,7 @@
  * adapter watches), and CloudEvents delivered per user action through the real adapters.
  * @module
  */
+import { pathToFileURL } from 'node:url';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { GROUP, VERSION } from '../shared/api/index.js';
 import { createKube } from '../shared/kube/index.js';
@@ -22,9 +23,21 @@ export interface Cost {
   readonly scenario: string;
   readonly reconciles: number;
   readonly reads: number;
+  /** Every request that is not a get or list, Events included. */
   readonly writes: number;
+  /** Events recorded (verb `event`), part of `writes`. */
+  readonly events: number;
   readonly byVerb: Record<string, number>;
+  /**
+   * The writes other than Events the action should cost, and how that figure is made (a scale-up
+   * by k: k×(1+disks) creates and one fencing write; a scale-down by k: k deletes, one fencing
+   * write and k free-since stamps of the freed Retain disks). Absent for scenarios without one.
+   */
+  readonly formula?: { readonly writes: number; readonly text: string };
 }
+
+/** Disks per member of the benchmark pool (one Delete, one Retain). */
+const DISKS = 2;
 
 /** Deliveries and requests of one user action through the event-driven stack. */
 export interface ActionCost {
@@ -53,10 +66,28 @@ function summarize(scenario: string, reconciles: number, byVerb: Record<string, 
     if (READS.has(k)) reads += v;
     else writes += v;
   }
-  return { scenario, reconciles, reads, writes, byVerb };
+  return { scenario, reconciles, reads, writes, events: byVerb.event ?? 0, byVerb };
 }
 
-/** Requests per reconcile for a no-op, +1, −1 and a rollout of 10 replicas. */
+/** True when a scenario's writes other than Events are exactly its formula's. */
+export function meetsFormula(c: Cost): boolean | undefined {
+  return c.formula === undefined ? undefined : c.writes - c.events === c.formula.writes;
+}
+
+const upBy = (k: number) => ({
+  writes: k * (1 + DISKS) + 1,
+  text: `${k}×(1+${DISKS}) creates + 1 fence = ${k * (1 + DISKS) + 1}`,
+});
+const downBy = (k: number) => ({
+  writes: 2 * k + 1,
+  text: `${k} deletes + 1 fence + ${k} disk stamps = ${2 * k + 1}`,
+});
+
+/**
+ * Requests for a no-op, scale-ups and scale-downs by 1 and by 5 (each against its formula, see
+ * {@link Cost.formula}) and a rollout of 10 replicas. No platform runs beside it: VMs get no
+ * phase and no finalizer, so a deleted VM is gone at once.
+ */
 export async function apiCost(plane: BenchPlane): Promise<Cost[]> {
   const ns = 'bench-cost';
   const c = clients(plane.kc);
@@ -83,10 +114,16 @@ export async function apiCost(plane: BenchPlane): Promise<Cost[]> {
   const at = kube.counts();
   await reconcilePool(deps, ns, 'p');
   const noop = summarize('no-op', 1, diff(at, kube.counts()));
-  await c.scalePool(ns, 'p', 11);
-  const up = await converge('scale up by 1');
-  await c.scalePool(ns, 'p', 10);
-  const down = await converge('scale down by 1');
+  const step = async (scenario: string, to: number, formula: Cost['formula']): Promise<Cost> => {
+    await c.scalePool(ns, 'p', to);
+    return { ...(await converge(scenario)), ...(formula === undefined ? {} : { formula }) };
+  };
+  const scaled = [
+    await step('scale up by 1', 11, upBy(1)),
+    await step('scale down by 1', 10, downBy(1)),
+    await step('scale up by 5', 15, upBy(5)),
+    await step('scale down by 5', 10, downBy(5)),
+  ];
   await c.custom.patchNamespacedCustomObject(
     {
       group: GROUP,
@@ -99,7 +136,7 @@ export async function apiCost(plane: BenchPlane): Promise<Cost[]> {
     setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
   );
   const rollout = await converge('rollout of 10 replicas');
-  return [noop, up, down, rollout];
+  return [noop, ...scaled, rollout];
 }
 
 /** CloudEvents and requests caused by one user action, until reconcile-pool is idle again. */
@@ -139,3 +176,35 @@ export async function eventsPerAction(plane: BenchPlane, stack: Stack): Promise<
   vms.stop();
   return out;
 }
+
+/** The API-cost scenarios alone on a bench plane of their own: `npx tsx bench/cost.ts`. */
+async function main(): Promise<void> {
+  const { startBenchPlane } = await import('./plane.js');
+  const plane = await startBenchPlane((l) => {
+    console.error(`[cost] ${l}`);
+  });
+  try {
+    const rows = (await apiCost(plane)).map((c) => {
+      const ok = meetsFormula(c);
+      return [
+        c.scenario,
+        String(c.reconciles),
+        String(c.reads),
+        `${c.writes - c.events} + ${c.events} Events`,
+        c.formula?.text ?? '',
+        ok === undefined ? '' : ok ? 'PASS' : 'FAIL',
+        Object.entries(c.byVerb)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', '),
+      ];
+    });
+    const head = ['scenario', 'reconciles', 'reads', 'writes', 'formula', '', 'by verb'];
+    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+    for (const r of [head, ...rows])
+      console.log(r.map((x, i) => x.padEnd(widths[i] ?? 0)).join('  '));
+  } finally {
+    await plane.stop();
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await main();

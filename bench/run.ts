@@ -14,7 +14,7 @@ import { ROOT, buildBundles } from '../scripts/build.js';
 import { PARALLEL } from '../shared/reconcile/index.js';
 import { coldStart } from './coldstart.js';
 import type { ColdStart } from './coldstart.js';
-import { EVENTS_NS, apiCost, eventsPerAction } from './cost.js';
+import { EVENTS_NS, apiCost, eventsPerAction, meetsFormula } from './cost.js';
 import type { ActionCost, Cost } from './cost.js';
 import { gcTick } from './gc.js';
 import type { GcResult } from './gc.js';
@@ -24,6 +24,8 @@ import { REPLACE_NS, REPLACE_REPLICAS, replacement } from './replace.js';
 import type { Breakdown, ReplaceResult } from './replace.js';
 import type { BarGroup, Row } from './report.js';
 import { figure, markdown, table } from './report.js';
+import { planBench } from './plan.js';
+import type { PlanRow } from './plan.js';
 import { resyncTick } from './resync.js';
 import type { ResyncResult } from './resync.js';
 import { scaleNamespaces, scaleUp } from './scaleup.js';
@@ -56,7 +58,7 @@ const cfg = quick
       standbyScale: 0.25,
     };
 /**
- * `--skip=scale,replace,cost,resync,gc,cold,standby` leaves benchmarks out (for working on one); the
+ * `--skip=scale,replace,cost,plan,resync,gc,cold,standby` leaves benchmarks out (for working on one); the
  * table then lacks their rows.
  */
 const skip = new Set(
@@ -287,12 +289,14 @@ function costRows(cost: readonly Cost[], actions: readonly ActionCost[]): Row[] 
       .map(([k, v]) => `${k} ${v}`)
       .join(', ');
     const noop = c.scenario === 'no-op';
+    const formula = meetsFormula(c);
     rows.push({
       bench: noop ? '2 API cost per reconcile' : '',
       figure: `${c.scenario}${c.reconciles > 1 ? ` (${c.reconciles} reconciles)` : ''}`,
-      value: `${c.reads} reads, ${c.writes} writes (${verbs})`,
-      goal: noop ? '≤ 3 reads, 0 writes' : '',
+      value: `${c.reads} reads, ${c.writes - c.events} writes + ${c.events} Events (${verbs})`,
+      goal: noop ? '≤ 3 reads, 0 writes' : (c.formula?.text ?? ''),
       ...(noop ? { pass: c.reads <= 3 && c.writes === 0 } : {}),
+      ...(formula === undefined ? {} : { pass: formula }),
     });
   }
   for (const a of actions)
@@ -362,8 +366,32 @@ async function standbyOnly(plane: BenchPlane): Promise<void> {
   }
 }
 
+function planRows(rows: readonly PlanRow[]): Row[] {
+  const base = rows[0]?.msPerMember ?? NaN;
+  const at1000 = rows.find((r) => r.members === 1000);
+  const last = rows.at(-1);
+  const out: Row[] = rows.map((r, i) => ({
+    bench: i === 0 ? '3 plan() on a converged pool' : '',
+    figure: `${r.members.toLocaleString('en-US')} members`,
+    value: `${r.medianMs.toFixed(3)} ms, ${(r.msPerMember * 1000).toFixed(2)} µs/member (${(r.msPerMember / base).toFixed(2)}× the first)`,
+    goal: r.members === 1000 ? '≤ 5 ms' : '',
+    ...(r.members === 1000 ? { pass: r.medianMs <= 5 } : {}),
+  }));
+  if (at1000 !== undefined && last !== undefined && last !== rows[0])
+    out.push({
+      bench: '',
+      figure: `per member at ${last.members.toLocaleString('en-US')} / at ${rows[0]?.members ?? 0}`,
+      value: `${(last.msPerMember / base).toFixed(2)}×`,
+      goal: 'linear (not growing with size)',
+      pass: last.msPerMember / base <= 2,
+    });
+  return out;
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
+  // Before the plane: plan() is CPU-bound and pure, nothing else should compete with it.
+  const plan = skip.has('plan') ? [] : planBench();
   const plane = await startBenchPlane(log);
   if (only === 'standby') {
     await standbyOnly(plane).finally(() => plane.stop());
@@ -442,6 +470,7 @@ async function main(): Promise<void> {
     const rows: Row[] = [
       ...summaries.flatMap(scaleRows),
       ...costRows(cost, actions),
+      ...planRows(plan),
       ...(resync === undefined ? [] : resyncRows(resync)),
       ...(gc === undefined ? [] : gcRows(gc)),
       ...(lat === undefined || latency === undefined
@@ -476,6 +505,7 @@ async function main(): Promise<void> {
       replacement: { replicas: REPLACE_REPLICAS, percentiles: lat, samples: latency },
       apiCost: cost,
       eventsPerAction: actions,
+      plan,
       resync,
       coldStart: cold,
       gc,
@@ -572,6 +602,16 @@ async function main(): Promise<void> {
             { name: 'reads', value: c.reads },
             { name: 'writes', value: c.writes },
           ],
+        })),
+      ]);
+    if (plan.length > 0)
+      charts.push([
+        'plan',
+        'plan() on a converged pool: µs per member (flat = linear)',
+        'µs/member',
+        plan.map((r) => ({
+          label: `${r.members} members`,
+          bars: [{ name: 'µs per member', value: r.msPerMember * 1000 }],
         })),
       ]);
     if (standby.length > 0)

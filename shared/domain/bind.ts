@@ -14,14 +14,15 @@ import type {
 import { keys } from '../api/index.js';
 import type { ClaimDisk, CreateDisk, CreateVm, DeleteDisk } from './actions.js';
 import { asStandby } from './roles.js';
+import type { RefSlot } from './disks.js';
 import {
-  chooseFree,
   diskRefs,
   growthOf,
   newDisk,
   placeRef,
   policyOf,
   poolOwned,
+  rankFree,
   resolveRefs,
   reusable,
   slotsOf,
@@ -60,10 +61,24 @@ export interface DiskPlan {
 /** What binding accumulates while it walks the members; local to {@link bindDisks}. */
 interface Ledger {
   readonly bindings: Binding[];
+  /** The first of `bindings` per member and template ({@link bindingKey}). */
+  readonly bound: Map<string, Binding>;
+  /** Members a binding was added for while walking (their slots may have changed). */
+  readonly boundFor: Set<string>;
   readonly claimed: Set<string>;
   readonly claims: ClaimDisk[];
   readonly retainCreates: CreateDisk[];
   readonly deleteCreates: CreateDisk[];
+  /** Free disks of each template in the order they are taken, ranked on first use. */
+  readonly free: Map<string, { readonly ranked: readonly VirtualDisk[]; next: number }>;
+}
+
+const bindingKey = (vm: string, template: string): string => `${vm}\u0000${template}`;
+
+function record(ledger: Ledger, b: Binding): void {
+  ledger.bindings.push(b);
+  const key = bindingKey(b.vm, b.template);
+  if (!ledger.bound.has(key)) ledger.bound.set(key, b);
 }
 
 /** Who the disks are bound for: members to create, members that leave, members that stay. */
@@ -84,24 +99,36 @@ export function bindDisks(view: View, count: Roster, rand: Rand): DiskPlan {
     return m !== undefined && !count.leaving.has(b.vm) && !diskRefs(m).includes(b.disk);
   });
   const ledger: Ledger = {
-    bindings,
+    bindings: [],
+    bound: new Map(),
+    boundFor: new Set(),
     claimed: new Set(bindings.map((b) => b.disk)),
     claims: [],
     retainCreates: [],
     deleteCreates: [],
+    free: new Map(),
   };
+  for (const b of bindings) record(ledger, b);
   const vmCreates = count.creates.map((name) => {
     const create = createMember(view, ledger, name, rand);
     return count.standby?.has(name) === true
       ? { ...create, vm: asStandby(view.pool, create.vm) }
       : create;
   });
-  const losers = collisionLosers(view, count.staying, ledger.bindings);
+  // Each staying member's slots, read once for the collisions and again only for a member that
+  // gained a binding since (a repeat in the roster).
+  const slots = count.staying.map((m) => slotsOf(view.pool, m, view.diskByName, ledger.bindings));
+  ledger.boundFor.clear();
+  const losers = collisionLosers(count.staying, slots);
   const refs = new Map<string, BlockDeviceRef[]>();
-  for (const m of count.staying) {
-    const next = ensureDisks(view, ledger, m, losers.get(nameOf(m)) ?? new Set(), rand);
-    if (next !== undefined) refs.set(nameOf(m), next);
-  }
+  count.staying.forEach((m, i) => {
+    const name = nameOf(m);
+    const mine = ledger.boundFor.has(name)
+      ? slotsOf(view.pool, m, view.diskByName, ledger.bindings)
+      : (slots[i] ?? new Map<string, RefSlot>());
+    const next = ensureDisks(view, ledger, m, mine, losers.get(name) ?? new Set(), rand);
+    if (next !== undefined) refs.set(name, next);
+  });
   const pruned = pruneDisks(view, refs, ledger.claimed);
   return {
     bindings: ledger.bindings,
@@ -145,12 +172,13 @@ function ensureDisks(
   view: View,
   ledger: Ledger,
   m: VirtualMachine,
+  slots: ReadonlyMap<string, RefSlot>,
   lost: ReadonlySet<string>,
   rand: Rand,
 ): BlockDeviceRef[] | undefined {
   const name = nameOf(m);
-  const slots = slotsOf(view.pool, m, view.diskByName, ledger.bindings);
-  let refs = m.spec.blockDeviceRefs ?? [];
+  const original = m.spec.blockDeviceRefs ?? [];
+  let refs = original;
   for (const t of view.templates) {
     const slot = slots.get(t.name);
     if (slot !== undefined && !slot.placeholder && !lost.has(slot.disk)) {
@@ -166,12 +194,13 @@ function ensureDisks(
     }
     refs = placeRef(refs, disk, slot);
   }
-  return canonicalJson(refs) === canonicalJson(m.spec.blockDeviceRefs ?? []) ? undefined : refs;
+  // Untouched refs are unchanged; placed ones are compared as the API server would store them.
+  return refs === original || canonicalJson(refs) === canonicalJson(original) ? undefined : refs;
 }
 
 /** The Retain disk for (vm, template): the recorded binding, a free disk, or a new one. */
 function bindRetain(view: View, ledger: Ledger, vm: string, t: DiskTemplate, rand: Rand): string {
-  const recorded = ledger.bindings.find((b) => b.vm === vm && b.template === t.name);
+  const recorded = ledger.bound.get(bindingKey(vm, t.name));
   if (recorded !== undefined) {
     const disk = view.diskByName.get(recorded.disk);
     if (disk === undefined) createRetain(view, ledger, recorded.disk, t);
@@ -179,17 +208,7 @@ function bindRetain(view: View, ledger: Ledger, vm: string, t: DiskTemplate, ran
       claim(view, ledger, disk, vm);
     return recorded.disk;
   }
-  const free = chooseFree(
-    view.disks.filter(
-      (d) =>
-        poolOwned(view.pool, d) &&
-        d.metadata.labels?.[keys.diskTemplate] === t.name &&
-        reusable(d) &&
-        !view.liveRefs.has(nameOf(d)) &&
-        !ledger.claimed.has(nameOf(d)),
-    ),
-    view.heldByLeaving,
-  );
+  const free = takeFree(view, ledger, t.name);
   let name: string;
   if (free !== undefined) {
     name = nameOf(free);
@@ -201,8 +220,33 @@ function bindRetain(view: View, ledger: Ledger, vm: string, t: DiskTemplate, ran
     createRetain(view, ledger, name, t);
   }
   ledger.claimed.add(name);
-  ledger.bindings.push({ vm, template: t.name, disk: name });
+  record(ledger, { vm, template: t.name, disk: name });
+  ledger.boundFor.add(vm);
   return name;
+}
+
+/**
+ * The best free disk of a template not claimed yet ({@link rankFree}'s order): the pool's disks of
+ * the template are ranked once per plan, and since claims only accumulate, each is skipped at most once.
+ */
+function takeFree(view: View, ledger: Ledger, template: string): VirtualDisk | undefined {
+  let free = ledger.free.get(template);
+  if (free === undefined) {
+    const candidates = view.disks.filter(
+      (d) =>
+        poolOwned(view.pool, d) &&
+        d.metadata.labels?.[keys.diskTemplate] === template &&
+        reusable(d) &&
+        !view.liveRefs.has(nameOf(d)),
+    );
+    free = { ranked: rankFree(candidates, view.heldByLeaving), next: 0 };
+    ledger.free.set(template, free);
+  }
+  for (; free.next < free.ranked.length; free.next++) {
+    const d = free.ranked[free.next] as VirtualDisk;
+    if (!ledger.claimed.has(nameOf(d))) return d;
+  }
+  return undefined;
 }
 
 /** A disk a staying member references but that is gone: make it again under the same name. */

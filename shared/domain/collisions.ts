@@ -3,25 +3,31 @@
  * restored backup): one keeps it, the others get another disk in the same slot.
  * @module
  */
-import type { Binding, VirtualMachine } from '../api/index.js';
+import type { VirtualMachine } from '../api/index.js';
 import { BLOCK_DEVICES_READY } from '../api/index.js';
-import { slotsOf } from './disks.js';
+import type { RefSlot } from './disks.js';
 import { conditionOf, nameOf } from './membership.js';
-import type { View } from './observe.js';
 
 /**
  * For each member that loses a shared disk, the disks it loses. The member whose block devices are
- * ready keeps the disk (it is the one using it), then the first by name.
+ * ready keeps the disk (it is the one using it), then the first by name. `slots[i]` are the slots of
+ * `staying[i]` (`slotsOf` in disks.ts).
  */
 export function collisionLosers(
-  view: View,
   staying: readonly VirtualMachine[],
-  bindings: readonly Binding[],
+  slots: readonly ReadonlyMap<string, RefSlot>[],
 ): Map<string, Set<string>> {
+  // The first holder of each disk, and every holder of a disk held twice (the rare case).
+  const first = new Map<string, VirtualMachine>();
   const holders = new Map<string, VirtualMachine[]>();
-  for (const m of staying)
-    for (const slot of slotsOf(view.pool, m, view.diskByName, bindings).values())
-      if (!slot.placeholder) holders.set(slot.disk, [...(holders.get(slot.disk) ?? []), m]);
+  staying.forEach((m, i) => {
+    for (const slot of slots[i]?.values() ?? []) {
+      if (slot.placeholder) continue;
+      const one = first.get(slot.disk);
+      if (one === undefined) first.set(slot.disk, m);
+      else holders.set(slot.disk, [...(holders.get(slot.disk) ?? [one]), m]);
+    }
+  });
   const losers = new Map<string, Set<string>>();
   const ready = (m: VirtualMachine): number =>
     conditionOf(m, BLOCK_DEVICES_READY)?.status === 'True' ? 0 : 1;

@@ -116,6 +116,8 @@ export function stampFree(disk: VirtualDisk, at: string | undefined): VirtualDis
 /** The template's size when the disk has none or a smaller one (disks only ever grow). */
 export function growthOf(template: DiskTemplate, disk: VirtualDisk): Quantity | undefined {
   const want = template.spec.persistentVolumeClaim?.size;
+  // The usual case, decided without parsing: a disk asking for exactly the template's size.
+  if (disk.spec.persistentVolumeClaim?.size === want) return undefined;
   const wantBytes = quantityValue(want);
   if (want === undefined || wantBytes === undefined) return undefined;
   const have = diskSize(disk);
@@ -154,18 +156,31 @@ export function chooseFree(
   candidates: readonly VirtualDisk[],
   heldByLeaving: ReadonlySet<string>,
 ): VirtualDisk | undefined {
-  const key = (d: VirtualDisk): [number, number, number, string] => [
-    d.status?.phase === 'Ready' ? 0 : 1,
-    heldByLeaving.has(nameOf(d)) ? 1 : 0,
-    -(freedAt(d) ?? Number.MAX_SAFE_INTEGER),
-    nameOf(d),
-  ];
-  return [...candidates].sort((a, b) => {
-    const ka = key(a);
-    const kb = key(b);
-    for (let i = 0; i < 3; i++) if (ka[i] !== kb[i]) return (ka[i] as number) - (kb[i] as number);
-    return ka[3] < kb[3] ? -1 : ka[3] > kb[3] ? 1 : 0;
-  })[0];
+  return rankFree(candidates, heldByLeaving)[0];
+}
+
+/**
+ * Free disks in the order {@link chooseFree} takes them, so a plan that binds many members ranks
+ * the candidates once and takes them in turn. Each disk's keys are read once, not per comparison.
+ */
+export function rankFree(
+  candidates: readonly VirtualDisk[],
+  heldByLeaving: ReadonlySet<string>,
+): VirtualDisk[] {
+  const keyed = candidates.map((d) => ({
+    d,
+    k: [
+      d.status?.phase === 'Ready' ? 0 : 1,
+      heldByLeaving.has(nameOf(d)) ? 1 : 0,
+      -(freedAt(d) ?? Number.MAX_SAFE_INTEGER),
+    ] as const,
+    name: nameOf(d),
+  }));
+  keyed.sort((a, b) => {
+    for (let i = 0; i < 3; i++) if (a.k[i] !== b.k[i]) return (a.k[i] ?? 0) - (b.k[i] ?? 0);
+    return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+  });
+  return keyed.map((x) => x.d);
 }
 
 /** Who owns a new disk: the pool (Retain) or the VM (Delete). */

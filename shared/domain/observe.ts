@@ -12,10 +12,9 @@ import type {
   VirtualMachinePool,
 } from '../api/index.js';
 import { keys } from '../api/index.js';
-import { diskRefs } from './disks.js';
 import { templateHash } from './hash.js';
 import { isStandby } from './lifecycle.js';
-import { isTerminating, membersOf, nameOf } from './membership.js';
+import { isMember, isTerminating, nameOf } from './membership.js';
 import { recordedTargets } from './targets.js';
 
 /** What a reconcile read: the pool and every VM and disk carrying its pool-uid label. */
@@ -84,25 +83,27 @@ export interface View {
   readonly warnings: readonly string[];
 }
 
-/** Indexes an observation (pure; linear in the objects read). */
+/** Indexes an observation (pure; one pass over the VMs and one over the disks). */
 export function observe(obs: Observed): View {
   const { pool } = obs;
   const targets = recordedTargets(pool);
-  const members = membersOf(pool, obs.vms);
+  const members: VirtualMachine[] = [];
   const live = new Map<string, VirtualMachine>();
   const liveRefs = new Set<string>();
   const heldByTerminating = new Set<string>();
-  for (const m of members) {
-    if (isTerminating(m)) for (const d of diskRefs(m)) heldByTerminating.add(d);
-    else {
-      live.set(nameOf(m), m);
-      for (const d of diskRefs(m)) liveRefs.add(d);
-    }
+  const vmNames = new Set<string>();
+  for (const vm of obs.vms) {
+    vmNames.add(nameOf(vm));
+    if (!isMember(pool, vm)) continue;
+    members.push(vm);
+    const terminating = isTerminating(vm);
+    if (!terminating) live.set(nameOf(vm), vm);
+    const refs = terminating ? heldByTerminating : liveRefs;
+    for (const r of vm.spec.blockDeviceRefs ?? []) if (r.kind === 'VirtualDisk') refs.add(r.name);
   }
   const isLive = (r: MemberRef): boolean => live.get(r.name)?.metadata.uid === r.uid;
 
   const intent = pool.status?.intent ?? {};
-  const vmNames = new Set(obs.vms.map(nameOf));
   const foreign = obs.foreign ?? new Set<string>();
   const pendingCreates: string[] = [];
   const warnings: string[] = [];
@@ -113,14 +114,25 @@ export function observe(obs: Observed): View {
   }
 
   const pending = new Set(pendingCreates);
+  // Every name seen is taken, and so are the pending and foreign ones (the set of names grows in place).
+  const taken: Set<string> = vmNames;
+  for (const n of pendingCreates) taken.add(n);
+  for (const n of foreign) taken.add(n);
   const templates = pool.spec.virtualDiskTemplates;
   const templateByName = new Map(templates.map((t) => [t.name, t]));
-  const poolDisks = obs.disks
-    .filter((d) => !isTerminating(d) && d.metadata.labels?.[keys.poolUid] === pool.metadata.uid)
-    .map((disk): PoolDisk => {
-      const template = templateByName.get(disk.metadata.labels?.[keys.diskTemplate] ?? '');
-      return template === undefined ? { disk } : { disk, template };
-    });
+  const diskByName = new Map<string, VirtualDisk>();
+  const poolDisks: PoolDisk[] = [];
+  const poolDisk = new Map<string, PoolDisk>();
+  for (const disk of obs.disks) {
+    const name = nameOf(disk);
+    diskByName.set(name, disk);
+    const labels = disk.metadata.labels;
+    if (isTerminating(disk) || labels?.[keys.poolUid] !== pool.metadata.uid) continue;
+    const template = templateByName.get(labels?.[keys.diskTemplate] ?? '');
+    const own: PoolDisk = template === undefined ? { disk } : { disk, template };
+    poolDisks.push(own);
+    poolDisk.set(name, own);
+  }
 
   return {
     pool,
@@ -129,9 +141,9 @@ export function observe(obs: Observed): View {
     members,
     live,
     disks: obs.disks,
-    diskByName: new Map(obs.disks.map((d) => [nameOf(d), d])),
+    diskByName,
     poolDisks,
-    poolDisk: new Map(poolDisks.map((p) => [nameOf(p.disk), p])),
+    poolDisk,
     liveRefs,
     heldByLeaving: heldByTerminating,
     pendingCreates,
@@ -149,7 +161,7 @@ export function observe(obs: Observed): View {
     recordedBindings: intent.bindings ?? [],
     targets,
     liveTargets: targets.filter(isLive),
-    taken: new Set([...vmNames, ...pendingCreates, ...foreign]),
+    taken,
     warnings,
   };
 }

@@ -33,6 +33,7 @@ const keyOf = (name: string, uid: string | undefined): string => `${name}/${uid 
  * (one index of the recorded flips, then constant time per member).
  */
 export function standbyTest(view: View): (m: VirtualMachine) => boolean {
+  if (view.pendingPromotions.length === 0 && view.pendingReturns.length === 0) return isStandby;
   const promoted = new Set(view.pendingPromotions.map((r) => keyOf(r.name, r.uid)));
   const returned = new Set(view.pendingReturns.map((r) => keyOf(r.name, r.uid)));
   return (m) => {
@@ -47,17 +48,22 @@ export function splitStandby(view: View): Split {
   const standbyNames = new Set<string>();
   for (const m of view.members) if (inStandby(m)) standbyNames.add(nameOf(m));
   const isActive = (n: string): boolean => !standbyNames.has(n);
-  const members = view.members.filter((m) => isActive(nameOf(m)));
-  const standby = view.members.filter((m) => !isActive(nameOf(m)));
-  const active: View = {
-    ...view,
-    members,
-    live: new Map([...view.live].filter(([n]) => isActive(n))),
-    pendingCreates: view.pendingCreates.filter((n) => !view.standbyCreates.has(n)),
-    pendingDeletes: view.pendingDeletes.filter((r) => isActive(r.name)),
-    pendingReplacements: view.pendingReplacements.filter((r) => isActive(r.name)),
-    liveTargets: view.liveTargets.filter((r) => isActive(r.name)),
-  };
+  const pendingCreates = view.pendingCreates.filter((n) => !view.standbyCreates.has(n));
+  // Without standby members every member is a replica: the view's own collections serve as they are.
+  const active: View =
+    standbyNames.size === 0
+      ? { ...view, pendingCreates }
+      : {
+          ...view,
+          members: view.members.filter((m) => isActive(nameOf(m))),
+          live: new Map([...view.live].filter(([n]) => isActive(n))),
+          pendingCreates,
+          pendingDeletes: view.pendingDeletes.filter((r) => isActive(r.name)),
+          pendingReplacements: view.pendingReplacements.filter((r) => isActive(r.name)),
+          liveTargets: view.liveTargets.filter((r) => isActive(r.name)),
+        };
+  const standby =
+    standbyNames.size === 0 ? [] : view.members.filter((m) => standbyNames.has(nameOf(m)));
   return {
     active,
     standby,

@@ -48,11 +48,11 @@ export function pruneDisks(
       }
       if (!referenced) remove = 'removedTemplate';
     } else if (
-      policyOf(t) === 'Delete' &&
-      poolOwned(view.pool, d) &&
       !view.liveRefs.has(name) &&
       !view.heldByLeaving.has(name) &&
-      !claimed.has(name)
+      !claimed.has(name) &&
+      policyOf(t) === 'Delete' &&
+      poolOwned(view.pool, d)
     ) {
       remove = 'deletePolicy';
     }

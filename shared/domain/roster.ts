@@ -69,7 +69,8 @@ export interface Decided {
  */
 export function order(d: Decided): Action[] {
   const { disks, leave, standby } = d;
-  const inUse = new Set([...d.view.liveRefs, ...disks.claimed]);
+  const inUse =
+    disks.claimed.size === 0 ? d.view.liveRefs : new Set([...d.view.liveRefs, ...disks.claimed]);
   const claimedNow = new Set(disks.claims.map((c) => nameOf(c.disk)));
   const actions: Action[] = [
     ...disks.claims,

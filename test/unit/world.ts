@@ -26,8 +26,33 @@ const nameOf = (o: { metadata: { name?: string | undefined } }): string => o.met
 /** Applies a plan as the executor would, with `now` as the creation time of new objects. */
 export function apply(w: World, p: Plan, now: Date): World {
   let out: World = p.writeStatus || p.fenced ? { ...w, pool: { ...w.pool, status: p.status } } : w;
+  if (p.actions.every((a) => a.kind === 'createVm' || a.kind === 'createDisk'))
+    return createAll(out, p.actions, now);
   for (const a of p.actions) out = applyAction(out, a, now).w;
   return out;
+}
+
+/**
+ * A plan of creates only (a scale-up), applied as {@link applyAction} applies them one by one, in
+ * one pass: growing a pool of thousands costs linear time, not a copy of the lists per create.
+ */
+function createAll(w: World, actions: readonly Action[], now: Date): World {
+  const vms = [...w.vms];
+  const disks = [...w.disks];
+  const vmNames = new Set(vms.map(nameOf));
+  const diskNames = new Set(disks.map(nameOf));
+  for (const a of actions) {
+    if (a.kind === 'createVm' && !vmNames.has(nameOf(a.vm))) {
+      const name = nameOf(a.vm);
+      const meta = { ...a.vm.metadata, uid: `uid-${name}`, creationTimestamp: rfc3339(now) };
+      vms.push(settle({ ...a.vm, metadata: meta, status: {} }));
+      vmNames.add(name);
+    } else if (a.kind === 'createDisk' && !diskNames.has(nameOf(a.disk))) {
+      disks.push({ ...a.disk, metadata: { ...a.disk.metadata, uid: `uid-${nameOf(a.disk)}` } });
+      diskNames.add(nameOf(a.disk));
+    }
+  }
+  return { ...w, vms, disks };
 }
 
 /**

@@ -1,0 +1,123 @@
+/**
+ * Benchmark of the pure core: how long `plan()` takes on a converged pool, by pool size. No API
+ * server is involved; the pools are grown with the domain's own plans in the unit tests' in-memory
+ * world (the user guide's `runners` pool: two disks per member, one Delete, one Retain), so every
+ * figure is what a reconcile of an idle pool of that size spends deciding it has nothing to do.
+ *
+ * `npx tsx bench/plan.ts [sizes…]` prints the table (default 10 100 1000 10000).
+ * @module
+ */
+import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
+import { plan } from '../shared/domain/index.js';
+import { NOW, pool } from '../test/unit/builders.js';
+import { converge, observedOf } from '../test/unit/world.js';
+import type { World } from '../test/unit/world.js';
+import { seededRandom } from '../local/simulator/rng.js';
+
+/** One size measured. */
+export interface PlanRow {
+  /** Members of the converged pool (each with 2 disks). */
+  readonly members: number;
+  /** Median wall time of one `plan()` call, ms. */
+  readonly medianMs: number;
+  /** `medianMs / members`. */
+  readonly msPerMember: number;
+  /**
+   * Median CPU time of one call, ms (this process's user + system time, so other processes on a
+   * shared machine inflate it less than wall time).
+   */
+  readonly cpuMs: number;
+  /** Timed calls behind the median. */
+  readonly runs: number;
+}
+
+/** Options of {@link planBench}. */
+export interface PlanBenchOptions {
+  /** Pool sizes (members); default 10, 100, 1,000, 10,000. */
+  readonly sizes?: readonly number[];
+  /** Time spent timing each size, ms (at least `minRuns` calls whatever it takes); default 1,000. */
+  readonly budgetMs?: number;
+  /** Fewest timed calls per size; default 7. */
+  readonly minRuns?: number;
+}
+
+/** The sizes {@link planBench} measures unless told otherwise. */
+export const PLAN_SIZES: readonly number[] = [10, 100, 1_000, 10_000];
+
+/** A converged `runners` pool of `members` replicas, grown from zero by the domain's own plans. */
+export function convergedPool(members: number): World {
+  const empty: World = { pool: pool({ replicas: members }), vms: [], disks: [] };
+  const { w, plans } = converge(empty, NOW);
+  const last = plans.at(-1);
+  if (w.vms.length !== members || last === undefined || last.actions.length > 0 || last.writeStatus)
+    throw new Error(`pool of ${members} did not converge`);
+  return w;
+}
+
+const median = (xs: readonly number[]): number => {
+  const s = xs.toSorted((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? NaN;
+};
+
+/**
+ * Times `plan()` on converged pools, one row per size: members → median ms and ms per member.
+ * Synchronous and CPU-bound (about `budgetMs` per size plus growing the pools: a few seconds in all
+ * with the defaults); call it where nothing else competes for the CPU, e.g. before the control plane
+ * starts. Each timed call must return a plan with nothing to do, or it throws.
+ */
+export function planBench(options: PlanBenchOptions = {}): PlanRow[] {
+  const { sizes = PLAN_SIZES, budgetMs = 1_000, minRuns = 7 } = options;
+  return sizes.map((members) => {
+    const obs = observedOf(convergedPool(members));
+    const rand = seededRandom(1);
+    const wall: number[] = [];
+    const cpu: number[] = [];
+    const once = (): void => {
+      const c0 = process.cpuUsage();
+      const t0 = performance.now();
+      const p = plan(obs, NOW, rand);
+      wall.push(performance.now() - t0);
+      const c = process.cpuUsage(c0);
+      cpu.push((c.user + c.system) / 1000);
+      if (p.actions.length > 0 || p.writeStatus) throw new Error(`pool of ${members} is not idle`);
+    };
+    // Warm-up: let the JIT settle before anything is timed.
+    for (let i = 0; i < 3; i++) once();
+    wall.length = 0;
+    cpu.length = 0;
+    const until = performance.now() + budgetMs;
+    while (wall.length < minRuns || performance.now() < until) once();
+    const m = median(wall);
+    return {
+      members,
+      medianMs: m,
+      msPerMember: m / members,
+      cpuMs: median(cpu),
+      runs: wall.length,
+    };
+  });
+}
+
+/** The rows as an aligned table, with each size's ms per member relative to the first size's. */
+export function planTable(rows: readonly PlanRow[]): string {
+  const base = rows[0]?.msPerMember ?? NaN;
+  const head = ['members', 'median ms', 'µs/member', 'per member vs first', 'CPU ms', 'runs'];
+  const cells = rows.map((r) => [
+    r.members.toLocaleString('en-US'),
+    r.medianMs.toFixed(3),
+    (r.msPerMember * 1000).toFixed(2),
+    `${(r.msPerMember / base).toFixed(2)}×`,
+    r.cpuMs.toFixed(3),
+    String(r.runs),
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] ?? '').length)));
+  const line = (c: readonly string[]): string =>
+    c.map((x, i) => x.padStart(widths[i] ?? 0)).join('  ');
+  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const sizes = process.argv.slice(2).map(Number).filter(Number.isFinite);
+  console.log(planTable(planBench(sizes.length > 0 ? { sizes } : {})));
+}
