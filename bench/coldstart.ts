@@ -6,21 +6,42 @@
  */
 import { pingInit } from '../local/events.js';
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { build } from 'esbuild';
-import { buildBundles, ROOT } from '../scripts/build.js';
+import { BANNER, buildBundles, ROOT } from '../scripts/build.js';
+import { RUNTIME_FLAGS, buildSnapshot } from '../scripts/snapshot.js';
 import { median } from './objects.js';
 
 /** One variant's figures (medians over the repetitions). */
 export interface ColdStart {
-  readonly variant: 'bundled' | 'unbundled';
+  readonly variant:
+    | 'bundled'
+    | 'snapshot'
+    | 'snapshot, --use-openssl-ca'
+    | 'floor: node, TLS, kubeconfig, one list'
+    | 'node alone: an HTTP server'
+    | 'unbundled';
   readonly bytes: number;
   readonly firstEventMs: number;
   readonly listeningMs: number;
   readonly peakRssMiB: number;
+  /** CPU time of the process until its first answer (all threads): less sensitive to load. */
+  readonly cpuMs: number;
   readonly samples: number[];
+}
+
+/** CPU time the process has used so far in ms (/proc/<pid>/schedstat: ns on a CPU), all threads. */
+function cpuMs(pid: number): number {
+  let ns = 0;
+  try {
+    for (const t of readdirSync(`/proc/${pid}/task`))
+      ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+  } catch {
+    return NaN;
+  }
+  return ns / 1e6;
 }
 
 function peakRss(pid: number): number {
@@ -28,11 +49,14 @@ function peakRss(pid: number): number {
   return Math.round(Number(/^VmHWM:\s+(\d+)/m.exec(s)?.[1] ?? 0) / 1024);
 }
 
-/** One start: spawn, wait for `listening`, POST a ping, time the answer. */
-async function startOnce(file: string, kubeconfig: string, namespace: string) {
+/** The runtime flags of the image (Containerfile, knative/): a small young generation. */
+export const IMAGE_FLAGS = RUNTIME_FLAGS;
+
+/** One start: spawn `node …args`, wait for `listening`, POST a ping, time the answer. */
+export async function startOnce(args: readonly string[], kubeconfig: string, namespace: string) {
+  const file = args.at(-1) ?? '';
   const t0 = performance.now();
-  // The runtime flags of the image (Containerfile, knative/): a small young generation.
-  const child = spawn(process.execPath, ['--max-semi-space-size=1', file], {
+  const child = spawn(process.execPath, [...args], {
     env: { PATH: process.env.PATH, KUBECONFIG: kubeconfig, PORT: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -67,13 +91,32 @@ async function startOnce(file: string, kubeconfig: string, namespace: string) {
     await res.arrayBuffer();
     const firstEventMs = performance.now() - t0;
     if (res.status >= 300) throw new Error(`${file}: first event answered ${res.status}`);
-    return { listeningMs, firstEventMs, rss: peakRss(child.pid ?? 0) };
+    return {
+      listeningMs,
+      firstEventMs,
+      rss: peakRss(child.pid ?? 0),
+      cpuMs: cpuMs(child.pid ?? 0),
+    };
   } finally {
     child.kill('SIGKILL');
   }
 }
 
-/** Builds both variants into bench-results/build and starts each `reps` times, alternating. */
+/** Node's own start: an HTTP server that answers 202 at once (what no JavaScript of ours can undercut). */
+const NODE_ALONE = `require('node:http').createServer((q, s) => { q.resume(); q.on('end', () => s.writeHead(202).end()); }).listen(0, '127.0.0.1', function () { console.log(JSON.stringify({ msg: 'listening', port: this.address().port })); });`;
+
+/** A variant: node's arguments (the file last). */
+interface Variant {
+  readonly variant: ColdStart['variant'];
+  readonly args: readonly string[];
+  readonly file: string;
+}
+
+/**
+ * Builds the variants into bench-results/build — the bundle as shipped, the same code with its
+ * node_modules external (what an unbundled image resolves at start), and the floor (bench/floor.ts)
+ * — and starts each `reps` times, alternating.
+ */
 export async function coldStart(
   kubeconfig: string,
   namespace: string,
@@ -85,34 +128,63 @@ export async function coldStart(
     (b) => b.name === 'reconcile-pool',
   );
   if (bundle === undefined) throw new Error('no reconcile-pool bundle');
-  // Inside the repository, so the external packages resolve from its node_modules.
-  const unbundled = join(dir, 'unbundled', 'reconcile-pool.mjs');
-  await build({
+  const common = {
     absWorkingDir: ROOT,
-    entryPoints: [join(ROOT, 'functions', 'reconcile-pool', 'main.ts')],
-    outfile: unbundled,
     bundle: true,
-    packages: 'external',
     format: 'esm',
     platform: 'node',
     target: 'node20',
     logLevel: 'warning',
+  } as const;
+  // Inside the repository, so the external packages resolve from its node_modules.
+  const unbundled = join(dir, 'unbundled', 'reconcile-pool.mjs');
+  await build({
+    ...common,
+    entryPoints: [join(ROOT, 'functions', 'reconcile-pool', 'main.ts')],
+    outfile: unbundled,
+    packages: 'external',
   });
-  const variants = [
-    { variant: 'bundled' as const, file: bundle.file },
-    { variant: 'unbundled' as const, file: unbundled },
+  const floor = join(dir, 'floor', 'floor.mjs');
+  await build({
+    ...common,
+    entryPoints: [join(ROOT, 'bench', 'floor.ts')],
+    outfile: floor,
+    minify: true,
+    banner: { js: BANNER },
+  });
+  const snapshot = await buildSnapshot(join(dir, 'bundled'));
+  const blob = [...IMAGE_FLAGS, '--snapshot-blob', snapshot.blob];
+  const variants: Variant[] = [
+    { variant: 'bundled', args: [...IMAGE_FLAGS, bundle.file], file: bundle.file },
+    { variant: 'snapshot', args: blob, file: snapshot.blob },
+    {
+      variant: 'snapshot, --use-openssl-ca',
+      args: ['--use-openssl-ca', ...blob],
+      file: snapshot.blob,
+    },
+    {
+      variant: 'floor: node, TLS, kubeconfig, one list',
+      args: [...IMAGE_FLAGS, '--use-openssl-ca', floor],
+      file: floor,
+    },
+    {
+      variant: 'node alone: an HTTP server',
+      args: [...IMAGE_FLAGS, '-e', NODE_ALONE],
+      file: floor,
+    },
+    { variant: 'unbundled', args: [...IMAGE_FLAGS, unbundled], file: unbundled },
   ];
   const samples = new Map<
     string,
-    Array<{ listeningMs: number; firstEventMs: number; rss: number }>
+    Array<{ listeningMs: number; firstEventMs: number; rss: number; cpuMs: number }>
   >();
   // One warm-up each: the first spawn pays for the page cache, which a running node already has.
-  for (const v of variants) await startOnce(v.file, kubeconfig, namespace);
+  for (const v of variants) await startOnce(v.args, kubeconfig, namespace);
   for (let i = 0; i < reps; i++)
     for (const v of variants)
       samples.set(v.variant, [
         ...(samples.get(v.variant) ?? []),
-        await startOnce(v.file, kubeconfig, namespace),
+        await startOnce(v.args, kubeconfig, namespace),
       ]);
   return variants.map((v) => {
     const s = samples.get(v.variant) ?? [];
@@ -122,6 +194,7 @@ export async function coldStart(
       firstEventMs: median(s.map((x) => x.firstEventMs)),
       listeningMs: median(s.map((x) => x.listeningMs)),
       peakRssMiB: median(s.map((x) => x.rss)),
+      cpuMs: median(s.map((x) => x.cpuMs)),
       samples: s.map((x) => Math.round(x.firstEventMs)),
     };
   });

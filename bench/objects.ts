@@ -11,6 +11,9 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { readFileSync, readdirSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
+import type { RequestOptions } from 'node:https';
 import { API_VERSION, GROUP, VERSION } from '../shared/api/index.js';
 import type { VirtualMachinePool } from '../shared/api/index.js';
 import { smallPool } from '../local/guide.js';
@@ -124,3 +127,82 @@ export const median = (xs: readonly number[]): number => percentile(xs, 50);
 
 /** Sleeps. */
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** CPU time in ms a process has used (all its threads, from /proc/<pid>/task/<tid>/schedstat). */
+export function processCpuMs(pid: number): number {
+  let ns = 0;
+  try {
+    for (const t of readdirSync(`/proc/${pid}/task`))
+      ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+  } catch {
+    return 0;
+  }
+  return ns / 1e6;
+}
+
+/** CPU ms per group of processes, read now; `cpuSince` turns two readings into what a run used. */
+export function cpuReading(
+  groups: Readonly<Record<string, readonly number[]>>,
+): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(groups).map(([k, pids]) => [k, pids.reduce((a, p) => a + processCpuMs(p), 0)]),
+  );
+}
+
+/** What each group used between two readings, in ms. */
+export function cpuSince(
+  before: Readonly<Record<string, number>>,
+  after: Readonly<Record<string, number>>,
+): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(after).map(([k, v]) => [k, Math.round(v - (before[k] ?? 0))]),
+  );
+}
+
+/**
+ * The API server's own counters (its /metrics): requests by `verb resource` and watch events sent,
+ * totals since it started; `apiserverSince` turns two readings into what a run cost it.
+ */
+export async function apiserverReading(kc: KubeConfig): Promise<Record<string, number>> {
+  const server = kc.getCurrentCluster()?.server ?? '';
+  const opts: RequestOptions = {};
+  await kc.applyToHTTPSOptions(opts);
+  const text = await new Promise<string>((resolve, reject) => {
+    const req = httpsRequest(`${server}/metrics`, { ...opts, method: 'GET' }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => {
+        resolve(body);
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  const out: Record<string, number> = {};
+  const label = (labels: string, k: string) => new RegExp(`${k}="([^"]*)"`).exec(labels)?.[1] ?? '';
+  for (const m of text.matchAll(/^apiserver_request_total\{([^}]*)\} (\S+)$/gm)) {
+    const l = m[1] ?? '';
+    const sub = label(l, 'subresource');
+    const key = `${label(l, 'verb')} ${label(l, 'resource')}${sub === '' ? '' : `/${sub}`}`;
+    out[key] = (out[key] ?? 0) + Number(m[2]);
+  }
+  for (const m of text.matchAll(/^apiserver_watch_events_total\{([^}]*)\} (\S+)$/gm)) {
+    const key = `watch events ${label(m[1] ?? '', 'kind')}`;
+    out[key] = (out[key] ?? 0) + Number(m[2]);
+  }
+  return out;
+}
+
+/** What the API server did between two readings (only what changed). */
+export function apiserverSince(
+  before: Readonly<Record<string, number>>,
+  after: Readonly<Record<string, number>>,
+): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(after)
+      .map(([k, v]) => [k, Math.round(v - (before[k] ?? 0))] as const)
+      .filter(([, v]) => v > 0),
+  );
+}

@@ -7,7 +7,7 @@
 import { GROUP, VERSION } from '../shared/api/index.js';
 import type { BenchPlane } from './plane.js';
 import { benchPool, benchReplicaSet, clients, paths, sleep } from './objects.js';
-import type { Stack } from './stack.js';
+import type { Mark, Stack } from './stack.js';
 import { watchCollection } from './watch.js';
 
 /** Namespace of the vmpool trials (the stack's adapters must watch it). */
@@ -15,10 +15,48 @@ export const REPLACE_NS = 'bench-replace';
 /** Members of the pool and the ReplicaSet during the trials. */
 export const REPLACE_REPLICAS = 10;
 
+/** Where one vmpool replacement's time went, in ms from the previous step. */
+export interface Breakdown {
+  /** Delete sent → the adapter's event delivered to reconcile-pool. */
+  readonly event: number;
+  /** → the reads of the reconcile (pool, VMs, disks) answered. */
+  readonly reads: number;
+  /** → the intent (fencing) status write answered. */
+  readonly fence: number;
+  /** → the VM create answered. */
+  readonly create: number;
+  /** → the benchmark's watch saw the VM. */
+  readonly watch: number;
+}
+
 /** Latencies in ms, in trial order. */
 export interface ReplaceResult {
   readonly vmpool: number[];
   readonly replicaSet: number[];
+  /** One per vmpool trial whose steps were all seen. */
+  readonly breakdown: Breakdown[];
+}
+
+/** The steps of one trial from the stack's marks, or undefined when one is missing. */
+function breakdownOf(marks: readonly Mark[], t0: number, seen: number): Breakdown | undefined {
+  const after = (t: number, what: (w: string) => boolean) =>
+    marks.find((m) => m.at >= t && what(m.what))?.at;
+  const ev = after(t0, (w) => w === 'delivered');
+  if (ev === undefined) return undefined;
+  const fence = after(ev, (w) => w.startsWith('updateStatus:'));
+  if (fence === undefined) return undefined;
+  const reads = marks
+    .filter((m) => m.at >= ev && m.at <= fence && /^(get|list):/.test(m.what))
+    .at(-1)?.at;
+  const create = after(fence, (w) => w.startsWith('create:'));
+  if (reads === undefined || create === undefined) return undefined;
+  return {
+    event: ev - t0,
+    reads: reads - ev,
+    fence: fence - reads,
+    create: create - fence,
+    watch: seen - create,
+  };
 }
 
 const pick = (names: ReadonlySet<string>): string => {
@@ -45,6 +83,7 @@ export async function replacement(
   ]);
   await stack.idle();
   const vmpool: number[] = [];
+  const breakdown: Breakdown[] = [];
   for (let i = 0; i < trials; i++) {
     const before = new Set(vms.names);
     const victim = pick(before);
@@ -59,6 +98,8 @@ export async function replacement(
     });
     const added = await next;
     vmpool.push(added.at - t0);
+    const b = breakdownOf(stack.marks(t0), t0, added.at);
+    if (b !== undefined) breakdown.push(b);
     // Settle: the replacement's own disk exists, the pool is whole, and no reconcile is running.
     await disks.until((w) => w.names.has(`${added.name}-root`));
     await vms.until((w) => w.names.size === r);
@@ -87,5 +128,5 @@ export async function replacement(
   }
   pods.stop();
   log(`replacement: ${trials} ReplicaSet trials done`);
-  return { vmpool, replicaSet };
+  return { vmpool, replicaSet, breakdown };
 }

@@ -32,6 +32,20 @@ export function table(rows: readonly Row[]): string {
   return [line(head), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
 }
 
+/** The table as Markdown (README's performance section is pasted from it). */
+export function markdown(rows: readonly Row[]): string {
+  const cell = (x: string) => x.replace(/\|/g, '\\|');
+  const lines = [
+    '| bench | figure | value | goal | result |',
+    '|---|---|---|---|---|',
+    ...rows.map(
+      (r) =>
+        `| ${cell(r.bench)} | ${cell(r.figure)} | ${cell(r.value)} | ${cell(r.goal)} | ${r.pass === undefined ? '' : r.pass ? 'PASS' : '**FAIL**'} |`,
+    ),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
 /** Bars of one group. */
 export interface BarGroup {
   readonly label: string;
@@ -102,19 +116,19 @@ function panel(
   return out.join('\n');
 }
 
-/** Two panels side by side: scale-up times and replacement latency percentiles. */
-export function chart(
-  scale: readonly BarGroup[],
-  latency: readonly BarGroup[],
+/** One benchmark's chart: a grouped bar panel with its title, unit and the run's environment. */
+export function figure(
+  title: string,
+  unit: string,
+  groups: readonly BarGroup[],
   subtitle: string,
 ): string {
-  const w = 920;
+  const w = Math.max(460, 120 + groups.length * 110);
   const h = 360;
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h + 20}" viewBox="0 0 ${w} ${h + 20}" font-family="sans-serif">`,
     `<rect width="100%" height="100%" fill="#fff"/>`,
-    panel('Scale-up 0→N: every VM and disk (pods for ReplicaSet)', 'ms', scale, 0, 0, w / 2, h),
-    panel('Replacement latency: delete → replacement exists', 'ms', latency, w / 2, 0, w / 2, h),
+    panel(title, unit, groups, 0, 0, w, h),
     `<text x="${w / 2}" y="${h + 14}" text-anchor="middle" font-size="10" fill="#555">${esc(subtitle)}</text>`,
     '</svg>',
     '',

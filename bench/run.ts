@@ -1,27 +1,35 @@
 /**
- * `npm run bench [-- --quick]`: starts the real control plane and measures scale-up, replacement
- * latency, API cost, cold start and disk GC side by side in one run; prints a table with goals and
- * writes bench-results/latest.json and bench-results/latest.svg.
+ * `npm run bench [-- --quick] [-- --skip=gc,cold,…]`: starts the real control plane and measures
+ * every goal of issue 18 side by side in one run — scale-up against the best raw create loop and
+ * ReplicaSet, the resync tick and disk GC at scale, replacement latency, API cost per reconcile and
+ * cold start — prints a table with goals and pass/fail, and writes bench-results/latest.json plus one
+ * SVG chart per benchmark (bench-results/latest-<bench>.svg).
  * @module
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { ROOT } from '../scripts/build.js';
+import { ROOT, buildBundles } from '../scripts/build.js';
 import { PARALLEL } from '../shared/reconcile/index.js';
 import { coldStart } from './coldstart.js';
 import type { ColdStart } from './coldstart.js';
 import { EVENTS_NS, apiCost, eventsPerAction, meetsFormula } from './cost.js';
+import type { ActionCost, Cost } from './cost.js';
 import { gcTick } from './gc.js';
 import type { GcResult } from './gc.js';
 import { median, percentile } from './objects.js';
 import { REPLICASET_KCM_FLAGS, startBenchPlane } from './plane.js';
 import { REPLACE_NS, REPLACE_REPLICAS, replacement } from './replace.js';
-import type { Row } from './report.js';
-import { chart, table } from './report.js';
+import type { Breakdown, ReplaceResult } from './replace.js';
+import type { BarGroup, Row } from './report.js';
+import { figure, markdown, table } from './report.js';
+import { planBench } from './plan.js';
+import type { PlanRow } from './plan.js';
+import { resyncTick } from './resync.js';
+import type { ResyncResult } from './resync.js';
 import { scaleNamespaces, scaleUp } from './scaleup.js';
-import type { ScaleRun } from './scaleup.js';
+import type { ScaleResult } from './scaleup.js';
 import { startStack } from './stack.js';
 import type { StandbyRun } from './standby.js';
 import { standbyBench, standbyNamespaces, standbyRows } from './standby.js';
@@ -29,9 +37,30 @@ import type { BenchPlane } from './plane.js';
 
 const quick = process.argv.includes('--quick');
 const cfg = quick
-  ? { sizes: [50], reps: 2, trials: 50, coldReps: 3, standbyScale: 0.1 }
-  : { sizes: [50, 200], reps: 3, trials: 100, coldReps: 7, standbyScale: 0.25 };
-/** `--skip=gc,cold,standby` leaves benchmarks out (for working on one); the table lacks their rows. */
+  ? {
+      sizes: [200],
+      reps: 2,
+      trials: 50,
+      coldReps: 5,
+      resyncPools: 200,
+      gcPools: 500,
+      ticks: 2,
+      standbyScale: 0.1,
+    }
+  : {
+      sizes: [200, 1000],
+      reps: 3,
+      trials: 100,
+      coldReps: 9,
+      resyncPools: 1000,
+      gcPools: 5000,
+      ticks: 3,
+      standbyScale: 0.25,
+    };
+/**
+ * `--skip=scale,replace,cost,plan,resync,gc,cold,standby` leaves benchmarks out (for working on one); the
+ * table then lacks their rows.
+ */
 const skip = new Set(
   (process.argv.find((a) => a.startsWith('--skip='))?.slice('--skip='.length) ?? '').split(','),
 );
@@ -41,6 +70,8 @@ const log = (l: string): void => {
   console.error(`[bench] ${l}`);
 };
 const ms = (x: number): string => `${Math.round(x)} ms`;
+const ratio = (x: number): string => `${x.toFixed(2)}×`;
+const perSecond = (objects: number, t: number): number => (objects * 1000) / t;
 
 function gitRev(): string {
   try {
@@ -48,6 +79,274 @@ function gitRev(): string {
   } catch {
     return 'unknown';
   }
+}
+
+/** The figures of one N, medians over the repetitions. */
+interface ScaleSummary {
+  readonly n: number;
+  readonly best: number;
+  readonly vmpool: number;
+  readonly raw: number;
+  readonly replicaSet: number;
+  readonly events: number;
+  readonly requests: number;
+  readonly convergedReplicas: number;
+  /** Median CPU ms per part of the machine, vmpool's run and the raw loop's. */
+  readonly cpu: { readonly vmpool: Record<string, number>; readonly raw: Record<string, number> };
+  /** The API server's requests and watch events sent (medians), vmpool's run and the raw loop's. */
+  readonly apiserver: {
+    readonly vmpool: { requests: number; watchEvents: number };
+    readonly raw: { requests: number; watchEvents: number };
+  };
+}
+
+function apiserverWork(runs: ReadonlyArray<Record<string, number>>) {
+  const sum = (r: Record<string, number>, watch: boolean) =>
+    Object.entries(r)
+      .filter(([k]) => k.startsWith('watch events') === watch)
+      .reduce((a, [, v]) => a + v, 0);
+  return {
+    requests: median(runs.map((r) => sum(r, false))),
+    watchEvents: median(runs.map((r) => sum(r, true))),
+  };
+}
+
+function medianCpu(runs: ReadonlyArray<Record<string, number>>): Record<string, number> {
+  const keys = Object.keys(runs[0] ?? {});
+  return Object.fromEntries(keys.map((k) => [k, median(runs.map((r) => r[k] ?? 0))]));
+}
+
+function summarize(r: ScaleResult): ScaleSummary {
+  return {
+    n: r.n,
+    best: r.best,
+    vmpool: median(r.runs.map((x) => x.vmpool)),
+    raw: median(r.runs.map((x) => x.raw)),
+    replicaSet: median(r.runs.map((x) => x.replicaSet)),
+    events: median(r.runs.map((x) => x.events)),
+    requests: median(r.runs.map((x) => x.requests)),
+    convergedReplicas: r.convergedReplicas,
+    cpu: {
+      vmpool: medianCpu(r.runs.map((x) => x.cpu.vmpool)),
+      raw: medianCpu(r.runs.map((x) => x.cpu.raw)),
+    },
+    apiserver: {
+      vmpool: apiserverWork(r.runs.map((x) => x.apiserver.vmpool)),
+      raw: apiserverWork(r.runs.map((x) => x.apiserver.raw)),
+    },
+  };
+}
+
+function scaleRows(s: ScaleSummary): Row[] {
+  const objects = 3 * s.n;
+  const r = s.vmpool / s.raw;
+  const rows: Row[] = [
+    {
+      bench: `1 scale-up 0→${s.n}`,
+      figure: `vmpool (${objects} objects)`,
+      value: ms(s.vmpool),
+      goal: '',
+    },
+    { bench: '', figure: `best raw loop (${s.best} in flight)`, value: ms(s.raw), goal: '' },
+    {
+      bench: '',
+      figure: 'vmpool / best raw loop',
+      value: ratio(r),
+      goal: '≤ 1.10×',
+      pass: r <= 1.1,
+    },
+    {
+      bench: '',
+      figure: `objects/s: vmpool, raw, ReplicaSet (${s.n} pods)`,
+      value: `${perSecond(objects, s.vmpool).toFixed(0)}, ${perSecond(objects, s.raw).toFixed(0)}, ${perSecond(s.n, s.replicaSet).toFixed(0)}`,
+      goal: 'context',
+    },
+    {
+      bench: '',
+      figure: 'events, requests during scale-up',
+      value: `${s.events}, ${s.requests}`,
+      goal: '',
+    },
+    {
+      bench: '',
+      figure: 'CPU ms, vmpool / raw: API server, etcd, adapters, bench process',
+      value: Object.keys(s.cpu.vmpool)
+        .map((k) => `${s.cpu.vmpool[k] ?? 0}/${s.cpu.raw[k] ?? 0}`)
+        .join(', '),
+      goal: 'what bounds it',
+    },
+    {
+      bench: '',
+      figure: 'API server, vmpool / raw: requests served, watch events sent',
+      value: `${s.apiserver.vmpool.requests}/${s.apiserver.raw.requests}, ${s.apiserver.vmpool.watchEvents}/${s.apiserver.raw.watchEvents}`,
+      goal: 'what bounds it',
+    },
+  ];
+  if (s.n >= 1000)
+    rows.push({
+      bench: '',
+      figure: `pool converged (status.replicas)`,
+      value: String(s.convergedReplicas),
+      goal: `= ${s.n}`,
+      pass: s.convergedReplicas === s.n,
+    });
+  return rows;
+}
+
+function resyncRows(r: ResyncResult): Row[] {
+  return [
+    {
+      bench: `4 resync tick, ${r.pools} converged pools`,
+      figure: 'list requests (pools, VMs, disks; pages of 500)',
+      value: String(r.lists),
+      goal: `≤ ${r.expectedLists}, one list per type`,
+      pass: r.lists <= r.expectedLists && (r.requests.get ?? 0) === 0,
+    },
+    { bench: '', figure: 'writes', value: String(r.writes), goal: '0', pass: r.writes === 0 },
+    {
+      bench: '',
+      figure: 'tick time (median), peak RSS of the function',
+      value: `${ms(median(r.tickMs))}, ${r.peakRssMiB} MiB`,
+      goal: 'reported',
+    },
+  ];
+}
+
+function gcRows(gc: GcResult): Row[] {
+  const writes = gc.due.deleted * 2;
+  return [
+    {
+      bench: `4 disk-gc-tick ${gc.pools} pools, ${gc.disks} disks`,
+      figure: 'pass with nothing due (CPU of the pass: parse, plan)',
+      value: `${ms(gc.quiet.ms)} (${ms(gc.quiet.cpuMs)})`,
+      goal: '≤ 2 s',
+      pass: gc.quiet.ms <= 2000,
+    },
+    {
+      bench: '',
+      figure: 'list requests (disks, pools, VMs of the cluster; pages of 500)',
+      value: `${gc.quiet.lists}, ${gc.due.lists}`,
+      goal: `≤ ${gc.quiet.expectedLists}, not per pool`,
+      pass: gc.quiet.lists <= gc.quiet.expectedLists && gc.due.lists <= gc.due.expectedLists,
+    },
+    {
+      bench: '',
+      figure: `pass with ${gc.due.deleted} due (a delete and an Event each)`,
+      value: `${ms(gc.due.ms)} (${perSecond(writes, gc.due.ms).toFixed(0)} writes/s)`,
+      goal: '≤ 2 s',
+      pass: gc.due.ms <= 2000,
+    },
+  ];
+}
+
+function latencyRows(
+  trials: number,
+  lat: Record<'vmpool' | 'replicaSet', Record<'p50' | 'p95' | 'p99', number>>,
+  breakdown: readonly Breakdown[],
+): Row[] {
+  const r = lat.vmpool.p50 / lat.replicaSet.p50;
+  const step = (k: keyof Breakdown) => Math.round(median(breakdown.map((b) => b[k])));
+  return [
+    {
+      bench: `5 replacement (${trials} trials)`,
+      figure: 'vmpool p50 / p95 / p99',
+      value: `${Math.round(lat.vmpool.p50)} / ${Math.round(lat.vmpool.p95)} / ${Math.round(lat.vmpool.p99)} ms`,
+      goal: '',
+    },
+    {
+      bench: '',
+      figure: 'ReplicaSet p50 / p95 / p99',
+      value: `${Math.round(lat.replicaSet.p50)} / ${Math.round(lat.replicaSet.p95)} / ${Math.round(lat.replicaSet.p99)} ms`,
+      goal: '',
+    },
+    {
+      bench: '',
+      figure: 'vmpool p50 / ReplicaSet p50',
+      value: ratio(r),
+      goal: '≤ 2×',
+      pass: r <= 2,
+    },
+    {
+      bench: '',
+      figure: 'vmpool p99',
+      value: ms(lat.vmpool.p99),
+      goal: '≤ 60 ms',
+      pass: lat.vmpool.p99 <= 60,
+    },
+    {
+      bench: '',
+      figure: 'vmpool medians: event, reads, fence write, create, watch',
+      value: `${step('event')} + ${step('reads')} + ${step('fence')} + ${step('create')} + ${step('watch')} ms (${breakdown.length} trials)`,
+      goal: 'where it goes',
+    },
+  ];
+}
+
+function costRows(cost: readonly Cost[], actions: readonly ActionCost[]): Row[] {
+  const rows: Row[] = [];
+  for (const c of cost) {
+    const verbs = Object.entries(c.byVerb)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
+    const noop = c.scenario === 'no-op';
+    const formula = meetsFormula(c);
+    rows.push({
+      bench: noop ? '2 API cost per reconcile' : '',
+      figure: `${c.scenario}${c.reconciles > 1 ? ` (${c.reconciles} reconciles)` : ''}`,
+      value: `${c.reads} reads, ${c.writes - c.events} writes + ${c.events} Events (${verbs})`,
+      goal: noop ? '≤ 3 reads, 0 writes' : (c.formula?.text ?? ''),
+      ...(noop ? { pass: c.reads <= 3 && c.writes === 0 } : {}),
+      ...(formula === undefined ? {} : { pass: formula }),
+    });
+  }
+  for (const a of actions)
+    rows.push({
+      bench: '',
+      figure: `user action: ${a.action}`,
+      value: `${a.events} events, ${a.requests} requests (${a.writes} writes)`,
+      goal: '',
+    });
+  return rows;
+}
+
+function coldRows(cold: readonly ColdStart[]): Row[] {
+  const rows: Row[] = [];
+  const b = cold.find((c) => c.variant === 'bundled');
+  const best = cold.find((c) => c.variant === 'snapshot, --use-openssl-ca');
+  if (b === undefined || best === undefined) return rows;
+  const cpu = (c: ColdStart) => `, ${Math.round(c.cpuMs)} ms CPU`;
+  rows.push(
+    {
+      bench: '6 cold start (median)',
+      figure: 'bundle + V8 snapshot + --use-openssl-ca: spawn → first event',
+      value: `${ms(best.firstEventMs)}${cpu(best)}`,
+      goal: '≤ 120 ms',
+      pass: best.firstEventMs <= 120,
+    },
+    {
+      bench: '',
+      figure: 'its peak RSS',
+      value: `${best.peakRssMiB} MiB`,
+      goal: '≤ 64 MiB',
+      pass: best.peakRssMiB <= 64,
+    },
+    {
+      bench: '',
+      figure: `bundle as shipped (${(b.bytes / 1024).toFixed(0)} KiB): first event, peak RSS`,
+      value: `${ms(b.firstEventMs)}${cpu(b)}, ${b.peakRssMiB} MiB`,
+      goal: '≤ 120 ms, ≤ 64 MiB',
+      pass: b.firstEventMs <= 120 && b.peakRssMiB <= 64,
+    },
+  );
+  for (const c of cold)
+    if (c !== b && c !== best)
+      rows.push({
+        bench: '',
+        figure: `${c.variant}: first event, peak RSS`,
+        value: `${ms(c.firstEventMs)}${cpu(c)}, ${c.peakRssMiB} MiB`,
+        goal: '',
+      });
+  return rows;
 }
 
 /** The standby benchmark alone (`--only=standby`): its rows printed, nothing recorded. */
@@ -67,248 +366,276 @@ async function standbyOnly(plane: BenchPlane): Promise<void> {
   }
 }
 
+function planRows(rows: readonly PlanRow[]): Row[] {
+  const base = rows[0]?.msPerMember ?? NaN;
+  const at1000 = rows.find((r) => r.members === 1000);
+  const last = rows.at(-1);
+  const out: Row[] = rows.map((r, i) => ({
+    bench: i === 0 ? '3 plan() on a converged pool' : '',
+    figure: `${r.members.toLocaleString('en-US')} members`,
+    value: `${r.medianMs.toFixed(3)} ms, ${(r.msPerMember * 1000).toFixed(2)} µs/member (${(r.msPerMember / base).toFixed(2)}× the first)`,
+    goal: r.members === 1000 ? '≤ 5 ms' : '',
+    ...(r.members === 1000 ? { pass: r.medianMs <= 5 } : {}),
+  }));
+  if (at1000 !== undefined && last !== undefined && last !== rows[0])
+    out.push({
+      bench: '',
+      figure: `per member at ${last.members.toLocaleString('en-US')} / at ${rows[0]?.members ?? 0}`,
+      value: `${(last.msPerMember / base).toFixed(2)}×`,
+      goal: 'linear (not growing with size)',
+      pass: last.msPerMember / base <= 2,
+    });
+  return out;
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
+  // Before the plane: plan() is CPU-bound and pure, nothing else should compete with it.
+  const plan = skip.has('plan') ? [] : planBench();
   const plane = await startBenchPlane(log);
   if (only === 'standby') {
     await standbyOnly(plane).finally(() => plane.stop());
     return;
   }
+  const out = join(ROOT, 'bench-results');
+  mkdirSync(out, { recursive: true });
   try {
-    let gc: GcResult | undefined;
-    if (!skip.has('gc')) {
-      log('disk-gc-tick: creating 500 pools and 2000 disks');
-      gc = await gcTick(plane, 500, 4);
-      log(`disk-gc-tick: ${ms(gc.first.ms)}, ${gc.first.lists} lists, ${gc.first.deleted} deleted`);
+    const [bundle] = (
+      await buildBundles({ outdir: join(out, 'build', 'bundled'), report: false })
+    ).filter((b) => b.name === 'reconcile-pool');
+    if (bundle === undefined) throw new Error('no reconcile-pool bundle');
+
+    // First, while the cluster holds nothing else: the tick reads every pool of the cluster.
+    let resync: ResyncResult | undefined;
+    if (!skip.has('resync')) {
+      log(`resync tick: ${cfg.resyncPools} pools of 1 replica`);
+      resync = await resyncTick(plane, bundle.file, cfg.resyncPools, 1, cfg.ticks, log);
     }
     let cold: ColdStart[] = [];
     if (!skip.has('cold')) {
       log('cold start');
       cold = await coldStart(plane.cp.kubeconfigPath, 'bench-cold', cfg.coldReps);
     }
-
-    const namespaces = [
-      ...cfg.sizes.flatMap((n) => scaleNamespaces(n, cfg.reps)),
-      REPLACE_NS,
-      EVENTS_NS,
-      ...(skip.has('standby') ? [] : standbyNamespaces(cfg.reps)),
-    ];
-    const stack = await startStack(
-      plane.kc,
-      plane.cp.kubeconfigPath,
-      plane.knativeBinDir,
-      namespaces,
-    );
-    const scale = new Map<number, ScaleRun[]>();
-    let latency;
-    let actions;
-    let standby: StandbyRun[] = [];
-    try {
-      for (const n of cfg.sizes) scale.set(n, await scaleUp(plane, stack, n, cfg.reps, log));
-      latency = await replacement(plane, stack, cfg.trials, log);
-      actions = await eventsPerAction(plane, stack);
-      if (!skip.has('standby'))
-        standby = await standbyBench(plane, stack, cfg.reps, cfg.standbyScale, log);
-    } finally {
-      await stack.stop();
+    let gc: GcResult | undefined;
+    if (!skip.has('gc')) {
+      log(`disk-gc-tick: creating ${cfg.gcPools} pools and ${cfg.gcPools * 4} disks`);
+      gc = await gcTick(plane, cfg.gcPools, 4);
+      log(
+        `disk-gc-tick: nothing due ${ms(gc.quiet.ms)}, ${gc.due.deleted} due ${ms(gc.due.ms)} (${gc.due.lists} lists)`,
+      );
     }
-    const cost = await apiCost(plane);
+
+    const scale: ScaleResult[] = [];
+    let latency: ReplaceResult | undefined;
+    let actions: ActionCost[] = [];
+    let standby: StandbyRun[] = [];
+    const sizes = skip.has('scale') ? [] : cfg.sizes;
+    if (sizes.length > 0 || !skip.has('replace') || !skip.has('cost') || !skip.has('standby')) {
+      const namespaces = [
+        ...sizes.flatMap((n) => scaleNamespaces(n, cfg.reps)),
+        REPLACE_NS,
+        EVENTS_NS,
+        ...(skip.has('standby') ? [] : standbyNamespaces(cfg.reps)),
+      ];
+      const stack = await startStack(
+        plane.kc,
+        plane.cp.kubeconfigPath,
+        plane.knativeBinDir,
+        namespaces,
+      );
+      try {
+        for (const n of sizes) scale.push(await scaleUp(plane, stack, n, cfg.reps, log));
+        if (!skip.has('replace')) latency = await replacement(plane, stack, cfg.trials, log);
+        if (!skip.has('cost')) actions = await eventsPerAction(plane, stack);
+        if (!skip.has('standby'))
+          standby = await standbyBench(plane, stack, cfg.reps, cfg.standbyScale, log);
+      } finally {
+        await stack.stop();
+      }
+    }
+    const cost = skip.has('cost') ? [] : await apiCost(plane);
     const memory = plane.cp.memory();
 
-    const rows: Row[] = [];
-    const scaleSummary = cfg.sizes.map((n) => {
-      const runs = scale.get(n) ?? [];
-      const s = {
-        n,
-        vmpool: median(runs.map((r) => r.vmpool)),
-        raw: median(runs.map((r) => r.raw)),
-        replicaSet: median(runs.map((r) => r.replicaSet)),
-        events: median(runs.map((r) => r.events)),
-        requests: median(runs.map((r) => r.requests)),
-      };
-      const ratio = s.vmpool / s.raw;
-      rows.push(
-        {
-          bench: `1 scale-up N=${n}`,
-          figure: `vmpool (${3 * n} objects)`,
-          value: ms(s.vmpool),
-          goal: '',
-        },
-        { bench: '', figure: `raw loop, ${PARALLEL} in flight`, value: ms(s.raw), goal: '' },
-        { bench: '', figure: `ReplicaSet (${n} pods)`, value: ms(s.replicaSet), goal: '' },
-        {
-          bench: '',
-          figure: 'vmpool / raw',
-          value: `${ratio.toFixed(2)}×`,
-          goal: '≤ 1.25×',
-          pass: ratio <= 1.25,
-        },
-        {
-          bench: '',
-          figure: 'vmpool / ReplicaSet',
-          value: `${(s.vmpool / s.replicaSet).toFixed(2)}×`,
-          goal: '< 1×',
-          pass: s.vmpool < s.replicaSet,
-        },
-        {
-          bench: '',
-          figure: 'events, requests during scale-up',
-          value: `${s.events}, ${s.requests}`,
-          goal: '',
-        },
-      );
-      return s;
-    });
+    const summaries = scale.map(summarize);
     const pct = (xs: number[]) => ({
       p50: percentile(xs, 50),
       p95: percentile(xs, 95),
       p99: percentile(xs, 99),
     });
-    const lat = { vmpool: pct(latency.vmpool), replicaSet: pct(latency.replicaSet) };
-    rows.push(
-      {
-        bench: `2 replacement (${cfg.trials} trials)`,
-        figure: 'vmpool p50',
-        value: ms(lat.vmpool.p50),
-        goal: '≤ 150 ms',
-        pass: lat.vmpool.p50 <= 150,
-      },
-      { bench: '', figure: 'vmpool p95', value: ms(lat.vmpool.p95), goal: '' },
-      {
-        bench: '',
-        figure: 'vmpool p99',
-        value: ms(lat.vmpool.p99),
-        goal: '≤ 500 ms',
-        pass: lat.vmpool.p99 <= 500,
-      },
-      {
-        bench: '',
-        figure: 'ReplicaSet p50 / p95 / p99',
-        value: `${Math.round(lat.replicaSet.p50)} / ${Math.round(lat.replicaSet.p95)} / ${Math.round(lat.replicaSet.p99)} ms`,
-        goal: '',
-      },
-    );
-    for (const c of cost) {
-      const verbs = Object.entries(c.byVerb)
-        .map(([k, v]) => `${k} ${v}`)
-        .join(', ');
-      const noop = c.scenario === 'no-op';
-      const formula = meetsFormula(c);
-      rows.push({
-        bench: noop ? '3 API cost per reconcile' : '',
-        figure: `${c.scenario}${c.reconciles > 1 ? ` (${c.reconciles} reconciles)` : ''}`,
-        value: `${c.reads} reads, ${c.writes - c.events} writes + ${c.events} Events (${verbs})`,
-        goal: noop ? '≤ 3 reads, 0 writes' : (c.formula?.text ?? ''),
-        ...(noop ? { pass: c.reads <= 3 && c.writes === 0 } : {}),
-        ...(formula === undefined ? {} : { pass: formula }),
-      });
-    }
-    for (const a of actions)
-      rows.push({
-        bench: '',
-        figure: `user action: ${a.action}`,
-        value: `${a.events} events, ${a.requests} requests (${a.writes} writes)`,
-        goal: '',
-      });
-    const b = cold.find((c) => c.variant === 'bundled');
-    const u = cold.find((c) => c.variant === 'unbundled');
-    if (b !== undefined && u !== undefined)
-      rows.push(
-        {
-          bench: '4 cold start (median)',
-          figure: `bundled ${(b.bytes / 1024).toFixed(0)} KiB: start → first event`,
-          value: ms(b.firstEventMs),
-          goal: '≤ 250 ms',
-          pass: b.firstEventMs <= 250,
-        },
-        {
-          bench: '',
-          figure: 'bundled peak RSS',
-          value: `${b.peakRssMiB} MiB`,
-          goal: '≤ 90 MB',
-          pass: b.peakRssMiB * 1.048576 <= 90,
-        },
-        {
-          bench: '',
-          figure: 'unbundled: start → first event, RSS',
-          value: `${Math.round(u.firstEventMs)} ms, ${u.peakRssMiB} MiB`,
-          goal: '',
-        },
-      );
-    const pages = (n: number) => Math.max(1, Math.ceil(n / 500));
-    if (gc !== undefined) {
-      const expectedLists = pages(gc.disks) + pages(gc.pools) + 1;
-      rows.push(
-        {
-          bench: `5 disk-gc-tick ${gc.pools} pools, ${gc.disks} disks`,
-          figure: `pass deleting ${gc.first.deleted}`,
-          value: ms(gc.first.ms),
-          goal: '≤ 2 s',
-          pass: gc.first.ms <= 2000,
-        },
-        {
-          bench: '',
-          figure: 'list requests (3 collections, pages of 500)',
-          value: String(gc.first.lists),
-          goal: `≤ ${expectedLists}, not per pool`,
-          pass: gc.first.lists <= expectedLists,
-        },
-        {
-          bench: '',
-          figure: 'pass with nothing to collect',
-          value: ms(gc.second.ms),
-          goal: '≤ 2 s',
-          pass: gc.second.ms <= 2000,
-        },
-      );
-    }
+    const lat =
+      latency === undefined
+        ? undefined
+        : { vmpool: pct(latency.vmpool), replicaSet: pct(latency.replicaSet) };
+    const totalS = Math.round((Date.now() - started) / 1000);
+    const rows: Row[] = [
+      ...summaries.flatMap(scaleRows),
+      ...costRows(cost, actions),
+      ...planRows(plan),
+      ...(resync === undefined ? [] : resyncRows(resync)),
+      ...(gc === undefined ? [] : gcRows(gc)),
+      ...(lat === undefined || latency === undefined
+        ? []
+        : latencyRows(cfg.trials, lat, latency.breakdown)),
+      ...coldRows(cold),
+      ...(standby.length > 0 ? standbyRows(standby) : []),
+      quick
+        ? {
+            bench: '7 this run (--quick)',
+            figure: 'wall time',
+            value: `${totalS} s`,
+            goal: '< 10 min',
+            pass: totalS < 600,
+          }
+        : { bench: '7 this run (full)', figure: 'wall time', value: `${totalS} s`, goal: '' },
+    ];
 
-    if (standby.length > 0) rows.push(...standbyRows(standby));
     const text = table(rows);
     console.log(text);
     console.log(`\nReplicaSet controller manager: ${REPLICASET_KCM_FLAGS.join(' ')}`);
     const env = `${cpus().length} CPUs, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}, ${gitRev()}, ${quick ? 'quick' : 'full'}`;
-    console.log(`Environment: ${env}; total ${Math.round((Date.now() - started) / 1000)} s`);
+    console.log(`Environment: ${env}; executor ${PARALLEL} in flight; total ${totalS} s`);
 
-    const out = join(ROOT, 'bench-results');
-    mkdirSync(out, { recursive: true });
     const record = {
       when: new Date().toISOString(),
       mode: quick ? 'quick' : 'full',
       env,
       replicaSetKcmFlags: REPLICASET_KCM_FLAGS,
       parallel: PARALLEL,
-      scaleUp: { summary: scaleSummary, runs: Object.fromEntries(scale) },
+      scaleUp: { summary: summaries, results: scale },
       replacement: { replicas: REPLACE_REPLICAS, percentiles: lat, samples: latency },
       apiCost: cost,
       eventsPerAction: actions,
+      plan,
+      resync,
       coldStart: cold,
       gc,
       standby,
       controlPlaneMemory: memory,
+      totalSeconds: totalS,
       table: rows,
     };
     writeFileSync(join(out, 'latest.json'), `${JSON.stringify(record, null, 2)}\n`);
-    const svg = chart(
-      scaleSummary.map((s) => ({
-        label: `N=${s.n}`,
-        bars: [
-          { name: 'vmpool', value: s.vmpool },
-          { name: 'raw loop', value: s.raw },
-          { name: 'ReplicaSet', value: s.replicaSet },
+    writeFileSync(join(out, 'latest.md'), `${markdown(rows)}\n${env}\n`);
+    const charts: Array<[string, string, string, BarGroup[]]> = [];
+    if (summaries.length > 0) {
+      charts.push([
+        'scaleup',
+        'Scale-up 0→N: every VM and disk (pods for ReplicaSet), median',
+        'ms',
+        summaries.map((s) => ({
+          label: `N=${s.n}`,
+          bars: [
+            { name: 'vmpool', value: s.vmpool },
+            { name: `best raw loop`, value: s.raw },
+            { name: 'ReplicaSet', value: s.replicaSet },
+          ],
+        })),
+      ]);
+      charts.push([
+        'sweep',
+        'Raw create loop: objects/s by requests in flight',
+        'objects/s',
+        scale.map((r) => ({
+          label: `N=${r.n}`,
+          bars: r.sweep.map((p) => ({
+            name: `${p.concurrency} in flight`,
+            value: perSecond(3 * r.n, p.ms),
+          })),
+        })),
+      ]);
+    }
+    if (lat !== undefined)
+      charts.push([
+        'replace',
+        'Replacement latency: delete → replacement exists',
+        'ms',
+        (['p50', 'p95', 'p99'] as const).map((p) => ({
+          label: p,
+          bars: [
+            { name: 'vmpool', value: lat.vmpool[p] },
+            { name: 'ReplicaSet', value: lat.replicaSet[p] },
+          ],
+        })),
+      ]);
+    if (cold.length > 0)
+      charts.push([
+        'cold',
+        'Cold start: spawn → first event answered (median), peak RSS',
+        'ms / MiB',
+        cold.map((c) => ({
+          label: c.variant.replace(', --use-openssl-ca', ' + openssl-ca'),
+          bars: [
+            { name: 'first event ms', value: c.firstEventMs },
+            { name: 'CPU ms', value: c.cpuMs },
+            { name: 'peak RSS MiB', value: c.peakRssMiB },
+          ],
+        })),
+      ]);
+    if (resync !== undefined)
+      charts.push([
+        'resync',
+        `Resync tick over ${resync.pools} converged pools`,
+        'ms',
+        resync.tickMs.map((t, i) => ({
+          label: `tick ${i + 1}`,
+          bars: [{ name: `tick (${resync.lists} lists, ${resync.writes} writes)`, value: t }],
+        })),
+      ]);
+    if (gc !== undefined)
+      charts.push([
+        'gc',
+        `disk-gc-tick over ${gc.pools} pools, ${gc.disks} disks`,
+        'ms',
+        [
+          { label: 'nothing due', bars: [{ name: 'pass', value: gc.quiet.ms }] },
+          { label: `${gc.due.deleted} due`, bars: [{ name: 'pass', value: gc.due.ms }] },
         ],
-      })),
-      (['p50', 'p95', 'p99'] as const).map((p) => ({
-        label: p,
-        bars: [
-          { name: 'vmpool', value: lat.vmpool[p] },
-          { name: 'ReplicaSet', value: lat.replicaSet[p] },
-        ],
-      })),
-      env,
+      ]);
+    if (cost.length > 0)
+      charts.push([
+        'cost',
+        'API requests per reconcile scenario',
+        'requests',
+        cost.map((c) => ({
+          label: c.scenario,
+          bars: [
+            { name: 'reads', value: c.reads },
+            { name: 'writes', value: c.writes },
+          ],
+        })),
+      ]);
+    if (plan.length > 0)
+      charts.push([
+        'plan',
+        'plan() on a converged pool: µs per member (flat = linear)',
+        'µs/member',
+        plan.map((r) => ({
+          label: `${r.members} members`,
+          bars: [{ name: 'µs per member', value: r.msPerMember * 1000 }],
+        })),
+      ]);
+    if (standby.length > 0)
+      charts.push([
+        'standby',
+        'Standby: scale-up to Running, and until the standby is refilled (median)',
+        'ms',
+        [...new Set(standby.map((r) => r.variant))].map((v) => {
+          const of = (k: 'runningMs' | 'refilledMs') =>
+            median(standby.filter((r) => r.variant === v).map((r) => r[k]));
+          return {
+            label: v === 'none' ? 'no standby' : `standby ${v}`,
+            bars: [
+              { name: 'to Running', value: of('runningMs') },
+              { name: 'refilled', value: v === 'none' ? 0 : of('refilledMs') },
+            ],
+          };
+        }),
+      ]);
+    for (const [name, title, unit, groups] of charts)
+      writeFileSync(join(out, `latest-${name}.svg`), figure(title, unit, groups, env));
+    log(
+      `wrote bench-results/latest.{json,md} and ${charts.length} charts (bench-results/latest-*.svg)`,
     );
-    writeFileSync(join(out, 'latest.svg'), svg);
-    log('wrote bench-results/latest.json and bench-results/latest.svg');
   } finally {
     await plane.stop();
   }

@@ -1,6 +1,6 @@
 /**
  * Benchmark 1, scale-up: a pool 0→N through the real adapter and reconcile-pool, beside a raw loop
- * creating the same objects at the executor's concurrency, beside the ReplicaSet controller creating
+ * creating the same objects at the concurrency this API server is fastest at, beside the ReplicaSet controller creating
  * N pods. Each time is t0 = the write of spec.replicas (or the loop's start) → a watch has seen every
  * object.
  * @module
@@ -9,9 +9,19 @@ import { VirtualMachinePool } from '../shared/api/index.js';
 import type { VirtualDisk, VirtualMachine } from '../shared/api/index.js';
 import { plan } from '../shared/domain/index.js';
 import { createKube } from '../shared/kube/index.js';
-import { PARALLEL, runBounded } from '../shared/reconcile/index.js';
+import { runBounded } from '../shared/reconcile/index.js';
 import type { BenchPlane } from './plane.js';
-import { benchPool, benchReplicaSet, clients, paths, sleep } from './objects.js';
+import {
+  benchPool,
+  benchReplicaSet,
+  clients,
+  apiserverReading,
+  apiserverSince,
+  cpuReading,
+  cpuSince,
+  paths,
+  sleep,
+} from './objects.js';
 import type { Stack } from './stack.js';
 import { watchCollection } from './watch.js';
 
@@ -27,10 +37,28 @@ export interface ScaleRun {
   /** CloudEvents delivered to reconcile-pool during the vmpool run, and its API requests. */
   readonly events: number;
   readonly requests: number;
+  /** CPU ms each part of the machine used during the timed windows of the vmpool run and the raw run. */
+  readonly cpu: { readonly vmpool: Record<string, number>; readonly raw: Record<string, number> };
+  /** The API server's requests by `verb resource` and watch events sent, during each run. */
+  readonly apiserver: {
+    readonly vmpool: Record<string, number>;
+    readonly raw: Record<string, number>;
+  };
 }
 
 /** vmpool 0→n in a watched namespace. */
-async function vmpoolRun(plane: BenchPlane, stack: Stack, ns: string, n: number) {
+/** Called at the start and the end of a timed window (readings of CPU and API server counters). */
+export type Probe = (at: 'start' | 'end') => Promise<void>;
+
+const noProbe: Probe = () => Promise.resolve();
+
+export async function vmpoolRun(
+  plane: BenchPlane,
+  stack: Stack,
+  ns: string,
+  n: number,
+  probe: Probe = noProbe,
+) {
   const c = clients(plane.kc);
   await c.createPool(benchPool(ns, 'p', 0));
   await stack.idle();
@@ -38,15 +66,18 @@ async function vmpoolRun(plane: BenchPlane, stack: Stack, ns: string, n: number)
   const disks = await watchCollection(plane.kc, paths.disks(ns));
   const ev0 = stack.delivered();
   const req0 = total(stack.counts());
+  await probe('start');
   const t0 = performance.now();
   await c.scalePool(ns, 'p', n);
   const [t1, t2] = await Promise.all([
     vms.until((w) => w.names.size >= n),
     disks.until((w) => w.names.size >= 2 * n),
   ]);
+  await probe('end');
   vms.stop();
   disks.stop();
-  await stack.idle();
+  // The events of n×3 creates trail the creates: wait until their reconciles are done.
+  await stack.idle(300, 300_000);
   return {
     ms: Math.max(t1, t2) - t0,
     events: stack.delivered() - ev0,
@@ -54,8 +85,14 @@ async function vmpoolRun(plane: BenchPlane, stack: Stack, ns: string, n: number)
   };
 }
 
-/** The same 3n objects created by a plain loop through the same client, `PARALLEL` in flight. */
-async function rawRun(plane: BenchPlane, ns: string, n: number): Promise<number> {
+/** The same 3n objects created by a plain loop through the same client, `concurrency` in flight. */
+export async function rawRun(
+  plane: BenchPlane,
+  ns: string,
+  n: number,
+  concurrency: number,
+  probe: Probe = noProbe,
+): Promise<number> {
   const c = clients(plane.kc);
   const pool = VirtualMachinePool.parse(await c.createPool(benchPool(ns, 'p', 0)));
   const p = plan(
@@ -97,19 +134,21 @@ async function rawRun(plane: BenchPlane, ns: string, n: number): Promise<number>
       if (!d.ok) throw new Error(d.message);
     }),
   ];
+  await probe('start');
   const t0 = performance.now();
-  await runBounded(tasks, PARALLEL, (t) => t());
+  await runBounded(tasks, concurrency, (t) => t());
   const [t1, t2] = await Promise.all([
     vw.until((w) => w.names.size >= n),
     dw.until((w) => w.names.size >= 2 * n),
   ]);
+  await probe('end');
   vw.stop();
   dw.stop();
   return Math.max(t1, t2) - t0;
 }
 
 /** The ReplicaSet controller 0→n pods. */
-async function replicaSetRun(plane: BenchPlane, ns: string, n: number): Promise<number> {
+export async function replicaSetRun(plane: BenchPlane, ns: string, n: number): Promise<number> {
   const c = clients(plane.kc);
   await c.createReplicaSet(benchReplicaSet(ns, 'rs', 0));
   await sleep(300);
@@ -121,24 +160,82 @@ async function replicaSetRun(plane: BenchPlane, ns: string, n: number): Promise<
   return t1 - t0;
 }
 
-/** Runs `reps` repetitions of all three for n, interleaved. */
+/** Concurrencies of the raw loop's sweep. */
+export const SWEEP = [8, 16, 32, 64, 128] as const;
+
+/** One raw run of the sweep. */
+export interface SweepPoint {
+  readonly concurrency: number;
+  readonly ms: number;
+}
+
+/** Everything measured for one N. */
+export interface ScaleResult {
+  readonly n: number;
+  readonly sweep: SweepPoint[];
+  /** The sweep's fastest concurrency, used for the raw loop of every repetition. */
+  readonly best: number;
+  readonly runs: ScaleRun[];
+  /** After the last vmpool run went idle: status.replicas of the pool (it converged when = n). */
+  readonly convergedReplicas: number;
+}
+
+/**
+ * For n: the raw loop swept over {@link SWEEP} (one run each) to find the concurrency at which this
+ * API server creates the objects fastest, then `reps` repetitions of vmpool, the raw loop at that
+ * concurrency and ReplicaSet, interleaved so that load on the machine hits all three alike.
+ */
 export async function scaleUp(
   plane: BenchPlane,
   stack: Stack,
   n: number,
   reps: number,
   log: (l: string) => void,
-): Promise<ScaleRun[]> {
+): Promise<ScaleResult> {
   const c = clients(plane.kc);
+  const sweep: SweepPoint[] = [];
+  for (const k of SWEEP) {
+    const ns = `bench-sweep-${n}-${k}`;
+    await c.namespace(ns);
+    const ms = await rawRun(plane, ns, n, k);
+    sweep.push({ concurrency: k, ms });
+    log(`scale-up N=${n}: raw loop, ${k} in flight: ${ms.toFixed(0)} ms`);
+    await sleep(500);
+  }
+  const best = [...sweep].sort((a, b) => a.ms - b.ms)[0]?.concurrency ?? 16;
   const runs: ScaleRun[] = [];
+  let convergedReplicas = 0;
   for (let r = 0; r < reps; r++) {
     const up = `bench-up-${n}-${r}`;
     const raw = `bench-raw-${n}-${r}`;
     const rs = `bench-rs-${n}-${r}`;
     for (const ns of [up, raw, rs]) await c.namespace(ns);
-    const v = await vmpoolRun(plane, stack, up, n);
+    const groups = {
+      'kube-apiserver': [plane.cp.pids['kube-apiserver'] ?? 0],
+      etcd: [plane.cp.pids.etcd ?? 0],
+      adapters: stack.adapterPids,
+      'bench process (reconcile-pool, watches, loop)': [process.pid],
+    };
+    // Readings bracket each timed window exactly.
+    const readings = { start: {}, end: {} } as Record<
+      'start' | 'end',
+      { cpu?: Record<string, number>; api?: Record<string, number> }
+    >;
+    const probe: Probe = async (at) => {
+      if (at === 'start') readings.start.api = await apiserverReading(plane.kc);
+      readings[at].cpu = cpuReading(groups);
+      if (at === 'end') readings.end.api = await apiserverReading(plane.kc);
+    };
+    const window = () => ({
+      cpu: cpuSince(readings.start.cpu ?? {}, readings.end.cpu ?? {}),
+      api: apiserverSince(readings.start.api ?? {}, readings.end.api ?? {}),
+    });
+    const v = await vmpoolRun(plane, stack, up, n, probe);
+    const vw = window();
+    convergedReplicas = (await c.getPool(up, 'p')).status?.replicas ?? 0;
     await sleep(500);
-    const rawMs = await rawRun(plane, raw, n);
+    const rawMs = await rawRun(plane, raw, n, best, probe);
+    const rw = window();
     await sleep(500);
     const rsMs = await replicaSetRun(plane, rs, n);
     await sleep(500);
@@ -148,13 +245,15 @@ export async function scaleUp(
       replicaSet: rsMs,
       events: v.events,
       requests: v.requests,
+      cpu: { vmpool: vw.cpu, raw: rw.cpu },
+      apiserver: { vmpool: vw.api, raw: rw.api },
     };
     log(
-      `scale-up N=${n} rep ${r + 1}/${reps}: vmpool ${v.ms.toFixed(0)} ms, raw ${rawMs.toFixed(0)} ms, ReplicaSet ${rsMs.toFixed(0)} ms (${v.events} events, ${v.requests} requests)`,
+      `scale-up N=${n} rep ${r + 1}/${reps}: vmpool ${v.ms.toFixed(0)} ms, raw (${best} in flight) ${rawMs.toFixed(0)} ms, ReplicaSet ${rsMs.toFixed(0)} ms (${v.events} events, ${v.requests} requests); CPU ms vmpool ${JSON.stringify(run.cpu.vmpool)} raw ${JSON.stringify(run.cpu.raw)}; API server vmpool ${JSON.stringify(run.apiserver.vmpool)} raw ${JSON.stringify(run.apiserver.raw)}`,
     );
     runs.push(run);
   }
-  return runs;
+  return { n, sweep, best, runs, convergedReplicas };
 }
 
 /** Total requests of a counts snapshot (verbs only, not verb:outcome). */

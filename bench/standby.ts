@@ -170,7 +170,7 @@ export function standbyRows(runs: readonly StandbyRun[]): Row[] {
     const ms = of(v, 'runningMs');
     const ratio = none / ms;
     return {
-      bench: i === 0 ? `6 standby: scale +${String(STEP)} to Running` : i === 1 ? platform : '',
+      bench: i === 0 ? `8 standby: scale +${String(STEP)} to Running` : i === 1 ? platform : '',
       figure:
         v === 'none'
           ? 'no standby'

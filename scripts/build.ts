@@ -5,10 +5,10 @@
  * The container image ships only dist/; nothing is resolved from node_modules at run time.
  * @module
  */
-import { analyzeMetafile, build } from 'esbuild';
-import type { Metafile } from 'esbuild';
+import { build } from 'esbuild';
+import type { Metafile, Plugin } from 'esbuild';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { buildPlugin } from './build-plugin.js';
 
@@ -38,6 +38,30 @@ export const BANNER =
  */
 export const OPTIONAL_PEERS = ['bufferutil', 'utf-8-validate', 'encoding'] as const;
 
+/**
+ * zod re-exports every locale (`z.locales`, ~60 languages, two thirds of zod's bytes in a bundle)
+ * from a namespace object, which tree shaking cannot split. vmpool speaks English only (zod sets it
+ * by default from its own en.js, which stays); every start paid for parsing and compiling the rest.
+ */
+export const zodEnglishOnly: Plugin = {
+  name: 'zod-english-only',
+  setup(b) {
+    b.onResolve({ filter: /\/locales\/index\.js$/ }, (args) =>
+      /[\\/]zod[\\/]/.test(args.importer)
+        ? {
+            path: 'english-only',
+            namespace: 'zod-locales',
+            pluginData: join(dirname(args.importer), '..', 'locales', 'en.js'),
+          }
+        : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'zod-locales' }, (args) => ({
+      contents: `export { default as en } from ${JSON.stringify(String(args.pluginData))};`,
+      resolveDir: ROOT,
+    }));
+  },
+};
+
 /** One built bundle. */
 export interface BuiltBundle {
   readonly name: FunctionName;
@@ -63,8 +87,13 @@ export async function buildBundles(opts: BuildOptions = {}): Promise<BuiltBundle
     const file = join(outdir, `${name}.mjs`);
     const result = await build({
       absWorkingDir: ROOT,
-      entryPoints: [join(ROOT, 'functions', name, 'main.ts')],
-      outfile: file,
+      entryPoints: { [name]: join(ROOT, 'functions', name, 'main.ts') },
+      outdir,
+      // What only some starts need (client-node for exotic kubeconfigs, a YAML parser) goes to
+      // chunks that are read when first imported, not at every start.
+      splitting: true,
+      chunkNames: 'chunks/[name]-[hash]',
+      outExtension: { '.js': '.mjs' },
       bundle: true,
       format: 'esm',
       platform: 'node',
@@ -77,11 +106,14 @@ export async function buildBundles(opts: BuildOptions = {}): Promise<BuiltBundle
       legalComments: 'eof',
       banner: { js: BANNER },
       external: [...OPTIONAL_PEERS],
+      plugins: [zodEnglishOnly],
       logLevel: 'warning',
     });
     if (result.errors.length > 0) throw new Error(`esbuild failed for ${name}`);
     writeFileSync(join(outdir, `${name}.meta.json`), JSON.stringify(result.metafile));
-    const output = Object.entries(result.metafile.outputs).find(([path]) => path.endsWith('.mjs'));
+    const output = Object.entries(result.metafile.outputs).find(([path]) =>
+      path.endsWith(`${name}.mjs`),
+    );
     if (output === undefined) throw new Error(`esbuild produced no .mjs for ${name}`);
     out.push({ name, file, bytes: output[1].bytes, metafile: result.metafile });
   }
@@ -90,7 +122,7 @@ export async function buildBundles(opts: BuildOptions = {}): Promise<BuiltBundle
   if (opts.report ?? true) {
     for (const b of out) {
       console.log(`${b.name.padEnd(16)} dist/${b.name}.mjs  ${(b.bytes / 1024).toFixed(1)} KiB`);
-      console.log(await topContributors(b.metafile, 6));
+      console.log(topContributors(b, 6));
     }
   }
   return out;
@@ -151,14 +183,18 @@ export function thirdPartyNotices(packageDirs: readonly string[], root: string =
   return parts.join('');
 }
 
-/** The `n` largest inputs of a bundle, as esbuild's analyzeMetafile prints them. */
-async function topContributors(metafile: Metafile, n: number): Promise<string> {
-  const text = await analyzeMetafile(metafile);
-  const lines = text.split('\n').filter((l) => l.trim() !== '');
-  // The first line is the bundle itself; the rest are its inputs, largest first.
-  return lines
-    .slice(1, n + 1)
-    .map((l) => `  ${l.trim()}`)
+/** The `n` largest inputs of a bundle's entry file (what every start loads), with their share. */
+function topContributors(b: BuiltBundle, n: number): string {
+  const out = b.metafile.outputs[relative(ROOT, b.file)];
+  const inputs = Object.entries(out?.inputs ?? {})
+    .map(([path, i]) => ({ path, bytes: i.bytesInOutput }))
+    .sort((x, y) => y.bytes - x.bytes)
+    .slice(0, n);
+  return inputs
+    .map(
+      (i) =>
+        `  ├ ${i.path.padEnd(70)} ${(i.bytes / 1024).toFixed(1).padStart(7)} KiB ${((100 * i.bytes) / b.bytes).toFixed(1).padStart(5)}%`,
+    )
     .join('\n');
 }
 
@@ -167,6 +203,14 @@ const invokedDirectly =
 if (invokedDirectly) {
   buildBundles()
     .then(() => buildPlugin(ROOT, join(ROOT, 'dist'), BANNER))
+    .then(async () => {
+      if (!process.argv.includes('--snapshot')) return;
+      const { buildSnapshot } = await import('./snapshot.js');
+      const s = await buildSnapshot(join(ROOT, 'dist'));
+      console.log(
+        `reconcile-pool   ${relative(ROOT, s.blob)}  ${(s.bytes / 2 ** 20).toFixed(1)} MiB`,
+      );
+    })
     .catch((err: unknown) => {
       console.error(err instanceof Error ? err.message : err);
       process.exitCode = 1;

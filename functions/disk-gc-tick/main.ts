@@ -2,4 +2,4 @@
 import { runFunction } from '../../shared/runtime/index.js';
 import { buildGcApp } from './app.js';
 
-runFunction('disk-gc-tick', buildGcApp);
+void runFunction('disk-gc-tick', buildGcApp);

@@ -56,6 +56,23 @@ function gone(ns: string, name: string): nock.Scope {
     .reply(404, statusBody(404, 'NotFound', `virtualmachinepools "${name}" not found`));
 }
 
+/** Interceptors: the member lists of a namespace (or the cluster) that a scope-wide reconcile reads once. */
+function members(
+  ns: string | undefined,
+  vms: readonly VirtualMachine[] = [],
+  disks: readonly VirtualDisk[] = [],
+): nock.Scope {
+  const at = ns === undefined ? BASE : `${BASE}/namespaces/${ns}`;
+  const q = { labelSelector: keys.poolUid, limit: '500' };
+  return nock(API)
+    .get(`${at}/virtualmachines`)
+    .query(q)
+    .reply(200, list([...vms]))
+    .get(`${at}/virtualdisks`)
+    .query(q)
+    .reply(200, list([...disks]));
+}
+
 const unmatched = guardNock();
 
 describe('reconcile-pool: which pool an event points at', () => {
@@ -111,22 +128,18 @@ describe('reconcile-pool: which pool an event points at', () => {
       spec: {},
     };
     const c = converged(pool({ replicas: 1 }), ['runners-aaaaa']);
+    // One list per resource type; the converged pool is not read again, the other one (3 replicas
+    // and no members) is reconciled on its own reads.
     const scope = nock(API)
       .get(`${BASE}/namespaces/ci/virtualmachinepools`)
       .query({ limit: '500' })
-      .reply(200, list([c.pool, pool({ name: 'other', uid: 'u-other' })]))
-      .get(poolPath('ci', 'runners'))
-      .reply(200, c.pool)
-      .get(`${BASE}/namespaces/ci/virtualmachines`)
-      .query(true)
-      .reply(200, list(c.vms))
-      .get(`${BASE}/namespaces/ci/virtualdisks`)
-      .query(true)
-      .reply(200, list(c.disks));
+      .reply(200, list([c.pool, pool({ name: 'other', uid: 'u-other' })]));
+    const lists = members('ci', c.vms, c.disks);
     const other = gone('ci', 'other');
     const res = await build().app.request('/', binaryEvent(`${RES}update`, orphan));
     expect(res.status).toBe(202);
     scope.done();
+    lists.done();
     other.done();
     expect(unmatched.seen).toEqual([]);
   });
@@ -165,6 +178,7 @@ describe('reconcile-pool: which pool an event points at', () => {
       .get(`${BASE}/namespaces/ns1/virtualmachinepools`)
       .query({ limit: '500' })
       .reply(200, list([pool({ name: 'p1', namespace: 'ns1', uid: 'u-p1' })]));
+    const lists = members('ns1');
     const p1 = gone('ns1', 'p1');
     const res = await build().app.request(
       '/',
@@ -172,6 +186,7 @@ describe('reconcile-pool: which pool an event points at', () => {
     );
     expect(res.status).toBe(204);
     scope.done();
+    lists.done();
     p1.done();
     expect(unmatched.seen).toEqual([]);
   });
@@ -197,19 +212,14 @@ describe('reconcile-pool: which pool an event points at', () => {
     const scope = nock(API)
       .get(`${BASE}/virtualmachinepools`)
       .query({ limit: '500' })
-      .reply(200, list([c.pool, pool({ name: 'p2', namespace: 'ns2', uid: 'u-p2' })]))
-      .get(poolPath('ci', 'runners'))
-      .reply(200, c.pool)
-      .get(`${BASE}/namespaces/ci/virtualmachines`)
-      .query({ labelSelector: `${keys.poolUid}=pool-uid-1`, limit: '500' })
-      .reply(200, list(c.vms))
-      .get(`${BASE}/namespaces/ci/virtualdisks`)
-      .query({ labelSelector: `${keys.poolUid}=pool-uid-1`, limit: '500' })
-      .reply(200, list(c.disks));
+      .reply(200, list([c.pool, pool({ name: 'p2', namespace: 'ns2', uid: 'u-p2' })]));
+    // Cluster-wide member lists; only p2, which the lists show short of members, is read again.
+    const lists = members(undefined, c.vms, c.disks);
     const p2 = gone('ns2', 'p2');
     const res = await build().app.request('/', binaryEvent(PING));
     expect(res.status).toBe(202);
     scope.done();
+    lists.done();
     p2.done();
     expect(unmatched.seen).toEqual([]);
   });
@@ -219,10 +229,12 @@ describe('reconcile-pool: which pool an event points at', () => {
       .get(`${BASE}/namespaces/x/virtualmachinepools`)
       .query({ limit: '500' })
       .reply(200, list([pool({ name: 'px', namespace: 'x', uid: 'u-px' })]));
+    const lists = members('x');
     const px = gone('x', 'px');
     const res = await build().app.request('/', binaryEvent(PING, { namespace: 'x' }));
     expect(res.status).toBe(204);
     scope.done();
+    lists.done();
     px.done();
     expect(unmatched.seen).toEqual([]);
   });

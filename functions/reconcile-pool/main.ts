@@ -2,4 +2,4 @@
 import { runFunction } from '../../shared/runtime/index.js';
 import { buildReconcileApp } from './app.js';
 
-runFunction('reconcile-pool', buildReconcileApp);
+void runFunction('reconcile-pool', buildReconcileApp);

@@ -10,7 +10,7 @@ import { DEFAULT_EVENTS_AUDIENCE, buildScaleDownEventsApp } from './events.js';
 
 const env = process.env;
 const group = env.SCALEDOWNWITH_GROUP;
-runFunction(
+void runFunction(
   'scale-down-with',
   // Unset or empty: the reference's group (knative/overlays/own-group sets vmpool's own).
   (deps) => buildScaleDownApp({ ...deps, ...(group ? { group } : {}) }),
@@ -22,8 +22,12 @@ if (env.SCALEDOWNWITH_EVENTS === 'enabled') {
     env.EVENTS_TLS === 'enabled'
       ? { TLS_CERT_FILE: env.TLS_CERT_FILE, TLS_KEY_FILE: env.TLS_KEY_FILE }
       : {};
-  runFunction('scale-down-with-events', (deps) => buildScaleDownEventsApp({ ...deps, audience }), {
-    PORT: env.EVENTS_PORT ?? '8080',
-    ...tls,
-  });
+  void runFunction(
+    'scale-down-with-events',
+    (deps) => buildScaleDownEventsApp({ ...deps, audience }),
+    {
+      PORT: env.EVENTS_PORT ?? '8080',
+      ...tls,
+    },
+  );
 }

@@ -2,4 +2,4 @@
 import { runFunction } from '../../shared/runtime/index.js';
 import { buildValidateApp } from './app.js';
 
-runFunction('scale-validate', buildValidateApp);
+void runFunction('scale-validate', buildValidateApp);

@@ -1,24 +1,7 @@
 /**
- * The {@link Kube} implementation over @kubernetes/client-node 1.4: the only code that talks to the
- * API server.
+ * The {@link Kube} implementation: the only code that talks to the API server.
  * @module
  */
-import { Agent as HttpsAgent } from 'node:https';
-import {
-  AuthenticationV1Api,
-  AuthorizationV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  EventsV1Api,
-  Observable,
-} from '@kubernetes/client-node';
-import type {
-  ConfigurationOptions,
-  KubeConfig,
-  ObservableMiddleware,
-  RequestContext,
-  ResponseContext,
-} from '@kubernetes/client-node';
 import { z } from 'zod';
 import {
   API_VERSION,
@@ -33,9 +16,11 @@ import type { ActiveBudget } from './budget.js';
 import { RequestTally } from './counts.js';
 import type { RequestHook, RequestOutcome, Verb } from './counts.js';
 import { defaultReportingInstance, poolEventBody } from './event.js';
-import { NO_HTTP_STATUS, classify, failure } from './failure.js';
+import { NO_HTTP_STATUS, classify, failure, refusal } from './failure.js';
 import { backoffMs, defaultRetryPolicy, sleep } from './retry.js';
 import type { RetryPolicy } from './retry.js';
+import { createSend, query } from './transport.js';
+import type { Credentials, HttpAnswer, HttpCall } from './transport.js';
 import { warningTexts } from './warnings.js';
 import type {
   AccessDecision,
@@ -91,63 +76,16 @@ const VMS: Plural = 'virtualmachines';
 const DISKS: Plural = 'virtualdisks';
 
 /**
- * Aborts each request after `ms`, or sooner when the request's {@link CallBudget} says so (its
- * deadline, its timeout, its signal); node-fetch then rejects with an AbortError (→ transient).
+ * The signal of one request: its timeout, shortened by its {@link CallBudget} (the deadline, the
+ * budget's own timeout) and joined with the budget's signal. An aborted request is `transient`.
  */
-function timeoutMiddleware(ms: number): ObservableMiddleware {
-  return {
-    pre(ctx: RequestContext): Observable<RequestContext> {
-      const budget = activeBudget();
-      let t = budget?.timeoutMs === undefined ? ms : Math.min(ms, budget.timeoutMs);
-      if (budget?.deadline !== undefined)
-        t = Math.max(1, Math.min(t, Math.ceil(budget.deadline - performance.now())));
-      const timeout = AbortSignal.timeout(t);
-      ctx.setSignal(
-        budget?.signal === undefined ? timeout : AbortSignal.any([timeout, budget.signal]),
-      );
-      return new Observable(Promise.resolve(ctx));
-    },
-    post(ctx: ResponseContext): Observable<ResponseContext> {
-      return new Observable(Promise.resolve(ctx));
-    },
-  };
-}
-
-/**
- * client-node 1.x builds a new https.Agent for every request, so every API call paid a TCP and TLS
- * handshake. This swaps in one keep-alive agent per distinct TLS identity (CA, client cert, key,
- * verification), which client-node re-derives on each call, so rotated credentials still take effect.
- * Proxy agents (other classes) are left alone.
- */
-function keepAliveMiddleware(): ObservableMiddleware {
-  const agents = new Map<string, HttpsAgent>();
-  return {
-    pre(ctx: RequestContext): Observable<RequestContext> {
-      const fresh = ctx.getAgent();
-      if (fresh?.constructor === HttpsAgent) {
-        const o = fresh.options;
-        // Buffers serialize as their bytes, so equal credentials give equal keys.
-        const key = JSON.stringify([
-          o.ca,
-          o.cert,
-          o.key,
-          o.pfx,
-          o.rejectUnauthorized,
-          o.servername,
-        ]);
-        let agent = agents.get(key);
-        if (agent === undefined) {
-          agent = new HttpsAgent({ ...o, keepAlive: true, maxSockets: 64 });
-          agents.set(key, agent);
-        }
-        ctx.setAgent(agent);
-      }
-      return new Observable(Promise.resolve(ctx));
-    },
-    post(ctx: ResponseContext): Observable<ResponseContext> {
-      return new Observable(Promise.resolve(ctx));
-    },
-  };
+function requestSignal(ms: number): AbortSignal {
+  const budget = activeBudget();
+  let t = budget?.timeoutMs === undefined ? ms : Math.min(ms, budget.timeoutMs);
+  if (budget?.deadline !== undefined)
+    t = Math.max(1, Math.min(t, Math.ceil(budget.deadline - performance.now())));
+  const timeout = AbortSignal.timeout(t);
+  return budget?.signal === undefined ? timeout : AbortSignal.any([timeout, budget.signal]);
 }
 
 /**
@@ -205,40 +143,38 @@ function itemsOf(raw: unknown): { items: unknown[]; next: string | undefined } |
  * @param kc where and as whom to connect
  * @param opts timeouts, retry policy, hooks
  */
-export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
-  const custom = kc.makeApiClient(CustomObjectsApi);
-  const core = kc.makeApiClient(CoreV1Api);
-  const events = kc.makeApiClient(EventsV1Api);
-  const authz = kc.makeApiClient(AuthorizationV1Api);
-  const authn = kc.makeApiClient(AuthenticationV1Api);
+export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
+  const send = createSend(kc);
   const policy: RetryPolicy = { ...defaultRetryPolicy, ...opts.retry };
   const pause = opts.sleep ?? sleep;
   const random = opts.random ?? Math.random;
   const fieldManager = opts.fieldManager ?? 'vmpool';
   const pageSize = opts.pageSize ?? 500;
+  const timeoutMs = opts.timeoutMs ?? 15_000;
   const reportingInstance = opts.reportingInstance ?? defaultReportingInstance();
   const tally = new RequestTally();
-  const callOpts: ConfigurationOptions = {
-    middleware: [keepAliveMiddleware(), timeoutMiddleware(opts.timeoutMs ?? 15_000)],
-    middlewareMergeStrategy: 'append',
-  };
 
-  /** One HTTP request, classified, counted and reported. */
+  /** One HTTP request, classified, counted and reported; `parse` sees 2xx bodies (JSON) only. */
   async function once<T>(
     verb: Verb,
-    send: () => Promise<unknown>,
-    parse: (raw: unknown) => Outcome<T>,
+    req: HttpCall,
+    parse: (raw: unknown, answer: HttpAnswer) => Outcome<T>,
   ): Promise<{ outcome: Outcome<T>; retryAfterMs?: number }> {
     const started = performance.now();
     let result: { outcome: Outcome<T>; retryAfterMs?: number };
     try {
-      result = { outcome: parse(await send()) };
+      const answer = await send({ ...req, signal: requestSignal(timeoutMs) });
+      if (answer.status >= 200 && answer.status < 300) {
+        result = { outcome: parseBody(answer, parse) };
+      } else {
+        const r = refusal(answer.status, answer.headers, answer.text);
+        result =
+          r.retryAfterMs === undefined
+            ? { outcome: r.failure }
+            : { outcome: r.failure, retryAfterMs: r.retryAfterMs };
+      }
     } catch (err) {
-      const c = classify(err);
-      result =
-        c.retryAfterMs === undefined
-          ? { outcome: c.failure }
-          : { outcome: c.failure, retryAfterMs: c.retryAfterMs };
+      result = { outcome: classify(err).failure };
     }
     tally.add(verb, outcomeOf(result.outcome));
     opts.onRequest?.(verb, outcomeOf(result.outcome), (performance.now() - started) / 1000);
@@ -251,8 +187,8 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
    */
   async function call<T>(
     verb: Verb,
-    send: () => Promise<unknown>,
-    parse: (raw: unknown) => Outcome<T>,
+    req: HttpCall,
+    parse: (raw: unknown, answer: HttpAnswer) => Outcome<T>,
     attempts: number = policy.attempts,
   ): Promise<Outcome<T>> {
     const budget = activeBudget();
@@ -260,7 +196,7 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
     for (let attempt = 1; ; attempt++) {
       const spent = overBudget(budget);
       if (spent !== undefined) return spent;
-      const r = await once(verb, send, parse);
+      const r = await once(verb, req, parse);
       if (r.outcome.ok || r.outcome.reason !== 'transient') return r.outcome;
       const wait = backoffMs(policy, attempt - 1, random, r.retryAfterMs);
       const stop = overBudget(budget, r.outcome.message, performance.now() + wait);
@@ -270,13 +206,12 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
     }
   }
 
-  const gvr = (plural: Plural) => ({ group: GROUP, version: VERSION, plural });
+  const path = (plural: Plural, namespace?: string, name?: string, sub?: string): string =>
+    `/apis/${GROUP}/${VERSION}${namespace === undefined ? '' : `/namespaces/${encodeURIComponent(namespace)}`}/${plural}${name === undefined ? '' : `/${encodeURIComponent(name)}`}${sub === undefined ? '' : `/${sub}`}`;
 
   function get<T>(plural: Plural, model: z.ZodType<T>, namespace: string, name: string) {
-    return call(
-      'get',
-      () => custom.getNamespacedCustomObject({ ...gvr(plural), namespace, name }, callOpts),
-      (raw) => parseWith(model, plural.slice(0, -1), raw),
+    return call('get', { method: 'GET', path: path(plural, namespace, name) }, (raw) =>
+      parseWith(model, plural.slice(0, -1), raw),
     );
   }
 
@@ -290,18 +225,10 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
     const out: T[] = [];
     let cont: string | undefined;
     do {
-      const page = {
-        ...gvr(plural),
-        limit: pageSize,
-        ...(labelSelector === undefined ? {} : { labelSelector }),
-        ...(cont === undefined ? {} : { _continue: cont }),
-      };
+      const q = query({ labelSelector, limit: pageSize, continue: cont });
       const r = await call(
         'list',
-        () =>
-          namespace === undefined
-            ? custom.listClusterCustomObject(page, callOpts)
-            : custom.listNamespacedCustomObject({ ...page, namespace }, callOpts),
+        { method: 'GET', path: `${path(plural, namespace)}${q}` },
         (raw): Outcome<{ items: T[]; next: string | undefined }> => {
           const l = itemsOf(raw);
           if (l === undefined) {
@@ -321,52 +248,42 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
         },
       );
       if (!r.ok) return r;
-      out.push(...r.value.items);
+      for (const item of r.value.items) out.push(item);
       cont = r.value.next;
     } while (cont !== undefined);
     return { ok: true, value: out };
   }
 
   function create<T extends object>(
-    verb: 'create' | 'dryRun',
     plural: Plural,
     kind: string,
     model: z.ZodType<T>,
     namespace: string,
     obj: T & { apiVersion?: string; kind?: string },
-    options: ConfigurationOptions = callOpts,
   ) {
     const body = { ...obj, apiVersion: obj.apiVersion ?? API_VERSION, kind: obj.kind ?? kind };
     return call(
-      verb,
-      () =>
-        custom.createNamespacedCustomObject(
-          {
-            ...gvr(plural),
-            namespace,
-            body,
-            fieldManager,
-            ...(verb === 'dryRun' ? { dryRun: 'All', fieldValidation: 'Warn' } : {}),
-          },
-          options,
-        ),
+      'create',
+      { method: 'POST', path: `${path(plural, namespace)}${query({ fieldManager })}`, body },
       (raw) => parseWith(model, plural.slice(0, -1), raw),
     );
   }
 
   /** A dry-run create of a VM that keeps the API server's warnings (unknown fields, say). */
   async function dryRunCreate(namespace: string, vm: VirtualMachine): Promise<Outcome<DryRun>> {
-    let warnings: string[] = [];
-    const listen: ObservableMiddleware = {
-      pre: (ctx) => new Observable(Promise.resolve(ctx)),
-      post(ctx) {
-        warnings = warningTexts(ctx.headers.warning);
-        return new Observable(Promise.resolve(ctx));
+    const body = { ...vm, apiVersion: vm.apiVersion ?? API_VERSION, kind: 'VirtualMachine' };
+    const q = query({ dryRun: 'All', fieldManager, fieldValidation: 'Warn' });
+    return call(
+      'dryRun',
+      { method: 'POST', path: `${path(VMS, namespace)}${q}`, body },
+      (raw, answer): Outcome<DryRun> => {
+        const parsed = parseWith(VirtualMachine, 'virtualmachine', raw);
+        if (!parsed.ok) return parsed;
+        const header = answer.headers.warning;
+        const warnings = warningTexts(Array.isArray(header) ? header.join(', ') : header);
+        return { ok: true, value: { vm: parsed.value, warnings } };
       },
-    };
-    const options = { ...callOpts, middleware: [...(callOpts.middleware ?? []), listen] };
-    const o = await create('dryRun', VMS, 'VirtualMachine', VirtualMachine, namespace, vm, options);
-    return o.ok ? { ok: true, value: { vm: o.value, warnings } } : o;
+    );
   }
 
   /** PUT of the whole object; the API server answers 409 when its resourceVersion is stale. */
@@ -387,13 +304,11 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
         `${verb} of ${plural} needs metadata.name, namespace and resourceVersion`,
       );
     }
-    const params = { ...gvr(plural), namespace, name, body: obj, fieldManager };
+    const sub = verb === 'updateStatus' ? 'status' : undefined;
+    const q = query({ fieldManager });
     return call(
       verb,
-      () =>
-        verb === 'update'
-          ? custom.replaceNamespacedCustomObject(params, callOpts)
-          : custom.replaceNamespacedCustomObjectStatus(params, callOpts),
+      { method: 'PUT', path: `${path(plural, namespace, name, sub)}${q}`, body: obj },
       (raw) => parseWith(model, plural.slice(0, -1), raw),
     );
   }
@@ -413,16 +328,22 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
       propagationPolicy: 'Background',
       preconditions,
     };
+    const q = query({ propagationPolicy: 'Background' });
     return call(
       'delete',
-      () =>
-        custom.deleteNamespacedCustomObject(
-          // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- see recordEvent
-          { ...gvr(plural), namespace, name, propagationPolicy: 'Background', body },
-          callOpts,
-        ),
+      { method: 'DELETE', path: `${path(plural, namespace, name)}${q}`, body },
       (): Outcome<undefined> => ({ ok: true, value: undefined }),
     );
+  }
+
+  /** A POST of a review object (SubjectAccessReview, TokenReview) to a cluster-scoped API. */
+  function review<T>(
+    verb: 'sar' | 'tokenReview',
+    api: string,
+    body: object,
+    parse: (raw: unknown) => Outcome<T>,
+  ) {
+    return call(verb, { method: 'POST', path: api, body }, parse);
   }
 
   return {
@@ -431,10 +352,8 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
     listVms: (namespace, selector) => list(VMS, VirtualMachine, namespace, selector),
     listDisks: (namespace, selector) => list(DISKS, VirtualDisk, namespace, selector),
     getVm: (namespace, name) => get(VMS, VirtualMachine, namespace, name),
-    createVm: (namespace, vm) =>
-      create('create', VMS, 'VirtualMachine', VirtualMachine, namespace, vm),
-    createDisk: (namespace, disk) =>
-      create('create', DISKS, 'VirtualDisk', VirtualDisk, namespace, disk),
+    createVm: (namespace, vm) => create(VMS, 'VirtualMachine', VirtualMachine, namespace, vm),
+    createDisk: (namespace, disk) => create(DISKS, 'VirtualDisk', VirtualDisk, namespace, disk),
     dryRunCreateVm: (namespace, vm) => dryRunCreate(namespace, vm),
     updateVm: (vm) => replace('update', VMS, VirtualMachine, vm),
     updateDisk: (disk) => replace('update', DISKS, VirtualDisk, disk),
@@ -451,9 +370,11 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
       const body = poolEventBody(pool, event, reportingInstance);
       return call(
         'event',
-        // client-node's models are classes, but it serializes by field table: plain objects are fine.
-        // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment
-        () => events.createNamespacedEvent({ namespace, body }, callOpts),
+        {
+          method: 'POST',
+          path: `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/events`,
+          body,
+        },
         (): Outcome<undefined> => ({ ok: true, value: undefined }),
         1,
       );
@@ -480,12 +401,13 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
           },
         },
       };
-      return call(
+      return review(
         'sar',
-        // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- see recordEvent
-        () => authz.createSubjectAccessReview({ body }, callOpts),
+        '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+        body,
         (raw): Outcome<AccessDecision> => {
-          const status = (raw as { status?: { allowed?: unknown; reason?: unknown } }).status;
+          const status = (raw as { status?: { allowed?: unknown; reason?: unknown } } | undefined)
+            ?.status;
           if (typeof status?.allowed !== 'boolean') {
             return failure(
               'invalid',
@@ -510,12 +432,14 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
         kind: 'TokenReview',
         spec: { token, audiences: [...audiences] },
       };
-      return call(
+      return review(
         'tokenReview',
-        // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- see recordEvent
-        () => authn.createTokenReview({ body }, callOpts),
+        '/apis/authentication.k8s.io/v1/tokenreviews',
+        body,
         (raw): Outcome<TokenIdentity> => {
-          const parsed = TokenReviewStatus.safeParse((raw as { status?: unknown }).status);
+          const parsed = TokenReviewStatus.safeParse(
+            (raw as { status?: unknown } | undefined)?.status,
+          );
           if (!parsed.success)
             return failure('invalid', NO_HTTP_STATUS, 'TokenReview answer has no status');
           const st = parsed.data;
@@ -545,14 +469,31 @@ export function createKube(kc: KubeConfig, opts: KubeOptions = {}): Kube {
     getConfigMapData(namespace, name) {
       return call(
         'get',
-        () => core.readNamespacedConfigMap({ namespace, name }, callOpts),
+        {
+          method: 'GET',
+          path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/configmaps/${encodeURIComponent(name)}`,
+        },
         (raw): Outcome<Record<string, string>> => ({
           ok: true,
-          value: { ...(raw as { data?: Record<string, string> }).data },
+          value: { ...(raw as { data?: Record<string, string> } | undefined)?.data },
         }),
       );
     },
 
     counts: () => tally.snapshot(),
   };
+}
+
+/** A 2xx body as JSON (empty: undefined) through `parse`; text that is not JSON is `invalid`. */
+function parseBody<T>(
+  answer: HttpAnswer,
+  parse: (raw: unknown, answer: HttpAnswer) => Outcome<T>,
+): Outcome<T> {
+  let raw: unknown;
+  try {
+    raw = answer.text === '' ? undefined : JSON.parse(answer.text);
+  } catch {
+    return failure('invalid', NO_HTTP_STATUS, 'API server returned a body that is not JSON');
+  }
+  return parse(raw, answer);
 }

@@ -3,7 +3,6 @@
  * @module
  */
 import { hostname } from 'node:os';
-import { V1MicroTime } from '@kubernetes/client-node';
 import { API_VERSION } from '../api/index.js';
 import type { VirtualMachinePool } from '../api/index.js';
 import type { PoolEvent } from './types.js';
@@ -25,12 +24,13 @@ function clip(s: string, max: number): string {
   return s.length <= max ? s : `${s.slice(0, max - 3)}...`;
 }
 
-/** An events.k8s.io/v1 Event as sent (a plain object: client-node serializes by field table). */
+/** An events.k8s.io/v1 Event as sent. */
 export interface PoolEventBody {
   readonly apiVersion: 'events.k8s.io/v1';
   readonly kind: 'Event';
   readonly metadata: { readonly name: string; readonly namespace?: string };
-  readonly eventTime: V1MicroTime;
+  /** A MicroTime: RFC 3339 with six fractional digits. */
+  readonly eventTime: string;
   readonly reportingController: string;
   readonly reportingInstance: string;
   readonly action: string;
@@ -59,7 +59,7 @@ export function poolEventBody(
       name: `${name}.${nanos.toString(16)}${Math.floor(Math.random() * 0x1000).toString(16)}`,
       ...(pool.metadata.namespace === undefined ? {} : { namespace: pool.metadata.namespace }),
     },
-    eventTime: new V1MicroTime(now.getTime()),
+    eventTime: now.toISOString().replace(/Z$/, '000Z'),
     reportingController: REPORTING_CONTROLLER,
     reportingInstance,
     action: clip(event.action, MAX_FIELD),

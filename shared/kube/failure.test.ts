@@ -1,6 +1,5 @@
-import { ApiException } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { classify, reasonOf, retryAfterMs } from './failure.js';
+import { classify, reasonOf, refusal, retryAfterMs } from './failure.js';
 import { backoffMs, defaultRetryPolicy } from './retry.js';
 
 describe('reasonOf', () => {
@@ -26,30 +25,38 @@ describe('retryAfterMs', () => {
   });
 });
 
-describe('classify', () => {
-  it('reads a parsed Status body (typed APIs) as well as a raw string', () => {
-    const e = new ApiException(409, 'x', { reason: 'AlreadyExists', message: 'exists' }, {});
-    expect(classify(e).failure).toEqual({
+describe('refusal', () => {
+  it('reads the metav1.Status body, or keeps a text body as the message', () => {
+    const body = JSON.stringify({ kind: 'Status', reason: 'AlreadyExists', message: 'exists' });
+    expect(refusal(409, {}, body).failure).toEqual({
       ok: false,
       reason: 'alreadyExists',
       code: 409,
       message: 'exists',
     });
-    const raw = new ApiException(500, 'x', 'upstream exploded', {});
-    expect(classify(raw).failure.message).toBe('upstream exploded');
+    expect(refusal(500, {}, 'upstream exploded').failure.message).toBe('upstream exploded');
+    expect(refusal(401, {}, '').failure.message).toBe('HTTP 401');
   });
 
   it('keeps Retry-After only for transient failures', () => {
-    expect(classify(new ApiException(429, 'x', '', { 'retry-after': '1' })).retryAfterMs).toBe(
-      1000,
-    );
-    expect(
-      classify(new ApiException(409, 'x', '', { 'retry-after': '1' })).retryAfterMs,
-    ).toBeUndefined();
+    expect(refusal(429, { 'retry-after': '1' }, '').retryAfterMs).toBe(1000);
+    expect(refusal(409, { 'retry-after': '1' }, '').retryAfterMs).toBeUndefined();
+  });
+});
+
+describe('classify', () => {
+  it('a request without an answer is transient: system, TLS and abort errors', () => {
+    const reset = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    const tls = Object.assign(new Error('certificate has expired'), { code: 'CERT_HAS_EXPIRED' });
+    const abort = Object.assign(new Error('aborted'), { name: 'AbortError', code: 'ABORT_ERR' });
+    for (const e of [reset, tls, abort])
+      expect(classify(e).failure).toMatchObject({ reason: 'transient', code: 0 });
   });
 
   it('rethrows errors that are bugs, not API failures', () => {
     expect(() => classify(new TypeError('oops'))).toThrow('oops');
+    const bad = Object.assign(new TypeError('bad header'), { code: 'ERR_INVALID_CHAR' });
+    expect(() => classify(bad)).toThrow('bad header');
   });
 });
 

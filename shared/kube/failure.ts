@@ -1,8 +1,8 @@
 /**
- * Turning whatever client-node throws into a {@link Failure} value.
+ * Turning an API server's refusal, or a request that never got an answer, into a {@link Failure}.
  * @module
  */
-import { AbortError, ApiException, FetchError } from '@kubernetes/client-node';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Failure, FailureReason } from './types.js';
 
 /** `code` of failures that did not come from an HTTP status (network, timeout, bad response). */
@@ -22,15 +22,13 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** The metav1.Status in an ApiException body: a raw string for custom objects, parsed for typed APIs. */
-function statusBody(body: unknown): StatusBody {
-  let value: unknown = body;
-  if (typeof body === 'string') {
-    try {
-      value = JSON.parse(body);
-    } catch {
-      return { message: body.slice(0, 500) };
-    }
+/** The metav1.Status of an error answer's body (any text: proxies answer in HTML). */
+function statusBody(body: string): StatusBody {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return body === '' ? {} : { message: body.slice(0, 500) };
   }
   if (!isRecord(value)) return {};
   const out: StatusBody = {};
@@ -51,31 +49,24 @@ export function reasonOf(code: number, statusReason?: string): FailureReason {
   return 'transient';
 }
 
-const NETWORK_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-]);
-
+/**
+ * True for an error of a request that got no answer. System and OpenSSL errors (ECONNRESET,
+ * CERT_HAS_EXPIRED, ERR_SSL_…, ERR_TLS_…) and aborts come from the wire; Node's other `ERR_` codes
+ * (an invalid header value, say) are programming errors.
+ */
 function isNetworkError(err: unknown): boolean {
-  if (err instanceof FetchError || err instanceof AbortError) return true;
   if (!(err instanceof Error)) return false;
   if (err.name === 'AbortError' || err.name === 'TimeoutError') return true;
   const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' && NETWORK_CODES.has(code);
+  return typeof code === 'string' && (!code.startsWith('ERR_') || /^ERR_(SSL|TLS)_/.test(code));
 }
 
 /** Seconds to wait from a Retry-After header (delta-seconds or HTTP date), if any. */
 export function retryAfterMs(
-  headers: Readonly<Record<string, string>> | undefined,
+  headers: IncomingHttpHeaders | Readonly<Record<string, string>> | undefined,
 ): number | undefined {
-  const raw = headers?.['retry-after'] ?? headers?.['Retry-After'];
-  if (raw === undefined || raw === '') return undefined;
+  const raw = headers?.['retry-after'];
+  if (typeof raw !== 'string' || raw === '') return undefined;
   const seconds = Number(raw);
   if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
   const at = Date.parse(raw);
@@ -88,21 +79,27 @@ export interface ClassifiedFailure {
   readonly retryAfterMs?: number;
 }
 
+/** The failure of an answer outside 2xx, from its status code and metav1.Status body. */
+export function refusal(
+  code: number,
+  headers: IncomingHttpHeaders,
+  body: string,
+): ClassifiedFailure {
+  const status = statusBody(body);
+  const reason = reasonOf(code, status.reason);
+  const message = status.message ?? `HTTP ${code}`;
+  const after = reason === 'transient' ? retryAfterMs(headers) : undefined;
+  return after === undefined
+    ? { failure: failure(reason, code, message) }
+    : { failure: failure(reason, code, message), retryAfterMs: after };
+}
+
 /**
- * Classifies a thrown error. Unknown errors are rethrown: they are bugs (a malformed kubeconfig, a
- * programming error), and turning them into `transient` would make the broker redeliver forever.
+ * Classifies a thrown error: a request that got no answer (network, timeout, abort) is transient.
+ * Unknown errors are rethrown: they are bugs (a malformed kubeconfig, a programming error), and
+ * turning them into `transient` would make the broker redeliver forever.
  */
 export function classify(err: unknown): ClassifiedFailure {
-  if (err instanceof ApiException) {
-    const e = err as ApiException<unknown>;
-    const status = statusBody(e.body);
-    const reason = reasonOf(e.code, status.reason);
-    const message = status.message ?? `HTTP ${e.code}`;
-    const after = reasonOf(e.code) === 'transient' ? retryAfterMs(e.headers) : undefined;
-    return after === undefined
-      ? { failure: failure(reason, e.code, message) }
-      : { failure: failure(reason, e.code, message), retryAfterMs: after };
-  }
   if (isNetworkError(err)) {
     const message = err instanceof Error ? err.message : 'network error';
     return { failure: failure('transient', NO_HTTP_STATUS, message) };

@@ -4,9 +4,11 @@
  */
 
 /**
- * Runs `fn` over `items` with at most `limit` in flight. With `slowStart`, batches grow 1, 2, 4, …
- * (as ReplicaSet does) and stop after a batch with a failure, so a template every create refuses
- * costs one call, not hundreds.
+ * Runs `fn` over `items` with at most `limit` in flight, results in item order. With `slowStart`,
+ * the window opens at one call and grows by one with every success (so it doubles per round trip,
+ * as ReplicaSet's batches do, without waiting for a whole batch), and no further call starts after a
+ * failure: a template every create refuses costs one call, not hundreds. Items never started have
+ * no result (the array is shorter).
  */
 export async function runBounded<T, R>(
   items: readonly T[],
@@ -15,8 +17,8 @@ export async function runBounded<T, R>(
   slowStart?: (result: R) => boolean,
 ): Promise<R[]> {
   const results: R[] = [];
+  let next = 0;
   if (slowStart === undefined) {
-    let next = 0;
     const worker = async (): Promise<void> => {
       while (next < items.length) {
         const i = next++;
@@ -26,14 +28,27 @@ export async function runBounded<T, R>(
     await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
     return results;
   }
-  let size = 1;
-  for (let start = 0; start < items.length;) {
-    const batch = items.slice(start, start + size);
-    const out = await runBounded(batch, limit, fn);
-    results.push(...out);
-    start += batch.length;
-    if (!out.every(slowStart)) break;
-    size = Math.min(size * 2, Math.max(limit, 1) * 4);
-  }
-  return results;
+  const cap = Math.max(limit, 1);
+  let window = 1;
+  let inFlight = 0;
+  let stopped = false;
+  let settled = 0;
+  return new Promise<R[]>((resolve, reject) => {
+    const pump = (): void => {
+      while (!stopped && next < items.length && inFlight < window) {
+        const i = next++;
+        inFlight++;
+        fn(items[i] as T).then((r) => {
+          results[i] = r;
+          inFlight--;
+          settled++;
+          if (slowStart(r)) window = Math.min(window + 1, cap);
+          else stopped = true;
+          pump();
+        }, reject);
+      }
+      if (inFlight === 0) resolve(results.slice(0, settled));
+    };
+    pump();
+  });
 }

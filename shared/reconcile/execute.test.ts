@@ -164,6 +164,73 @@ describe('execute: every outcome of the funnel', () => {
     expect(events(f)).toEqual([]);
   });
 
+  it('a new VM’s new Retain disk is created just before it, in the same task', async () => {
+    const withCache = (name: string): Action => ({
+      kind: 'createVm',
+      vm: newMember(p, name, 'h', [{ kind: 'VirtualDisk', name: `${name}-cache` }]),
+    });
+    const names = ['runners-aaaaa', 'runners-bbbbb'];
+    const { f, out } = await run([
+      ...names.map((n) => retainDisk(`${n}-cache`)),
+      ...names.map(withCache),
+      ...names.map(vmDisk),
+    ]);
+    expect(out).toEqual({ done: 6, retry: false, failed: [], foreign: [] });
+    const order = f.calls
+      .filter((c) => c.method !== 'recordEvent')
+      .map((c) => `${c.method} ${(c.args[1] as { metadata: { name: string } }).metadata.name}`);
+    // The slow start's window is 1 for the first VM: its three calls come before the second's.
+    expect(order).toEqual([
+      'createDisk runners-aaaaa-cache',
+      'createVm runners-aaaaa',
+      'createDisk runners-aaaaa-root',
+      'createDisk runners-bbbbb-cache',
+      'createVm runners-bbbbb',
+      'createDisk runners-bbbbb-root',
+    ]);
+  });
+
+  it('a refused Retain disk stops the VM that needs it, and the slow start', async () => {
+    const vmA: Action = {
+      kind: 'createVm',
+      vm: newMember(p, 'runners-aaaaa', 'h', [{ kind: 'VirtualDisk', name: 'c-a' }]),
+    };
+    const vmB: Action = {
+      kind: 'createVm',
+      vm: newMember(p, 'runners-bbbbb', 'h', [{ kind: 'VirtualDisk', name: 'c-b' }]),
+    };
+    const { f, out } = await run([retainDisk('c-a'), retainDisk('c-b'), vmA, vmB], {
+      createDisk: () => fail('invalid', 'denied by policy'),
+    });
+    expect(f.of('createVm')).toEqual([]);
+    expect(f.of('createDisk')).toHaveLength(1);
+    expect(out.failed.map((x) => x.message)).toEqual(['denied by policy']);
+    expect(out.retry).toBe(true);
+  });
+
+  it('beyond ten Events of one reason in a pass, the rest are combined into one', async () => {
+    const names = Array.from({ length: 25 }, (_, i) => `runners-${String(i).padStart(5, 'b')}`);
+    const { f, out } = await run(names.map(createVm));
+    expect(out.done).toBe(25);
+    const recorded = f.of('recordEvent').map((c) => c.args[1] as PoolEvent);
+    expect(recorded).toHaveLength(11);
+    expect(recorded.every((e) => e.reason === 'SuccessfulCreate')).toBe(true);
+    const last = recorded[10]?.note ?? '';
+    expect(last).toMatch(/^\(combined from 15 similar events\) Created VirtualMachine "/);
+    expect(last.length).toBeLessThanOrEqual(1024);
+    const named = names.filter((n) => recorded.some((e) => e.note.includes(`"${n}"`)));
+    expect(named).toHaveLength(25);
+  });
+
+  it('a combined Event note stays within the API server’s 1024 characters', async () => {
+    const names = Array.from({ length: 200 }, (_, i) => `runners-${String(i).padStart(5, 'b')}`);
+    const { f } = await run(names.map(createVm));
+    const notes = f.of('recordEvent').map((c) => (c.args[1] as PoolEvent).note);
+    expect(notes).toHaveLength(11);
+    expect(notes[10]).toMatch(/^\(combined from 190 similar events\) .* …$/);
+    expect(notes[10]?.length).toBeLessThanOrEqual(1024);
+  });
+
   it('a lost claim stops the pass before the VM that would use the disk', async () => {
     const claim: Action = {
       kind: 'claimDisk',

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { VirtualMachinePool } from '../api/index.js';
 import type { Action } from '../domain/index.js';
 import { eventFor, isGate, isMember, recordedTargets, withTargets } from '../domain/index.js';
-import type { Failure, Kube, Outcome } from '../kube/index.js';
+import type { Failure, Kube, Outcome, PoolEvent } from '../kube/index.js';
 import { runBounded } from './batch.js';
 
 /** What executing a pass's actions came to. */
@@ -24,6 +24,29 @@ export interface Execution {
 
 /** Concurrency for creates, updates and deletes. */
 export const PARALLEL = 16;
+
+/**
+ * Events of one type and reason a pass records one by one; the rest become one combined Event (as
+ * client-go's recorder combines similar events), so a scale-up by 1,000 writes 11 Events, not 1,000
+ * — each is a write the API server pays for as much as a create.
+ */
+export const EVENT_BURST = 10;
+
+/** The most a note may hold (events.k8s.io/v1 refuses longer ones). */
+const NOTE_LIMIT = 1024;
+
+/** One Event standing for `rest` (at least one), with as many of their notes as fit. */
+export function combined(first: PoolEvent, rest: readonly PoolEvent[]): PoolEvent {
+  let note = `(combined from ${rest.length} similar events)`;
+  for (const e of rest) {
+    if (note.length + 1 + e.note.length > NOTE_LIMIT - 2) {
+      note += ' …';
+      break;
+    }
+    note += ` ${e.note}`;
+  }
+  return { ...first, note };
+}
 
 type Step = 'done' | 'retry' | Failure | { readonly foreign: string };
 
@@ -48,19 +71,43 @@ export async function execute(
   for (const a of actions)
     if (a.kind === 'createDisk' && a.ownerVm !== undefined)
       owned.set(a.ownerVm, [...(owned.get(a.ownerVm) ?? []), a]);
-  const followed = new Set<Action>();
+  // A new VM's new Retain disks go just before it, in the same task: no VM waits for every disk of
+  // every other VM, and a refused disk stops only the VM that needs it.
+  const pending = new Map<string, Action>();
+  for (const a of actions)
+    if (a.kind === 'createDisk' && a.ownerVm === undefined)
+      pending.set(a.disk.metadata.name ?? '', a);
+  const before = new Map<string, Action[]>();
+  for (const a of actions) {
+    if (a.kind !== 'createVm') continue;
+    const needs = (a.vm.spec.blockDeviceRefs ?? []).flatMap((r) => {
+      const d = r.kind === 'VirtualDisk' ? pending.get(r.name) : undefined;
+      if (d !== undefined) pending.delete(r.name);
+      return d === undefined ? [] : [d];
+    });
+    if (needs.length > 0) before.set(a.vm.metadata.name ?? '', needs);
+  }
+  const followed = new Set<Action>([...before.values()].flat());
   const events: Promise<unknown>[] = [];
   const steps: Step[] = [];
-  const report = (a: Action, ok: boolean, error?: string): void => {
-    const ev = eventFor(a, ok, error);
+  const record = (ev: PoolEvent): void => {
     // Caught where it starts: an action that throws leaves execute before the Events are awaited,
     // and a rejection nobody handles would end the process.
-    if (ev !== undefined)
-      events.push(
-        kube.recordEvent(pool, ev).catch((err: unknown) => {
-          log.warn({ err, reason: ev.reason }, 'recording an Event failed');
-        }),
-      );
+    events.push(
+      kube.recordEvent(pool, ev).catch((err: unknown) => {
+        log.warn({ err, reason: ev.reason }, 'recording an Event failed');
+      }),
+    );
+  };
+  // Beyond EVENT_BURST Events of one type and reason in a pass, the rest are combined into one.
+  const seen = new Map<string, PoolEvent[]>();
+  const report = (a: Action, ok: boolean, error?: string): void => {
+    const ev = eventFor(a, ok, error);
+    if (ev === undefined) return;
+    const key = `${ev.type}/${ev.reason}`;
+    const same = seen.get(key) ?? [];
+    seen.set(key, [...same, ev]);
+    if (same.length < EVENT_BURST) record(ev);
   };
 
   const run = async (a: Action): Promise<Step> => {
@@ -91,6 +138,11 @@ export async function execute(
       }
       case 'createVm': {
         const name = a.vm.metadata.name ?? '';
+        for (const d of before.get(name) ?? []) {
+          const step = await run(d);
+          steps.push(step);
+          if (step !== 'done') return 'retry';
+        }
         const o = await kube.createVm(ns, a.vm);
         if (o.ok || o.reason !== 'alreadyExists') report(a, o.ok, o.ok ? '' : o.message);
         if (!o.ok) return o.reason === 'alreadyExists' ? taken(kube, pool, name) : settle(o);
@@ -134,6 +186,11 @@ export async function execute(
     // A claim lost to GC or another reconcile: creating the VM now would attach a disk it does not
     // hold. A promotion that failed: a standby refill now would outnumber standby.replicas.
     if (group.some(isGate) && out.some((s) => s !== 'done')) break;
+  }
+  for (const same of seen.values()) {
+    const rest = same.slice(EVENT_BURST);
+    const first = rest[0];
+    if (first !== undefined) record(combined(first, rest));
   }
   await Promise.all(events);
   const failed = steps.filter((s): s is Failure => typeof s === 'object' && 'ok' in s);

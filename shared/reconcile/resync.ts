@@ -2,6 +2,9 @@
  * Reconciling every pool in a scope with bounded concurrency (the resync tick, namespace fallbacks).
  * @module
  */
+import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
+import { keys } from '../api/index.js';
+import { holdBlocked, plan, sameStatus } from '../domain/index.js';
 import type { ReconcileDeps, ReconcileOutcome } from './converge.js';
 import { reconcilePool } from './converge.js';
 import { runBounded } from './batch.js';
@@ -23,7 +26,50 @@ export type PoolReconciler = (
   name: string,
 ) => Promise<ReconcileOutcome>;
 
-/** Reconciles the scope; a failure to list is itself a retry. */
+type Member = VirtualMachine | VirtualDisk;
+
+/** Objects by `<namespace>/<pool-uid label>`: what each pool's own labelled list would return. */
+function byPool<T extends Member>(objs: readonly T[]): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const o of objs) {
+    const uid = o.metadata.labels?.[keys.poolUid];
+    if (uid === undefined || uid === '') continue;
+    const key = `${o.metadata.namespace ?? ''}/${uid}`;
+    const group = out.get(key);
+    if (group === undefined) out.set(key, [o]);
+    else group.push(o);
+  }
+  return out;
+}
+
+/**
+ * What a reconcile of `pool` would do given these lists: undefined when it would neither act nor
+ * write (the pool is converged), else the reason to reconcile it for real.
+ */
+function settled(
+  deps: ReconcileDeps,
+  pool: VirtualMachinePool,
+  vms: readonly VirtualMachine[],
+  disks: readonly VirtualDisk[],
+): ReconcileOutcome | undefined {
+  const p = plan({ pool, vms, disks }, deps.now(), deps.rand);
+  if (p.actions.length > 0 || p.fenced) return undefined;
+  const status = holdBlocked(pool.status, p.status, false);
+  if (p.writeStatus && !sameStatus(pool.status, status)) return undefined;
+  return p.recheckAt === undefined
+    ? { kind: 'converged', passes: 1, actions: 0 }
+    : { kind: 'converged', passes: 1, actions: 0, recheckAt: p.recheckAt };
+}
+
+/**
+ * Reconciles the scope; a failure to list is itself a retry.
+ *
+ * A namespace or the whole cluster costs one list per resource type (pools, VMs, disks — paged), not
+ * three reads per pool: each pool is planned from the lists, and only a pool whose plan would act
+ * or write its status is reconciled under the fencing protocol (which reads it again, consistently,
+ * before any write). The lists are consistent reads taken before planning, so a pool they show
+ * converged was converged at that moment; a change after them brings its own event.
+ */
 export async function reconcileScope(
   deps: ReconcileDeps,
   scope: Scope,
@@ -33,13 +79,33 @@ export async function reconcileScope(
     const outcome = await reconcile(deps, scope.namespace, scope.name);
     return [{ pool: `${scope.namespace}/${scope.name}`, outcome }];
   }
-  const listed = await deps.kube.listPools(
-    scope.kind === 'namespace' ? scope.namespace : undefined,
-  );
+  const ns = scope.kind === 'namespace' ? scope.namespace : undefined;
+  const listed = await deps.kube.listPools(ns);
   if (!listed.ok) return [{ pool: '*', outcome: { kind: 'retry', reason: listed.message } }];
+  let vms: Map<string, VirtualMachine[]> | undefined;
+  let disks: Map<string, VirtualDisk[]> | undefined;
+  if (listed.value.length > 0) {
+    const [v, d] = await Promise.all([
+      deps.kube.listVms(ns, keys.poolUid),
+      deps.kube.listDisks(ns, keys.poolUid),
+    ]);
+    // Without the lists every pool is reconciled on its own reads, as before.
+    if (v.ok && d.ok) {
+      vms = byPool(v.value);
+      disks = byPool(d.value);
+    }
+  }
   return runBounded(listed.value, RESYNC_PARALLEL, async (p) => {
-    const ns = p.metadata.namespace ?? '';
+    const namespace = p.metadata.namespace ?? '';
     const name = p.metadata.name ?? '';
-    return { pool: `${ns}/${name}`, outcome: await reconcile(deps, ns, name) };
+    const key = `${namespace}/${p.metadata.uid ?? ''}`;
+    const quiet =
+      vms === undefined || disks === undefined
+        ? undefined
+        : settled(deps, p, vms.get(key) ?? [], disks.get(key) ?? []);
+    return {
+      pool: `${namespace}/${name}`,
+      outcome: quiet ?? (await reconcile(deps, namespace, name)),
+    };
   });
 }

@@ -4,10 +4,18 @@
  * @module
  */
 import type { Hono } from 'hono';
-import type { FunctionMetrics, Health, Logger, NodeEnv, ServedApp } from '../http/index.js';
-import { createFunctionMetrics, createHealth, createLogger, serveApp } from '../http/index.js';
-import type { Kube } from '../kube/index.js';
-import { createKube, loadKubeConfig } from '../kube/index.js';
+import type { NodeEnv } from '../http/app.js';
+import { createHealth } from '../http/health.js';
+import type { Health } from '../http/health.js';
+import { createLogger } from '../http/log.js';
+import type { Logger } from '../http/log.js';
+import { createFunctionMetrics } from '../http/metrics.js';
+import type { FunctionMetrics } from '../http/metrics.js';
+import type { ServedApp } from '../http/serve.js';
+import { createKube } from '../kube/client.js';
+import { loadCredentials } from '../kube/credentials.js';
+import type { Kube } from '../kube/types.js';
+import type { Credentials } from '../kube/transport.js';
 
 /** What a function's app factory receives. */
 export interface FunctionDeps {
@@ -30,16 +38,24 @@ export interface RuntimeEnv {
 
 /**
  * Starts a function: PORT (default 8080), HTTPS when TLS_CERT_FILE and TLS_KEY_FILE are set,
- * KUBECONFIG or in-cluster credentials. Returns the served app (SIGTERM drains it).
+ * KUBECONFIG or in-cluster credentials. Resolves with the served app (SIGTERM drains it); without
+ * usable credentials the process exits with 1.
  */
-export function runFunction(
+export async function runFunction(
   name: string,
   build: (deps: FunctionDeps) => Hono<NodeEnv>,
   env: RuntimeEnv = process.env,
-): ServedApp {
+): Promise<ServedApp> {
   const log = createLogger(name);
+  let credentials: Credentials;
+  try {
+    credentials = await loadCredentials();
+  } catch (err) {
+    log.fatal({ err }, 'no usable credentials for the API server');
+    process.exit(1);
+  }
   const metrics = createFunctionMetrics();
-  const kube = createKube(loadKubeConfig(), {
+  const kube = createKube(credentials, {
     onRequest: (verb, outcome, seconds) => {
       metrics.onApiRequest(verb, outcome, seconds);
     },
@@ -55,6 +71,9 @@ export function runFunction(
         }
       : undefined;
   const port = Number(env.PORT ?? 8080);
+  // Loaded here, not at module load: the HTTP server stack (and the web Request/Response globals it
+  // captures) cannot be part of a V8 startup snapshot, which holds everything before this point.
+  const { serveApp } = await import('../http/serve.js');
   const served = serveApp(app, { port, log, health, ...(tls ? { tls } : {}) });
   void served.listening.then((a) => {
     log.info({ port: a.port, https: tls !== undefined }, `${name} listening`);

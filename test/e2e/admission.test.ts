@@ -14,7 +14,8 @@ import { cluster, create, dropNamespace, newNamespace, read } from './harness.js
 import { runnersPool } from '../../local/guide.js';
 import { toYaml } from '../../local/controlplane/kubectl.js';
 import { WEBHOOK_TIMEOUT_MS } from '../../shared/reconcile/index.js';
-import { createKube, kubeConfigFor } from '../../shared/kube/index.js';
+import { createKube } from '../../shared/kube/index.js';
+import { kubeConfigFor } from '../../shared/kube/config.js';
 
 let ns = '';
 let facing: ApiserverFacing;

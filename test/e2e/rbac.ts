@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { REPO_ROOT } from '../../local/controlplane/binaries.js';
 import { runKubectl, toYaml } from '../../local/controlplane/kubectl.js';
-import { kubeConfigFor } from '../../shared/kube/index.js';
+import { kubeConfigFor } from '../../shared/kube/config.js';
 
 /** Namespace of the functions' ServiceAccounts in knative/base. */
 export const SYSTEM_NAMESPACE = 'vmpool-system';

@@ -197,4 +197,35 @@ describe('function bundles', () => {
     },
     30_000,
   );
+
+  it('reconcile-pool starts from its V8 startup snapshot, answers, drains on SIGTERM, and says what to run for a kubeconfig it leaves to client-node', async () => {
+    const { RUNTIME_FLAGS, buildSnapshot } = await import('../../scripts/snapshot.js');
+    const { blob } = await buildSnapshot(join(dir, 'dist'));
+    const start = (kubeconfig: string) => {
+      const child = spawn(process.execPath, [...RUNTIME_FLAGS, '--snapshot-blob', blob], {
+        cwd: dir,
+        env: { PATH: process.env.PATH, PORT: '0', KUBECONFIG: kubeconfig, LOG_LEVEL: 'info' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      children.push(child);
+      return child;
+    };
+    const child = start(join(dir, 'kubeconfig'));
+    const port = await listeningPort(child, 'reconcile-pool');
+    expect(await get(`http://127.0.0.1:${port}/health/liveness`, tls!.ca)).toBe(200);
+    // A malformed event gets its 400 from code that ran when the snapshot was built.
+    const res = await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: '{}' });
+    expect(res.status).toBe(400);
+    const exited = new Promise<number | null>((ok) => child.once('exit', ok));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+
+    // Two kubeconfig files need client-node's merge, which the snapshot leaves out.
+    const exotic = start(`${join(dir, 'kubeconfig')}:${join(dir, 'kubeconfig')}`);
+    let out = '';
+    exotic.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    const code = await new Promise<number | null>((ok) => exotic.once('exit', ok));
+    expect(code).toBe(1);
+    expect(out).toContain('run dist/reconcile-pool.mjs instead');
+  }, 60_000);
 });

@@ -22,7 +22,8 @@ import {
   templateHash,
 } from '../../shared/domain/index.js';
 import type { Kube } from '../../shared/kube/index.js';
-import { createKube, kubeConfigFor } from '../../shared/kube/index.js';
+import { createKube } from '../../shared/kube/index.js';
+import { kubeConfigFor } from '../../shared/kube/config.js';
 import { NOW, at, HOUR } from '../unit/builders.js';
 
 /** The API server nock stands in for. */
