@@ -39,6 +39,9 @@ export default defineConfig({
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           globalSetup: ['test/e2e/global-setup.ts'],
+          // After the unit and function projects, not beside them: on a 2-core machine their CPU
+          // stretched e2e deadlines (a webhook answer due at 6 s came after kube-apiserver's 10 s).
+          sequence: { groupOrder: 1 },
           testTimeout: 120_000,
           hookTimeout: 300_000,
           fileParallelism: false,
