@@ -25,7 +25,7 @@ export type GcOutcome =
 /**
  * Disks are listed first: a disk claimed or stamped after that list changes its resourceVersion, so
  * the preconditioned delete of the old one fails; bindings and references made before it are seen
- * by the pool and VM lists that follow.
+ * by the pool and VM lists that follow (those two in parallel: neither needs the other).
  */
 export async function collectDisks(kube: Kube, now: Date, log: Logger): Promise<GcOutcome> {
   const selector = keys.poolUid;
@@ -38,9 +38,8 @@ export async function collectDisks(kube: Kube, now: Date, log: Logger): Promise<
     f.reason === 'forbidden' ? refused(f) : { kind: 'retry', reason: f.message };
   const disks = await kube.listDisks(undefined, selector);
   if (!disks.ok) return failed(disks);
-  const pools = await kube.listPools();
+  const [pools, vms] = await Promise.all([kube.listPools(), kube.listVms(undefined, selector)]);
   if (!pools.ok) return failed(pools);
-  const vms = await kube.listVms(undefined, selector);
   if (!vms.ok) return failed(vms);
   const gc = planGc(pools.value, vms.value, disks.value, now);
   let denied: Failure | undefined;

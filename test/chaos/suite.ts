@@ -173,6 +173,7 @@ export function chaosSuite(sizes: ChaosSizes): void {
             ['scaledownwith calls until 201', r.scaledownwithCalls],
             ['observer watches resumed', r.observerResumes],
             ['violations', r.violations.length],
+            ...r.violations.map((v, i): [string, string] => [`violation ${String(i + 1)}`, v]),
           ]),
         );
       console.log(table('process restarts', [['time', secondsSince(t0)]]));
