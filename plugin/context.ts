@@ -7,6 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import type { Kube, Manifests, Outcome } from '../shared/kube/index.js';
 import { createKube, createManifests } from '../shared/kube/index.js';
+import { statusReason } from '../shared/http/status.js';
 
 /** kubectl's global flags the plugin honours. */
 export interface GlobalFlags {
@@ -57,23 +58,11 @@ export function contextOf(flags: GlobalFlags, out: (line: string) => void): Ctx 
 /** The value, or the API server's refusal in its own words (`Error from server (NotFound): …`). */
 export function must<T>(o: Outcome<T>): T {
   if (o.ok) return o.value;
-  const reason = REASONS[o.code] ?? o.reason;
+  const reason = statusReason(o.code) ?? o.reason;
   throw new CliError(
     o.code === 0 ? `error: ${o.message}` : `Error from server (${reason}): ${o.message}`,
   );
 }
-
-const REASONS: Readonly<Record<number, string>> = {
-  400: 'BadRequest',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'NotFound',
-  409: 'Conflict',
-  422: 'Invalid',
-  429: 'TooManyRequests',
-  500: 'InternalError',
-  503: 'ServiceUnavailable',
-};
 
 /** Prints an object as -o json or -o yaml asked; false when a table is wanted instead. */
 export function printObject(ctx: Ctx, obj: unknown): boolean {

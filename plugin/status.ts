@@ -23,8 +23,7 @@ export interface PoolEvent {
  * Members by flag, as the table below shows them (status.protectedReplicas counts only the surplus
  * a scale-down keeps because of protection, which reads as "0 protected" beside a protected member).
  */
-function fleetLine(pool: VirtualMachinePool, vms: readonly VirtualMachine[], held: string): string {
-  const members = membersOf(pool, vms);
+function fleetLine(members: readonly VirtualMachine[], held: string): string {
   const n = (has: (m: VirtualMachine) => boolean): string => String(members.filter(has).length);
   const ann = (m: VirtualMachine): Record<string, string> => m.metadata.annotations ?? {};
   const protectedN = n((m) => ann(m)[keys.protected] === 'true');
@@ -44,10 +43,13 @@ export function statusLines(
   const s = pool.status ?? {};
   const extra = s as Record<string, unknown>;
   const count = (k: string): string => String(Number(extra[k] ?? 0));
+  const members = membersOf(pool, vms).toSorted((a, b) =>
+    (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''),
+  );
   const lines = [
     `VirtualMachinePool ${pool.metadata.namespace ?? ''}/${pool.metadata.name ?? ''} (${pool.spec.scaleDownPolicy})`,
     `Replicas:  ${String(pool.spec.replicas ?? 0)} desired, ${String(s.replicas ?? 0)} current, ${String(s.readyReplicas ?? 0)} ready, ${String(s.updatedReplicas ?? 0)} updated, ${String(s.restartPendingReplicas ?? 0)} restart pending`,
-    fleetLine(pool, vms, count('protectedReplicas')),
+    fleetLine(members, count('protectedReplicas')),
     'Conditions:',
     ...(s.conditions ?? []).map(
       (c) =>
@@ -56,9 +58,6 @@ export function statusLines(
     '',
   ];
   const hash = s.desiredTemplateHash;
-  const members = membersOf(pool, vms).toSorted((a, b) =>
-    (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''),
-  );
   const rows = members.map((m) => {
     const a = m.metadata.annotations ?? {};
     const flags = [

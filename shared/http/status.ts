@@ -46,6 +46,11 @@ const REASONS: Readonly<Record<number, string>> = {
   503: 'ServiceUnavailable',
 };
 
+/** The metav1.Status reason of an HTTP status code (`NotFound` for 404), as kubectl names it. */
+export function statusReason(code: number): string | undefined {
+  return REASONS[code];
+}
+
 function details(name: string, causes?: readonly StatusCause[]): Status['details'] {
   return { name, group: GROUP, kind: KIND, ...(causes === undefined ? {} : { causes }) };
 }

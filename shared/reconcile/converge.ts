@@ -4,7 +4,8 @@
  * @module
  */
 import type { Logger } from 'pino';
-import type { Rand } from '../domain/index.js';
+import type { PoolStatus, VirtualMachinePool } from '../api/index.js';
+import type { Plan, Rand } from '../domain/index.js';
 import { holdBlocked, plan, sameStatus, selectorOf } from '../domain/index.js';
 import type { Failure, Kube } from '../kube/index.js';
 import { failClosedUnlessPersisted, reportRefused } from './blocked.js';
@@ -37,6 +38,22 @@ export type ReconcileOutcome =
   | { readonly kind: 'retry'; readonly reason: string }
   /** The API server refuses what the pool asks for (for example an invalid template). */
   | { readonly kind: 'failed'; readonly failures: Failure[] };
+
+/**
+ * The status a plan has vmpool write, or undefined when none is due: the fence before actions, or
+ * a status that differs from the stored one (a held Blocked condition kept while nothing acts).
+ */
+export function statusToWrite(pool: VirtualMachinePool, p: Plan): PoolStatus | undefined {
+  const status = holdBlocked(pool.status, p.status, p.actions.length > 0);
+  return p.fenced || (p.writeStatus && !sameStatus(pool.status, status)) ? status : undefined;
+}
+
+/** A converged outcome, with the plan's recheck time when it has one. */
+export function converged(passes: number, actions: number, recheckAt?: Date): ReconcileOutcome {
+  return recheckAt === undefined
+    ? { kind: 'converged', passes, actions }
+    : { kind: 'converged', passes, actions, recheckAt };
+}
 
 const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -77,8 +94,8 @@ export async function reconcilePool(
     }
     const p = plan({ pool, vms: vms.value, disks: disks.value, foreign }, deps.now(), deps.rand);
     for (const w of p.warnings) log.warn({ pool: `${namespace}/${name}` }, w);
-    const status = holdBlocked(pool.status, p.status, p.actions.length > 0);
-    if (p.fenced || (p.writeStatus && !sameStatus(pool.status, status))) {
+    const status = statusToWrite(pool, p);
+    if (status !== undefined) {
       const wrote = await kube.updatePoolStatus({ ...pool, status });
       if (!wrote.ok) {
         if (wrote.reason === 'notFound') return { kind: 'gone' };
@@ -94,10 +111,7 @@ export async function reconcilePool(
       if (closed !== undefined) return closed;
       await Promise.all(p.events.map((e) => kube.recordEvent(pool, e)));
     }
-    if (p.actions.length === 0)
-      return p.recheckAt === undefined
-        ? { kind: 'converged', passes: pass, actions }
-        : { kind: 'converged', passes: pass, actions, recheckAt: p.recheckAt };
+    if (p.actions.length === 0) return converged(pass, actions, p.recheckAt);
     const ex = await execute(kube, pool, p.actions, log);
     actions += ex.done;
     for (const n of ex.foreign) foreign.add(n);

@@ -106,8 +106,9 @@ export async function execute(
     if (ev === undefined) return;
     const key = `${ev.type}/${ev.reason}`;
     const same = seen.get(key) ?? [];
-    seen.set(key, [...same, ev]);
-    if (same.length < EVENT_BURST) record(ev);
+    if (same.length === 0) seen.set(key, same);
+    same.push(ev);
+    if (same.length <= EVENT_BURST) record(ev);
   };
 
   const run = async (a: Action): Promise<Step> => {

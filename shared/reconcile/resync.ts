@@ -4,9 +4,9 @@
  */
 import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import { keys } from '../api/index.js';
-import { holdBlocked, plan, sameStatus } from '../domain/index.js';
+import { plan } from '../domain/index.js';
 import type { ReconcileDeps, ReconcileOutcome } from './converge.js';
-import { reconcilePool } from './converge.js';
+import { converged, reconcilePool, statusToWrite } from './converge.js';
 import { runBounded } from './batch.js';
 import type { Scope } from './scope.js';
 
@@ -53,12 +53,8 @@ function settled(
   disks: readonly VirtualDisk[],
 ): ReconcileOutcome | undefined {
   const p = plan({ pool, vms, disks }, deps.now(), deps.rand);
-  if (p.actions.length > 0 || p.fenced) return undefined;
-  const status = holdBlocked(pool.status, p.status, false);
-  if (p.writeStatus && !sameStatus(pool.status, status)) return undefined;
-  return p.recheckAt === undefined
-    ? { kind: 'converged', passes: 1, actions: 0 }
-    : { kind: 'converged', passes: 1, actions: 0, recheckAt: p.recheckAt };
+  if (p.actions.length > 0 || statusToWrite(pool, p) !== undefined) return undefined;
+  return converged(1, 0, p.recheckAt);
 }
 
 /**
