@@ -221,6 +221,30 @@ describe('planGc', () => {
     ]);
   });
 
+  it("never collects a disk outside its pool's namespace (an ownerReference cannot cross one)", () => {
+    const d = disk(ttl30, 'runners-cache-bbbbbb', { freeSince: at(-HOUR) });
+    const elsewhere = { ...d, metadata: { ...d.metadata, namespace: 'other' } };
+    expect(planGc([ttl30], [], [elsewhere], NOW).collect).toEqual([]);
+    expect(names(planGc([ttl30], [], [d], NOW))).toEqual(['runners-cache-bbbbbb']);
+  });
+
+  it("counts only a pool's own members as users of its disks, among many pools", () => {
+    const other = poolWith(
+      { onScaleDown: 'Retain', keep: 0, ttl: '30m' },
+      { name: 'other', uid: 'other-uid' },
+    );
+    const d = disk(ttl30, 'runners-cache-bbbbbb', { freeSince: at(-HOUR) });
+    // A member of another pool naming the disk does not keep it: it is not this pool's member.
+    const stranger = vm(other, 'other-aaaaa', {
+      refs: [{ kind: 'VirtualDisk', name: 'runners-cache-bbbbbb' }],
+    });
+    const mine = vm(ttl30, 'runners-aaaaa', {
+      refs: [{ kind: 'VirtualDisk', name: 'runners-cache-bbbbbb' }],
+    });
+    expect(names(planGc([ttl30, other], [stranger], [d], NOW))).toEqual(['runners-cache-bbbbbb']);
+    expect(planGc([ttl30, other], [stranger, mine], [d], NOW).collect).toEqual([]);
+  });
+
   it('usedDisks: live members refs plus intent bindings, not Terminating members nor strangers', () => {
     const p: VirtualMachinePool = {
       ...ttl30,

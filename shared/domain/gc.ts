@@ -7,7 +7,7 @@ import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/ind
 import { keys } from '../api/index.js';
 import { diskRefs, freedAt, policyOf, poolOwned, reusable } from './disks.js';
 import { parseDuration } from './duration.js';
-import { isTerminating, membersOf, nameOf } from './membership.js';
+import { byPool, isTerminating, membersOf, nameOf, poolKey } from './membership.js';
 
 /** A disk to delete, with the preconditions that make the delete safe. */
 export interface Collect {
@@ -39,17 +39,13 @@ export function planGc(
 ): GcPlan {
   const collect: Collect[] = [];
   let nextWakeMs: number | undefined;
-  const byUid = new Map(pools.map((p) => [p.metadata.uid ?? '', p]));
-  const disksByPool = new Map<string, VirtualDisk[]>();
-  for (const d of disks) {
-    const uid = d.metadata.labels?.[keys.poolUid];
-    if (uid === undefined) continue;
-    disksByPool.set(uid, [...(disksByPool.get(uid) ?? []), d]);
-  }
-  for (const [uid, poolDisks] of disksByPool) {
-    const pool = byUid.get(uid);
-    if (pool === undefined || pool.metadata.deletionTimestamp !== undefined) continue;
-    const used = usedDisks(pool, vms);
+  // Grouped once: a pool's disks and VMs are then found without scanning the cluster's per pool.
+  const disksByPool = byPool(disks);
+  const vmsByPool = byPool(vms);
+  for (const pool of pools) {
+    const poolDisks = disksByPool.get(poolKey(pool));
+    if (poolDisks === undefined || pool.metadata.deletionTimestamp !== undefined) continue;
+    const used = usedDisks(pool, vmsByPool.get(poolKey(pool)) ?? []);
     for (const t of pool.spec.virtualDiskTemplates) {
       if (policyOf(t) !== 'Retain' || t.reclaim?.ttl === undefined) continue;
       const ttl = parseDuration(t.reclaim.ttl);

@@ -31,6 +31,30 @@ export function isMember(pool: VirtualMachinePool, vm: VirtualMachine): boolean 
   return vm.metadata.labels?.[keys.poolUid] === uid && ownedBy(vm, uid);
 }
 
+/** The key {@link byPool} files a pool's VMs and disks under: its namespace and uid. */
+export function poolKey(pool: VirtualMachinePool): string {
+  return `${pool.metadata.namespace ?? ''}/${pool.metadata.uid ?? ''}`;
+}
+
+/**
+ * VMs or disks by `<namespace>/<pool-uid label>` ({@link poolKey}): what each pool's own labelled
+ * list would return, from one list of many pools. Unlabelled objects are left out.
+ */
+export function byPool<T extends VirtualMachine | VirtualDisk>(
+  objs: readonly T[],
+): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const o of objs) {
+    const uid = o.metadata.labels?.[keys.poolUid];
+    if (uid === undefined || uid === '') continue;
+    const key = `${o.metadata.namespace ?? ''}/${uid}`;
+    const group = out.get(key);
+    if (group === undefined) out.set(key, [o]);
+    else group.push(o);
+  }
+  return out;
+}
+
 /** The pool's members among `vms` (Terminating and Stopped ones included). */
 export function membersOf(
   pool: VirtualMachinePool,

@@ -4,7 +4,7 @@
  */
 import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import { keys } from '../api/index.js';
-import { plan } from '../domain/index.js';
+import { byPool, plan, poolKey } from '../domain/index.js';
 import type { ReconcileDeps, ReconcileOutcome } from './converge.js';
 import { converged, reconcilePool, statusToWrite } from './converge.js';
 import { runBounded } from './batch.js';
@@ -25,22 +25,6 @@ export type PoolReconciler = (
   namespace: string,
   name: string,
 ) => Promise<ReconcileOutcome>;
-
-type Member = VirtualMachine | VirtualDisk;
-
-/** Objects by `<namespace>/<pool-uid label>`: what each pool's own labelled list would return. */
-function byPool<T extends Member>(objs: readonly T[]): Map<string, T[]> {
-  const out = new Map<string, T[]>();
-  for (const o of objs) {
-    const uid = o.metadata.labels?.[keys.poolUid];
-    if (uid === undefined || uid === '') continue;
-    const key = `${o.metadata.namespace ?? ''}/${uid}`;
-    const group = out.get(key);
-    if (group === undefined) out.set(key, [o]);
-    else group.push(o);
-  }
-  return out;
-}
 
 /**
  * What a reconcile of `pool` would do given these lists: undefined when it would neither act nor
@@ -94,7 +78,7 @@ export async function reconcileScope(
   return runBounded(listed.value, RESYNC_PARALLEL, async (p) => {
     const namespace = p.metadata.namespace ?? '';
     const name = p.metadata.name ?? '';
-    const key = `${namespace}/${p.metadata.uid ?? ''}`;
+    const key = poolKey(p);
     const quiet =
       vms === undefined || disks === undefined
         ? undefined
