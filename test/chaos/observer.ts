@@ -322,7 +322,13 @@ export class Observer {
       );
   }
 
-  private onDisk(type: string, o: Seen): void {
+  /**
+   * `listedAt`: the deletion was found by a relist at that revision, so it happened somewhere after
+   * the disk's last version seen and no later than the list. L3 then takes the list's revision, the
+   * latest the deletion can be: a member live there did outlive the disk. (A VM found gone keeps its
+   * last version's revision, the earliest its deletion can be: both bounds only ever drop a doubt.)
+   */
+  private onDisk(type: string, o: Seen, listedAt?: number): void {
     if (
       (type === 'DELETED' || o.metadata.deletionTimestamp !== undefined) &&
       !this.deletedUids.has(o.metadata.uid)
@@ -332,7 +338,7 @@ export class Observer {
         name: o.metadata.name,
         uid: o.metadata.uid,
         pool: poolOf(o),
-        rv: rvOf(o),
+        rv: listedAt ?? rvOf(o),
         annotations: o.metadata.annotations ?? {},
         labels: o.metadata.labels ?? {},
         seen: Date.now(),
@@ -341,12 +347,18 @@ export class Observer {
   }
 
   /** One watch event (or a change a relist found), recorded and checked. */
-  private seen(plural: string, into: Map<string, Seen>, type: string, o: Seen): void {
+  private seen(
+    plural: string,
+    into: Map<string, Seen>,
+    type: string,
+    o: Seen,
+    listedAt?: number,
+  ): void {
     this.events++;
     if (type === 'DELETED') into.delete(o.metadata.name);
     else into.set(o.metadata.name, o);
     if (plural === 'virtualmachines') this.onVm(type, o);
-    else this.onDisk(type, o);
+    else this.onDisk(type, o, listedAt);
   }
 
   private async watch(plural: string, into: Map<string, Seen>, from?: string): Promise<void> {
@@ -382,7 +394,8 @@ export class Observer {
         })) as { items: Seen[]; metadata: { resourceVersion: string } };
         const listed = new Map(l.items.map((i) => [i.metadata.name, i]));
         for (const [name, o] of [...into])
-          if (!listed.has(name)) this.seen(plural, into, 'DELETED', o);
+          if (!listed.has(name))
+            this.seen(plural, into, 'DELETED', o, Number(l.metadata.resourceVersion));
         for (const [name, o] of listed) {
           const had = into.get(name);
           if (had === undefined) this.seen(plural, into, 'ADDED', o);
