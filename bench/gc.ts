@@ -11,7 +11,7 @@ import { createKube } from '../shared/kube/index.js';
 import type { Kube } from '../shared/kube/index.js';
 import { collectDisks, runBounded } from '../shared/reconcile/index.js';
 import type { BenchPlane } from './plane.js';
-import { benchPool, clients } from './objects.js';
+import { benchPool, clients, cpuReading, cpuSince } from './objects.js';
 import { silentLog } from './stack.js';
 
 /** One GC pass. */
@@ -22,6 +22,8 @@ export interface GcPass {
   readonly requests: Record<string, number>;
   /** CPU this process spent in the pass (parsing, planning): the rest of its time is waiting. */
   readonly cpuMs: number;
+  /** CPU the kube-apiserver and etcd spent meanwhile (serving the lists, taking the writes). */
+  readonly serverCpuMs: { readonly apiserver: number; readonly etcd: number };
   /** List pages three lists of what the cluster held need at 500 per page (disks, pools, VMs). */
   readonly expectedLists: number;
 }
@@ -103,11 +105,17 @@ export async function gcTick(
         return r;
       },
     };
+    const servers = {
+      apiserver: [plane.cp.pids['kube-apiserver'] ?? 0],
+      etcd: [plane.cp.pids.etcd ?? 0],
+    };
+    const server0 = cpuReading(servers);
     const s = performance.now();
     const cpu0 = process.cpuUsage();
     const out = await collectDisks(kube, at, silentLog('gc'));
     const cpu = process.cpuUsage(cpu0);
     const ms = performance.now() - s;
+    const server = cpuSince(server0, cpuReading(servers));
     if (out.kind !== 'done') throw new Error(`GC pass: ${out.reason}`);
     const requests = Object.fromEntries(
       Object.entries(kube.counts()).filter(([k]) => !k.includes(':')),
@@ -119,6 +127,7 @@ export async function gcTick(
       deleted: out.deleted.length,
       requests,
       cpuMs: (cpu.user + cpu.system) / 1000,
+      serverCpuMs: { apiserver: server.apiserver ?? 0, etcd: server.etcd ?? 0 },
       expectedLists: pages(sizes.disks) + pages(sizes.pools) + pages(sizes.vms),
     };
   };

@@ -4,7 +4,8 @@
  * world (the user guide's `runners` pool: two disks per member, one Delete, one Retain), so every
  * figure is what a reconcile of an idle pool of that size spends deciding it has nothing to do.
  *
- * `npx tsx bench/plan.ts [sizes…]` prints the table (default 10 100 1000 10000).
+ * `npx tsx bench/plan.ts [sizes…]` prints the table (default 10 100 1000 10000); with `--profile`, where
+ * the time goes at each size (default 1000 10000), from a CPU profile.
  * @module
  */
 import { performance } from 'node:perf_hooks';
@@ -14,6 +15,7 @@ import { NOW, pool } from '../test/unit/builders.js';
 import { converge, observedOf } from '../test/unit/world.js';
 import type { World } from '../test/unit/world.js';
 import { seededRandom } from '../local/simulator/rng.js';
+import { profileSelfTime } from './profile.js';
 
 /** One size measured. */
 export interface PlanRow {
@@ -117,7 +119,47 @@ export function planTable(rows: readonly PlanRow[]): string {
   return [line(head), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
 }
 
+/**
+ * Where `plan()`'s time goes by size: the functions with the most self time at the largest size,
+ * in ms per call at each size and per member relative to the smallest size (1.00× is linear).
+ */
+export async function planProfile(sizes: readonly number[], top = 12): Promise<string> {
+  const profiles: Array<Map<string, number>> = [];
+  for (const members of sizes) {
+    const obs = observedOf(convergedPool(members));
+    const rand = seededRandom(1);
+    for (let i = 0; i < 3; i++) plan(obs, NOW, rand);
+    // About two seconds of work per size.
+    const runs = Math.max(10, Math.round(2_000_000 / (members * 5)));
+    const self = await profileSelfTime(() => plan(obs, NOW, rand), runs);
+    profiles.push(new Map(self.map((s) => [s.fn, s.ms])));
+  }
+  const first = profiles[0] ?? new Map<string, number>();
+  const last = profiles.at(-1) ?? new Map<string, number>();
+  const [small = 1, large = 1] = [sizes[0], sizes.at(-1)];
+  const head = [
+    'function',
+    ...sizes.map((n) => `ms at ${n.toLocaleString('en-US')}`),
+    'per member',
+  ];
+  const rows = [...last.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(([fn, ms]) => {
+      const base = first.get(fn);
+      const growth =
+        base === undefined || base === 0 ? '' : `${(ms / large / (base / small) || 0).toFixed(2)}×`;
+      return [fn, ...profiles.map((p) => (p.get(fn) ?? 0).toFixed(3)), growth];
+    });
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (c: readonly string[]): string =>
+    c.map((x, i) => (i === 0 ? x.padEnd(widths[i] ?? 0) : x.padStart(widths[i] ?? 0))).join('  ');
+  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const sizes = process.argv.slice(2).map(Number).filter(Number.isFinite);
-  console.log(planTable(planBench(sizes.length > 0 ? { sizes } : {})));
+  if (process.argv.includes('--profile'))
+    console.log(await planProfile(sizes.length > 0 ? sizes : [1_000, 10_000]));
+  else console.log(planTable(planBench(sizes.length > 0 ? { sizes } : {})));
 }
