@@ -101,6 +101,37 @@ export function planBench(options: PlanBenchOptions = {}): PlanRow[] {
   });
 }
 
+/** plan() of a scale-down to zero: every member ranked and recorded to leave. */
+export interface ScaleDownRow {
+  readonly members: number;
+  /** Median wall time of one `plan()` call, ms. */
+  readonly medianMs: number;
+  /** Deletes the plan carries (one per member). */
+  readonly deletes: number;
+  readonly runs: number;
+}
+
+/**
+ * Times `plan()` on a converged pool of `members` whose `spec.replicas` was set to 0: the victim
+ * ranking over every member, which a rescan per pick made quadratic.
+ */
+export function scaleDownBench(members = 1_000, budgetMs = 1_000): ScaleDownRow {
+  const w = convergedPool(members);
+  const obs = observedOf({ ...w, pool: { ...w.pool, spec: { ...w.pool.spec, replicas: 0 } } });
+  const rand = seededRandom(1);
+  const wall: number[] = [];
+  let deletes = 0;
+  for (let i = 0; i < 3; i++) plan(obs, NOW, rand);
+  const until = performance.now() + budgetMs;
+  while (wall.length < 7 || performance.now() < until) {
+    const t0 = performance.now();
+    const p = plan(obs, NOW, rand);
+    wall.push(performance.now() - t0);
+    deletes = p.actions.filter((a) => a.kind === 'deleteVm').length;
+  }
+  return { members, medianMs: median(wall), deletes, runs: wall.length };
+}
+
 /** The rows as an aligned table, with each size's ms per member relative to the first size's. */
 export function planTable(rows: readonly PlanRow[]): string {
   const base = rows[0]?.msPerMember ?? NaN;

@@ -24,8 +24,8 @@ import { REPLACE_NS, REPLACE_REPLICAS, replacement } from './replace.js';
 import type { Breakdown, ReplaceResult } from './replace.js';
 import type { BarGroup, Row } from './report.js';
 import { figure, markdown, table } from './report.js';
-import { planBench, planProfile } from './plan.js';
-import type { PlanRow } from './plan.js';
+import { planBench, planProfile, scaleDownBench } from './plan.js';
+import type { PlanRow, ScaleDownRow } from './plan.js';
 import { resyncTick } from './resync.js';
 import type { ResyncResult } from './resync.js';
 import { scaleNamespaces, scaleUp } from './scaleup.js';
@@ -366,7 +366,7 @@ async function standbyOnly(plane: BenchPlane): Promise<void> {
   }
 }
 
-function planRows(rows: readonly PlanRow[]): Row[] {
+function planRows(rows: readonly PlanRow[], down: ScaleDownRow | undefined): Row[] {
   const base = rows[0]?.msPerMember ?? NaN;
   const at1000 = rows.find((r) => r.members === 1000);
   const last = rows.at(-1);
@@ -385,6 +385,14 @@ function planRows(rows: readonly PlanRow[]): Row[] {
       goal: 'linear (not growing with size)',
       pass: last.msPerMember / base <= 2,
     });
+  const converged = rows.find((r) => r.members === down?.members);
+  if (down !== undefined)
+    out.push({
+      bench: '',
+      figure: `scale-down ${down.members.toLocaleString('en-US')} → 0 (every member ranked; ${down.deletes} deletes)`,
+      value: `${down.medianMs.toFixed(3)} ms${converged === undefined ? '' : `, ${(down.medianMs / converged.medianMs).toFixed(1)}× the converged plan`}`,
+      goal: 'context: no quadratic ranking',
+    });
   return out;
 }
 
@@ -392,6 +400,7 @@ async function main(): Promise<void> {
   const started = Date.now();
   // Before the plane: plan() is CPU-bound and pure, nothing else should compete with it.
   const plan = skip.has('plan') ? [] : planBench();
+  const scaleDown = skip.has('plan') ? undefined : scaleDownBench();
   // Where plan()'s time goes as pools grow: the answer to its linearity row.
   const planProfiled = skip.has('plan') ? '' : await planProfile([1_000, 10_000]);
   if (planProfiled !== '') log(`plan() profile, self time by function:\n${planProfiled}`);
@@ -473,7 +482,7 @@ async function main(): Promise<void> {
     const rows: Row[] = [
       ...summaries.flatMap(scaleRows),
       ...costRows(cost, actions),
-      ...planRows(plan),
+      ...planRows(plan, scaleDown),
       ...(resync === undefined ? [] : resyncRows(resync)),
       ...(gc === undefined ? [] : gcRows(gc)),
       ...(lat === undefined || latency === undefined
@@ -509,6 +518,7 @@ async function main(): Promise<void> {
       apiCost: cost,
       eventsPerAction: actions,
       plan,
+      planScaleDown: scaleDown,
       planProfile: planProfiled,
       resync,
       coldStart: cold,

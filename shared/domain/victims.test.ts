@@ -230,4 +230,97 @@ describe('rankVictims', () => {
       ),
     );
   });
+
+  /**
+   * The ranking by its definition: before each pick every remaining candidate is scored with the
+   * spread as it stands, the best goes, the second best says why.
+   */
+  function rescanEveryPick(
+    candidates: readonly VirtualMachine[],
+    policy: RankingPolicy,
+    staying: readonly VirtualMachine[],
+    n: number,
+  ): Array<{ name: string; cost: number; crowd: number; reason: string }> {
+    const onNode = occupancy(staying);
+    const crowdOf = (m: VirtualMachine): number => {
+      const node = nodeOf(m);
+      return node === undefined ? Infinity : (onNode.get(node) ?? 0);
+    };
+    let left = [...candidates];
+    const out: Array<{ name: string; cost: number; crowd: number; reason: string }> = [];
+    while (out.length < n && left.length > 0) {
+      const ranked = left
+        .map((m) => cand(m, deletionCost(m).value, crowdOf(m)))
+        .sort((a, b) => compareVictims(a, b, policy));
+      const [chosen, runnerUp] = ranked as [Candidate, Candidate | undefined];
+      const why = (): string => {
+        if (runnerUp === undefined) return 'OnlyCandidate';
+        if (chosen.cost !== runnerUp.cost) return 'DeletionCost';
+        if (chosen.crowd !== runnerUp.crowd) return 'Spread';
+        const sameAge =
+          chosen.vm.metadata.creationTimestamp === runnerUp.vm.metadata.creationTimestamp &&
+          chosen.vm.metadata.annotations?.[keys.createdGeneration] ===
+            runnerUp.vm.metadata.annotations?.[keys.createdGeneration];
+        return sameAge ? 'Name' : 'Age';
+      };
+      out.push({ name: nameOf(chosen.vm), cost: chosen.cost, crowd: chosen.crowd, reason: why() });
+      const node = nodeOf(chosen.vm);
+      if (node !== undefined) onNode.set(node, (onNode.get(node) ?? 1) - 1);
+      left = left.filter((m) => m !== chosen.vm);
+    }
+    return out;
+  }
+
+  it('picks, keys and reasons equal a rescan of every candidate before each pick', () => {
+    const arb = fc.array(
+      fc.record({
+        age: fc.integer({ min: 0, max: 4 }),
+        gen: fc.option(fc.integer({ min: 0, max: 3 }), { nil: undefined }),
+        cost: fc.constantFrom(undefined, '-1', '0', '3', 'x'),
+        node: fc.constantFrom('n1', 'n2', 'n3', 'n4', '', undefined),
+        protect: fc.boolean(),
+      }),
+      { minLength: 1, maxLength: 14 },
+    );
+    fc.assert(
+      fc.property(
+        arb,
+        fc.constantFrom<RankingPolicy>('NewestFirst', 'OldestFirst'),
+        fc.nat(16),
+        (specs, policy, n) => {
+          const staying = specs.map((s, i) =>
+            member(`runners-m${String(i).padStart(2, '0')}xx`, {
+              ageMin: s.age,
+              ...(s.gen === undefined ? {} : { gen: s.gen }),
+              ...(s.cost === undefined ? {} : { cost: s.cost }),
+              ...(s.node === undefined ? {} : { node: s.node }),
+              ...(s.protect ? { protect: 'true' } : {}),
+            }),
+          );
+          const candidates = staying.filter((m) => !isProtected(m));
+          const got = rankVictims(candidates, policy, staying, n).map((r) => ({
+            name: nameOf(r.vm),
+            cost: r.cost,
+            crowd: r.crowd,
+            reason: r.reason,
+          }));
+          expect(got).toEqual(rescanEveryPick(candidates, policy, staying, n));
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
+  it('ranks 2,000 members on 50 nodes down to none in one linear pass per pick of the fronts', () => {
+    const staying = Array.from({ length: 2000 }, (_, i) =>
+      member(`runners-m${String(i).padStart(4, '0')}x`, {
+        ageMin: i % 7,
+        node: `n${i % 50}`,
+        ...(i % 3 === 0 ? { cost: String(i % 5) } : {}),
+      }),
+    );
+    const ranked = rankVictims(staying, 'NewestFirst', staying);
+    expect(new Set(names(ranked)).size).toBe(2000);
+    expect(ranked.slice(0, 50).every((r) => r.cost === 0)).toBe(true);
+  });
 });

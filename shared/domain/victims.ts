@@ -95,6 +95,10 @@ export function compareVictims(a: Candidate, b: Candidate, policy: RankingPolicy
  * The first `n` victims among `candidates`, each with the key that chose it over the runner-up.
  * Spread is counted again after each pick (over `staying`: every member that stays, protected ones
  * included), so removing n at once picks the same members as n scale-downs by one.
+ *
+ * Members of one node share their spread key at every step, so each node keeps one order of its
+ * own: sorted once, its candidates are taken from the front, and a pick compares only the front
+ * member of each node (O(n log n + n × nodes), not a rescan of every candidate per pick).
  */
 export function rankVictims(
   candidates: readonly VirtualMachine[],
@@ -103,41 +107,50 @@ export function rankVictims(
   n: number = candidates.length,
 ): Ranked[] {
   const onNode = occupancy(staying);
-  let left = candidates.map((vm) => ({ vm, cost: deletionCost(vm).value }));
+  const queues = new Map<string | undefined, Candidate[]>();
+  for (const vm of candidates) {
+    const node = nodeOf(vm);
+    const c: Candidate = { vm, cost: deletionCost(vm).value, crowd: 0 };
+    const q = queues.get(node);
+    if (q === undefined) queues.set(node, [c]);
+    else q.push(c);
+  }
+  // Within a node the spread key is equal, so the comparator orders it by the other keys alone.
+  const fronts = [...queues].map(([node, q]) => ({
+    node,
+    q: q.sort((a, b) => compareVictims(a, b, policy)),
+    at: 0,
+  }));
+  const scored = (c: Candidate | undefined, node: string | undefined): Candidate | undefined =>
+    c === undefined
+      ? undefined
+      : { ...c, crowd: node === undefined ? Infinity : (onNode.get(node) ?? 0) };
+  const better = (a: Candidate | undefined, b: Candidate | undefined): boolean =>
+    a !== undefined && (b === undefined || compareVictims(a, b, policy) < 0);
   const out: Ranked[] = [];
-  while (out.length < n && left.length > 0) {
-    const scored = left.map((c): Candidate => ({ ...c, crowd: onNodeOf(c.vm, onNode) }));
-    const [chosen, runnerUp] = bestTwo(scored, policy);
-    if (chosen === undefined) break;
+  while (out.length < n) {
+    let best: (typeof fronts)[number] | undefined;
+    let chosen: Candidate | undefined;
+    let runnerUp: Candidate | undefined;
+    for (const f of fronts) {
+      const c = scored(f.q[f.at], f.node);
+      if (better(c, chosen)) {
+        runnerUp = chosen;
+        chosen = c;
+        best = f;
+      } else if (better(c, runnerUp)) runnerUp = c;
+    }
+    if (best === undefined || chosen === undefined) break;
+    // The chosen node's next member may rank between the chosen one and the other nodes' fronts.
+    const next = scored(best.q[best.at + 1], best.node);
+    if (better(next, runnerUp)) runnerUp = next;
     const reason =
       runnerUp === undefined
         ? 'OnlyCandidate'
         : (decide(chosen, runnerUp, policy)?.reason ?? 'Name');
     out.push({ ...chosen, reason });
-    const node = nodeOf(chosen.vm);
-    if (node !== undefined) onNode.set(node, (onNode.get(node) ?? 1) - 1);
-    left = left.filter((c) => c.vm !== chosen.vm);
+    best.at++;
+    if (best.node !== undefined) onNode.set(best.node, (onNode.get(best.node) ?? 1) - 1);
   }
   return out;
-}
-
-/** The first and second candidates by the comparator (one pass, no sort). */
-function bestTwo(
-  scored: readonly Candidate[],
-  policy: RankingPolicy,
-): [Candidate | undefined, Candidate | undefined] {
-  let first: Candidate | undefined;
-  let second: Candidate | undefined;
-  for (const c of scored) {
-    if (first === undefined || compareVictims(c, first, policy) < 0) {
-      second = first;
-      first = c;
-    } else if (second === undefined || compareVictims(c, second, policy) < 0) second = c;
-  }
-  return [first, second];
-}
-
-function onNodeOf(vm: VirtualMachine, onNode: ReadonlyMap<string, number>): number {
-  const n = nodeOf(vm);
-  return n === undefined ? Infinity : (onNode.get(n) ?? 0);
 }
