@@ -204,7 +204,7 @@ describe('disk-gc-tick', () => {
     expect(unmatched.seen).toEqual([]);
   });
 
-  it('the pool list failing after the disk list → 503', async () => {
+  it('the pool list failing after the disk list (the VM list read beside it) → 503', async () => {
     const scope = nock(API)
       .get(`${BASE}/virtualdisks`)
       .query(SELECTOR)
@@ -212,7 +212,10 @@ describe('disk-gc-tick', () => {
       .get(`${BASE}/virtualmachinepools`)
       .query({ limit: '500' })
       .times(3)
-      .reply(503, statusBody(503, 'ServiceUnavailable'));
+      .reply(503, statusBody(503, 'ServiceUnavailable'))
+      .get(`${BASE}/virtualmachines`)
+      .query(SELECTOR)
+      .reply(200, list(cluster().vms));
     const res = await build().app.request('/', binaryEvent(PING));
     expect(res.status).toBe(503);
     scope.done();
