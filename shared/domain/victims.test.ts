@@ -31,6 +31,28 @@ function member(
 }
 
 const cand = (vm: VirtualMachine, cost: number, crowd: number): Candidate => ({ vm, cost, crowd });
+
+/** What a generated member carries: its age in minutes and the ranking's annotations. */
+interface MemberSpec {
+  readonly age: number;
+  readonly gen?: number | undefined;
+  readonly cost?: string | undefined;
+  readonly node?: string | undefined;
+  readonly protect: boolean;
+}
+
+/** Members built from generated specs, named in order. */
+function fleetOf(specs: readonly MemberSpec[]): VirtualMachine[] {
+  return specs.map((s, i) =>
+    member(`runners-m${String(i).padStart(2, '0')}xx`, {
+      ageMin: s.age,
+      ...(s.gen === undefined ? {} : { gen: s.gen }),
+      ...(s.cost === undefined ? {} : { cost: s.cost }),
+      ...(s.node === undefined ? {} : { node: s.node }),
+      ...(s.protect ? { protect: 'true' } : {}),
+    }),
+  );
+}
 const names = (xs: ReadonlyArray<{ vm: VirtualMachine }>) => xs.map((x) => nameOf(x.vm));
 
 describe('annotations the ranking reads', () => {
@@ -199,14 +221,7 @@ describe('rankVictims', () => {
         fc.constantFrom<RankingPolicy>('NewestFirst', 'OldestFirst'),
         fc.nat(9),
         (specs, policy, n) => {
-          const staying = specs.map((s, i) =>
-            member(`runners-m${i}xxx`, {
-              ageMin: s.age,
-              ...(s.cost === undefined ? {} : { cost: s.cost }),
-              ...(s.node === undefined ? {} : { node: s.node }),
-              ...(s.protect ? { protect: 'true' } : {}),
-            }),
-          );
+          const staying = fleetOf(specs);
           const candidates = staying.filter((m) => !isProtected(m));
           const once = names(rankVictims(candidates, policy, staying, n));
           let left = [...staying];
@@ -288,15 +303,7 @@ describe('rankVictims', () => {
         fc.constantFrom<RankingPolicy>('NewestFirst', 'OldestFirst'),
         fc.nat(16),
         (specs, policy, n) => {
-          const staying = specs.map((s, i) =>
-            member(`runners-m${String(i).padStart(2, '0')}xx`, {
-              ageMin: s.age,
-              ...(s.gen === undefined ? {} : { gen: s.gen }),
-              ...(s.cost === undefined ? {} : { cost: s.cost }),
-              ...(s.node === undefined ? {} : { node: s.node }),
-              ...(s.protect ? { protect: 'true' } : {}),
-            }),
-          );
+          const staying = fleetOf(specs);
           const candidates = staying.filter((m) => !isProtected(m));
           const got = rankVictims(candidates, policy, staying, n).map((r) => ({
             name: nameOf(r.vm),
