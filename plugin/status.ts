@@ -5,7 +5,15 @@
  */
 import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../shared/api/index.js';
 import { AWAITING_RESTART, keys } from '../shared/api/index.js';
-import { diskRefs, isTerminating, membersOf, selectorOf } from '../shared/domain/index.js';
+import {
+  diskRefs,
+  isDraining,
+  isProtected,
+  isStandby,
+  isTerminating,
+  membersOf,
+  selectorOf,
+} from '../shared/domain/index.js';
 import type { Ctx } from './context.js';
 import { age, must, printObject, table } from './context.js';
 
@@ -25,9 +33,7 @@ export interface PoolEvent {
  */
 function fleetLine(members: readonly VirtualMachine[], held: string): string {
   const n = (has: (m: VirtualMachine) => boolean): string => String(members.filter(has).length);
-  const ann = (m: VirtualMachine): Record<string, string> => m.metadata.annotations ?? {};
-  const protectedN = n((m) => ann(m)[keys.protected] === 'true');
-  return `Fleet:     ${protectedN} protected (${held} surplus held), ${n((m) => ann(m)[keys.drainRequested] !== undefined)} draining, ${n((m) => m.metadata.labels?.[keys.standby] === 'true')} standby`;
+  return `Fleet:     ${n(isProtected)} protected (${held} surplus held), ${n(isDraining)} draining, ${n(isStandby)} standby`;
 }
 
 /** How many of the newest Events are shown. */
@@ -59,11 +65,10 @@ export function statusLines(
   ];
   const hash = s.desiredTemplateHash;
   const rows = members.map((m) => {
-    const a = m.metadata.annotations ?? {};
     const flags = [
-      a[keys.protected] === 'true' ? 'protected' : '',
-      a[keys.drainRequested] !== undefined ? 'draining' : '',
-      m.metadata.labels?.[keys.standby] === 'true' ? 'standby' : '',
+      isProtected(m) ? 'protected' : '',
+      isDraining(m) ? 'draining' : '',
+      isStandby(m) ? 'standby' : '',
       isTerminating(m) ? 'terminating' : '',
     ].filter((f) => f !== '');
     const restart = m.status?.conditions?.find((c) => c.type === AWAITING_RESTART)?.status;
