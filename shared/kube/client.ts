@@ -122,17 +122,12 @@ function parseWith<T>(model: z.ZodType<T>, what: string, raw: unknown): Outcome<
   return failure('invalid', NO_HTTP_STATUS, `API server returned a malformed ${what}${where}`);
 }
 
-function itemsOf(
-  raw: unknown,
-): { ok: true; value: { items: unknown[]; next: string | undefined } } | undefined {
+function itemsOf(raw: unknown): { items: unknown[]; next: string | undefined } | undefined {
   if (typeof raw !== 'object' || raw === null) return undefined;
   const r = raw as { items?: unknown; metadata?: { continue?: unknown } };
   if (!Array.isArray(r.items)) return undefined;
   const next = r.metadata?.continue;
-  return {
-    ok: true,
-    value: { items: r.items, next: typeof next === 'string' && next !== '' ? next : undefined },
-  };
+  return { items: r.items, next: typeof next === 'string' && next !== '' ? next : undefined };
 }
 
 /**
@@ -220,44 +215,43 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
     );
   }
 
-  /**
-   * A consistent (quorum) list: no resourceVersion, pages chained with `continue`. The next page is
-   * asked for before this one's items are parsed, so the API server serves it meanwhile.
-   */
+  /** A consistent (quorum) list: no resourceVersion, pages chained with `continue`. */
   async function list<T>(
     plural: Plural,
     model: z.ZodType<T>,
     namespace: string | undefined,
     labelSelector?: string,
   ): Promise<Outcome<T[]>> {
-    const page = (cont: string | undefined) =>
-      call(
-        'list',
-        {
-          method: 'GET',
-          path: `${path(plural, namespace)}${query({ labelSelector, limit: pageSize, continue: cont })}`,
-        },
-        (raw): Outcome<{ items: unknown[]; next: string | undefined }> =>
-          itemsOf(raw) ??
-          failure('invalid', NO_HTTP_STATUS, `API server returned a malformed ${plural} list`),
-      );
     const out: T[] = [];
-    for (let pending = page(undefined); ;) {
-      const r = await pending;
+    let cont: string | undefined;
+    do {
+      const q = query({ labelSelector, limit: pageSize, continue: cont });
+      const r = await call(
+        'list',
+        { method: 'GET', path: `${path(plural, namespace)}${q}` },
+        (raw): Outcome<{ items: T[]; next: string | undefined }> => {
+          const l = itemsOf(raw);
+          if (l === undefined) {
+            return failure(
+              'invalid',
+              NO_HTTP_STATUS,
+              `API server returned a malformed ${plural} list`,
+            );
+          }
+          const items: T[] = [];
+          for (const item of l.items) {
+            const p = parseWith(model, plural.slice(0, -1), item);
+            if (!p.ok) return p;
+            items.push(p.value);
+          }
+          return { ok: true, value: { items, next: l.next } };
+        },
+      );
       if (!r.ok) return r;
-      const { items, next } = r.value;
-      if (next !== undefined) {
-        pending = page(next);
-        // Lets the request reach the socket before the synchronous parse below.
-        await new Promise<void>((resolve) => setImmediate(resolve));
-      }
-      for (const item of items) {
-        const p = parseWith(model, plural.slice(0, -1), item);
-        if (!p.ok) return p;
-        out.push(p.value);
-      }
-      if (next === undefined) return { ok: true, value: out };
-    }
+      for (const item of r.value.items) out.push(item);
+      cont = r.value.next;
+    } while (cont !== undefined);
+    return { ok: true, value: out };
   }
 
   function create<T extends object>(
