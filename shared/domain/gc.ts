@@ -43,9 +43,10 @@ export function planGc(
   const disksByPool = byPool(disks);
   const vmsByPool = byPool(vms);
   for (const pool of pools) {
-    const poolDisks = disksByPool.get(poolKey(pool));
+    const key = poolKey(pool);
+    const poolDisks = disksByPool.get(key);
     if (poolDisks === undefined || pool.metadata.deletionTimestamp !== undefined) continue;
-    const used = usedDisks(pool, vmsByPool.get(poolKey(pool)) ?? []);
+    const used = usedDisks(pool, vmsByPool.get(key) ?? []);
     for (const t of pool.spec.virtualDiskTemplates) {
       if (policyOf(t) !== 'Retain' || t.reclaim?.ttl === undefined) continue;
       const ttl = parseDuration(t.reclaim.ttl);

@@ -31,9 +31,12 @@ export function isMember(pool: VirtualMachinePool, vm: VirtualMachine): boolean 
   return vm.metadata.labels?.[keys.poolUid] === uid && ownedBy(vm, uid);
 }
 
+const groupKey = (namespace: string | undefined, uid: string | undefined): string =>
+  `${namespace ?? ''}/${uid ?? ''}`;
+
 /** The key {@link byPool} files a pool's VMs and disks under: its namespace and uid. */
 export function poolKey(pool: VirtualMachinePool): string {
-  return `${pool.metadata.namespace ?? ''}/${pool.metadata.uid ?? ''}`;
+  return groupKey(pool.metadata.namespace, pool.metadata.uid);
 }
 
 /**
@@ -47,7 +50,7 @@ export function byPool<T extends VirtualMachine | VirtualDisk>(
   for (const o of objs) {
     const uid = o.metadata.labels?.[keys.poolUid];
     if (uid === undefined || uid === '') continue;
-    const key = `${o.metadata.namespace ?? ''}/${uid}`;
+    const key = groupKey(o.metadata.namespace, uid);
     const group = out.get(key);
     if (group === undefined) out.set(key, [o]);
     else group.push(o);
