@@ -32,6 +32,17 @@ export function apply(w: World, p: Plan, now: Date): World {
   return out;
 }
 
+/** A VM as the API server stores a create: a uid, the creation time, no status yet. */
+function createdVm(vm: VirtualMachine, now: Date): VirtualMachine {
+  const meta = { ...vm.metadata, uid: `uid-${nameOf(vm)}`, creationTimestamp: rfc3339(now) };
+  return settle({ ...vm, metadata: meta, status: {} });
+}
+
+/** A disk as the API server stores a create: a uid. */
+function createdDisk(d: VirtualDisk): VirtualDisk {
+  return { ...d, metadata: { ...d.metadata, uid: `uid-${nameOf(d)}` } };
+}
+
 /**
  * A plan of creates only (a scale-up), applied as {@link applyAction} applies them one by one, in
  * one pass: growing a pool of thousands costs linear time, not a copy of the lists per create.
@@ -43,12 +54,10 @@ function createAll(w: World, actions: readonly Action[], now: Date): World {
   const diskNames = new Set(disks.map(nameOf));
   for (const a of actions) {
     if (a.kind === 'createVm' && !vmNames.has(nameOf(a.vm))) {
-      const name = nameOf(a.vm);
-      const meta = { ...a.vm.metadata, uid: `uid-${name}`, creationTimestamp: rfc3339(now) };
-      vms.push(settle({ ...a.vm, metadata: meta, status: {} }));
-      vmNames.add(name);
+      vms.push(createdVm(a.vm, now));
+      vmNames.add(nameOf(a.vm));
     } else if (a.kind === 'createDisk' && !diskNames.has(nameOf(a.disk))) {
-      disks.push({ ...a.disk, metadata: { ...a.disk.metadata, uid: `uid-${nameOf(a.disk)}` } });
+      disks.push(createdDisk(a.disk));
       diskNames.add(nameOf(a.disk));
     }
   }
@@ -84,15 +93,9 @@ export function applyAction(
   const stale = <T>(list: readonly T[], name: string, was: ReadonlyMap<string, T> | undefined) =>
     was !== undefined && list.find((o) => nameOf(o as VirtualMachine) === name) !== was.get(name);
   switch (a.kind) {
-    case 'createVm': {
-      const name = nameOf(a.vm);
-      if (vms.some((v) => nameOf(v) === name)) return { w, ok: true };
-      const meta = { ...a.vm.metadata, uid: `uid-${name}`, creationTimestamp: rfc3339(now) };
-      return {
-        w: { ...w, vms: [...vms, settle({ ...a.vm, metadata: meta, status: {} })] },
-        ok: true,
-      };
-    }
+    case 'createVm':
+      if (vms.some((v) => nameOf(v) === nameOf(a.vm))) return { w, ok: true };
+      return { w: { ...w, vms: [...vms, createdVm(a.vm, now)] }, ok: true };
     case 'updateVm':
       if (stale(vms, nameOf(a.vm), read?.vms)) return { w, ok: false };
       return {
@@ -106,16 +109,7 @@ export function applyAction(
       };
     case 'createDisk':
       if (disks.some((d) => nameOf(d) === nameOf(a.disk))) return { w, ok: true };
-      return {
-        w: {
-          ...w,
-          disks: [
-            ...disks,
-            { ...a.disk, metadata: { ...a.disk.metadata, uid: `uid-${nameOf(a.disk)}` } },
-          ],
-        },
-        ok: true,
-      };
+      return { w: { ...w, disks: [...disks, createdDisk(a.disk)] }, ok: true };
     case 'claimDisk':
     case 'updateDisk':
       if (stale(disks, nameOf(a.disk), read?.disks)) return { w, ok: false };
