@@ -14,6 +14,7 @@ import { benchPool, clients, paths } from './objects.js';
 import type { Stack } from './stack.js';
 import { silentLog } from './stack.js';
 import { watchCollection } from './watch.js';
+import { aligned } from './report.js';
 
 /** Namespace of the events-per-action measurement (the stack's adapters must watch it). */
 export const EVENTS_NS = 'bench-events';
@@ -199,9 +200,7 @@ async function main(): Promise<void> {
       ];
     });
     const head = ['scenario', 'reconciles', 'reads', 'writes', 'formula', '', 'by verb'];
-    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-    for (const r of [head, ...rows])
-      console.log(r.map((x, i) => x.padEnd(widths[i] ?? 0)).join('  '));
+    console.log(aligned(head, rows));
   } finally {
     await plane.stop();
   }

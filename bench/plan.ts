@@ -11,11 +11,13 @@
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { plan } from '../shared/domain/index.js';
+import type { Observed, Plan } from '../shared/domain/index.js';
 import { NOW, pool } from '../test/unit/builders.js';
 import { converge, observedOf } from '../test/unit/world.js';
 import type { World } from '../test/unit/world.js';
 import { seededRandom } from '../local/simulator/rng.js';
 import { profileSelfTime } from './profile.js';
+import { aligned } from './report.js';
 
 /** One size measured. */
 export interface PlanRow {
@@ -71,34 +73,48 @@ const median = (xs: readonly number[]): number => {
 export function planBench(options: PlanBenchOptions = {}): PlanRow[] {
   const { sizes = PLAN_SIZES, budgetMs = 1_000, minRuns = 7 } = options;
   return sizes.map((members) => {
-    const obs = observedOf(convergedPool(members));
-    const rand = seededRandom(1);
-    const wall: number[] = [];
-    const cpu: number[] = [];
-    const once = (): void => {
-      const c0 = process.cpuUsage();
-      const t0 = performance.now();
-      const p = plan(obs, NOW, rand);
-      wall.push(performance.now() - t0);
-      const c = process.cpuUsage(c0);
-      cpu.push((c.user + c.system) / 1000);
+    const t = timePlans(observedOf(convergedPool(members)), budgetMs, minRuns, (p) => {
       if (p.actions.length > 0 || p.writeStatus) throw new Error(`pool of ${members} is not idle`);
-    };
-    // Warm-up: let the JIT settle before anything is timed.
-    for (let i = 0; i < 3; i++) once();
-    wall.length = 0;
-    cpu.length = 0;
-    const until = performance.now() + budgetMs;
-    while (wall.length < minRuns || performance.now() < until) once();
-    const m = median(wall);
+    });
+    const m = median(t.wall);
     return {
       members,
       medianMs: m,
       msPerMember: m / members,
-      cpuMs: median(cpu),
-      runs: wall.length,
+      cpuMs: median(t.cpu),
+      runs: t.wall.length,
     };
   });
+}
+
+/**
+ * `plan()` on `obs`, timed: three warm-up calls for the JIT, then calls until `budgetMs` passed and at
+ * least `minRuns` were timed; each call's wall and CPU ms, and the last plan (`check` sees each one).
+ */
+function timePlans(
+  obs: Observed,
+  budgetMs: number,
+  minRuns: number,
+  check: (p: Plan) => void = () => undefined,
+): { wall: number[]; cpu: number[]; last: Plan } {
+  const rand = seededRandom(1);
+  const wall: number[] = [];
+  const cpu: number[] = [];
+  // Warm-up: let the JIT settle before anything is timed.
+  let last = plan(obs, NOW, rand);
+  check(last);
+  for (let i = 0; i < 2; i++) check((last = plan(obs, NOW, rand)));
+  const until = performance.now() + budgetMs;
+  while (wall.length < minRuns || performance.now() < until) {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    last = plan(obs, NOW, rand);
+    wall.push(performance.now() - t0);
+    const c = process.cpuUsage(c0);
+    cpu.push((c.user + c.system) / 1000);
+    check(last);
+  }
+  return { wall, cpu, last };
 }
 
 /** plan() of a scale-down to zero: every member ranked and recorded to leave. */
@@ -118,18 +134,9 @@ export interface ScaleDownRow {
 export function scaleDownBench(members = 1_000, budgetMs = 1_000): ScaleDownRow {
   const w = convergedPool(members);
   const obs = observedOf({ ...w, pool: { ...w.pool, spec: { ...w.pool.spec, replicas: 0 } } });
-  const rand = seededRandom(1);
-  const wall: number[] = [];
-  let deletes = 0;
-  for (let i = 0; i < 3; i++) plan(obs, NOW, rand);
-  const until = performance.now() + budgetMs;
-  while (wall.length < 7 || performance.now() < until) {
-    const t0 = performance.now();
-    const p = plan(obs, NOW, rand);
-    wall.push(performance.now() - t0);
-    deletes = p.actions.filter((a) => a.kind === 'deleteVm').length;
-  }
-  return { members, medianMs: median(wall), deletes, runs: wall.length };
+  const t = timePlans(obs, budgetMs, 7);
+  const deletes = t.last.actions.filter((a) => a.kind === 'deleteVm').length;
+  return { members, medianMs: median(t.wall), deletes, runs: t.wall.length };
 }
 
 /** The rows as an aligned table, with each size's ms per member relative to the first size's. */
@@ -144,10 +151,7 @@ export function planTable(rows: readonly PlanRow[]): string {
     r.cpuMs.toFixed(3),
     String(r.runs),
   ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] ?? '').length)));
-  const line = (c: readonly string[]): string =>
-    c.map((x, i) => x.padStart(widths[i] ?? 0)).join('  ');
-  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
+  return aligned(head, cells, () => true);
 }
 
 /**
@@ -182,10 +186,7 @@ export async function planProfile(sizes: readonly number[], top = 12): Promise<s
         base === undefined || base === 0 ? '' : `${(ms / large / (base / small) || 0).toFixed(2)}×`;
       return [fn, ...profiles.map((p) => (p.get(fn) ?? 0).toFixed(3)), growth];
     });
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (c: readonly string[]): string =>
-    c.map((x, i) => (i === 0 ? x.padEnd(widths[i] ?? 0) : x.padStart(widths[i] ?? 0))).join('  ');
-  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+  return aligned(head, rows, (i) => i > 0);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -13,6 +13,24 @@ export interface Row {
   readonly pass?: boolean;
 }
 
+/**
+ * Columns aligned as text under a dashed rule; `right(i)` right-aligns column i (numbers), the rest
+ * are left-aligned.
+ */
+export function aligned(
+  head: readonly string[],
+  rows: readonly (readonly string[])[],
+  right: (column: number) => boolean = () => false,
+): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (c: readonly string[]): string =>
+    c
+      .map((x, i) => (right(i) ? x.padStart(widths[i] ?? 0) : x.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
+
 /** The table as aligned text. */
 export function table(rows: readonly Row[]): string {
   const head = ['bench', 'figure', 'value', 'goal', 'result'];
@@ -23,13 +41,7 @@ export function table(rows: readonly Row[]): string {
     r.goal,
     r.pass === undefined ? '' : r.pass ? 'PASS' : 'FAIL',
   ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] ?? '').length)));
-  const line = (c: string[]) =>
-    c
-      .map((x, i) => x.padEnd(widths[i] ?? 0))
-      .join('  ')
-      .trimEnd();
-  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
+  return aligned(head, cells);
 }
 
 /** The table as Markdown (README's performance section is pasted from it). */
