@@ -12,7 +12,6 @@ import {
   vm,
 } from '../../test/unit/builders.js';
 import {
-  chooseFree,
   diskRefs,
   diskSize,
   freedAt,
@@ -23,6 +22,7 @@ import {
   resolveRefs,
   reusable,
   slotsOf,
+  rankFree,
 } from './disks.js';
 import { nameOf } from './membership.js';
 
@@ -203,6 +203,9 @@ describe('placeRef', () => {
     expect(out).toEqual([VD('runners-a-root'), VD('d')]);
   });
 });
+
+/** The disk a binding reuses: the first of the ranking. */
+const chooseFree = (c: readonly VirtualDisk[], held: ReadonlySet<string>) => rankFree(c, held)[0];
 
 describe('chooseFree', () => {
   const none = new Set<string>();

@@ -149,19 +149,10 @@ export function freedAt(disk: VirtualDisk): number | undefined {
 }
 
 /**
- * The free disk to reuse: Ready before others, not held by a leaving member before held, most recently
- * freed first (an unstamped disk was freed just now), then by name so concurrent planners agree.
- */
-export function chooseFree(
-  candidates: readonly VirtualDisk[],
-  heldByLeaving: ReadonlySet<string>,
-): VirtualDisk | undefined {
-  return rankFree(candidates, heldByLeaving)[0];
-}
-
-/**
- * Free disks in the order {@link chooseFree} takes them, so a plan that binds many members ranks
- * the candidates once and takes them in turn. Each disk's keys are read once, not per comparison.
+ * Free disks in the order they are reused: Ready before others, not held by a leaving member before
+ * held, most recently freed first (an unstamped disk was freed just now), then by name so concurrent
+ * planners agree. A plan that binds many members ranks the candidates once and takes them in turn;
+ * each disk's keys are read once, not per comparison.
  */
 export function rankFree(
   candidates: readonly VirtualDisk[],
