@@ -134,7 +134,17 @@ async function installCrds(kubectl: ControlPlane['kubectl'], crds: KubeObject[])
   if (crds.length === 0) return;
   await kubectl(['apply', '--server-side', '--force-conflicts', '-f', '-'], toYaml(crds));
   const names = crds.map((c) => `crd/${c.metadata.name}`);
-  await kubectl(['wait', '--for=condition=Established', '--timeout=60s', ...names]);
+  // kubectl wait gives up at once on a CRD created a moment ago whose status has no conditions yet
+  // ("accessor error: <nil>"): that answer means "not yet", so it is asked again.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await kubectl(['wait', '--for=condition=Established', '--timeout=60s', ...names]);
+      return;
+    } catch (err) {
+      if (attempt >= 50 || !String(err).includes('.status.conditions accessor error')) throw err;
+      await sleep(100);
+    }
+  }
 }
 
 /**
