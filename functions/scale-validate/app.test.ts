@@ -89,6 +89,52 @@ async function post(
 
 const unmatched = guardNock();
 
+describe('scale-validate: how far one write may grow a pool', () => {
+  it('a scale above the cluster-wide maximum is refused naming the maximum and where it is set', async () => {
+    const { review: r } = await post(SCALE_PATH, scaleReview(1, 100_000));
+    expect(r.response.allowed).toBe(false);
+    expect(r.response.status?.code).toBe(422);
+    expect(r.response.status?.message).toContain('100000 is above');
+    expect(r.response.status?.message).toContain('10000 replicas');
+    expect(r.response.status?.message).toContain('VMPOOL_MAX_REPLICAS');
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a pool created or updated above the maximum is refused; the maximum is configurable', async () => {
+    const big = pool({ replicas: 50 });
+    const app = buildValidateApp({ kube: testKube(), log: testLog('test') }, { maxReplicas: 20 });
+    const res = await app.request(POOL_PATH, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(poolReview('UPDATE', big, pool({ replicas: 5 }))),
+    });
+    const r = (await res.json()) as ReviewResponse;
+    expect(r.response.allowed).toBe(false);
+    expect(r.response.status?.message).toContain('20 replicas');
+    // Taking a mistake back is never refused, however large the pool still is.
+    const scope = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .reply(200, pool({ replicas: 50 }));
+    const back = await app.request(SCALE_PATH, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(scaleReview(50, 30)),
+    });
+    expect(((await back.json()) as ReviewResponse).response.allowed).toBe(true);
+    scope.done();
+  });
+
+  it('growing more than tenfold in one change is allowed with a warning kubectl shows', async () => {
+    const { review: r } = await post(SCALE_PATH, scaleReview(2, 5_000, 'runners', 'uid-big'));
+    expect(r.response).toMatchObject({ uid: 'uid-big', allowed: true });
+    const warnings = (r.response as { warnings?: string[] }).warnings ?? [];
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('from 2 to 5000 replicas, more than tenfold');
+    const { review: small } = await post(SCALE_PATH, scaleReview(0, 100));
+    expect(small.response).toEqual({ uid: 'uid-scale-1', allowed: true });
+  });
+});
+
 describe('scale-validate: /scale', () => {
   it('a decrease on an Explicit pool is denied with the reference message, uid echoed', async () => {
     const scope = nock(API)

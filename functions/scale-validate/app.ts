@@ -5,6 +5,7 @@
  */
 import type { Context, Hono } from 'hono';
 import { AdmissionReview } from '../../shared/api/index.js';
+import { MAX_REPLICAS_ENV, parseMaxReplicas } from '../../shared/domain/index.js';
 import type { AppDeps, NodeEnv } from '../../shared/http/index.js';
 import {
   buildFunctionApp,
@@ -33,9 +34,23 @@ function answer(
   return Response.json({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response });
 }
 
+/** What the webhook is configured with beyond its dependencies. */
+export interface ValidateOptions {
+  /** The largest `spec.replicas` admitted (default: {@link MAX_REPLICAS_ENV}, else the built-in). */
+  readonly maxReplicas?: number;
+}
+
+/** The ceiling of the environment; a value that is not a positive integer stops the start. */
+function maxReplicasOfEnv(): number {
+  const n = parseMaxReplicas(process.env[MAX_REPLICAS_ENV]);
+  if (n instanceof Error) throw n;
+  return n;
+}
+
 /** The webhook app: both paths take any AdmissionReview v1 and dispatch on resource and subresource. */
-export function buildValidateApp(input: AppDeps): Hono<NodeEnv> {
+export function buildValidateApp(input: AppDeps, options: ValidateOptions = {}): Hono<NodeEnv> {
   const { kube, log, metrics, health } = resolveDeps(input);
+  const maxReplicas = options.maxReplicas ?? maxReplicasOfEnv();
   // An UPDATE review carries the pool twice: the cap is this function's own, above the default.
   const maxBodyBytes = ADMISSION_MAX_BODY_BYTES;
   const app = buildFunctionApp({ name: 'scale-validate', log, metrics, health, maxBodyBytes });
@@ -51,7 +66,7 @@ export function buildValidateApp(input: AppDeps): Hono<NodeEnv> {
         : errorResponse(400, message);
     }
     const req = parsed.data.request;
-    const verdict = await reviewAdmission(req, kube, c.req.raw.signal);
+    const verdict = await reviewAdmission(req, kube, c.req.raw.signal, maxReplicas);
     const outcome = verdict.allowed ? 'allowed' : 'denied';
     metrics.reconciles.inc({ function: 'scale-validate', outcome });
     if (verdict.allowed) return answer(req.uid, true, undefined, verdict.warnings);

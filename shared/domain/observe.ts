@@ -16,6 +16,7 @@ import { templateHash } from './hash.js';
 import { isStandby } from './lifecycle.js';
 import { isMember, isTerminating, nameOf } from './membership.js';
 import { recordedTargets } from './targets.js';
+import { isProtected } from './victims.js';
 
 /** What a reconcile read: the pool and every VM and disk carrying its pool-uid label. */
 export interface Observed {
@@ -63,9 +64,9 @@ export interface View {
   readonly heldByLeaving: ReadonlySet<string>;
   /** Recorded creates not yet observed, minus those a VM outside the pool turned out to hold. */
   readonly pendingCreates: readonly string[];
-  /** Recorded victims of scale-downs still live under the recorded uid. */
+  /** Recorded victims of scale-downs still live under the recorded uid and not protected since. */
   readonly pendingDeletes: readonly MemberRef[];
-  /** Recorded replacements (healing, lifetime) still live under the recorded uid. */
+  /** Recorded replacements (healing, lifetime) still live under the recorded uid, not protected. */
   readonly pendingReplacements: readonly Replacement[];
   /** Recorded promotions of standby members not carried out yet (the label still on). */
   readonly pendingPromotions: readonly MemberRef[];
@@ -102,6 +103,12 @@ export function observe(obs: Observed): View {
     for (const r of vm.spec.blockDeviceRefs ?? []) if (r.kind === 'VirtualDisk') refs.add(r.name);
   }
   const isLive = (r: MemberRef): boolean => live.get(r.name)?.metadata.uid === r.uid;
+  // Protection wins over a recorded removal not carried out yet (a runner that took a job after
+  // the decision): the victim is chosen again among the others, the replacement is dropped.
+  const mayGo = (r: MemberRef): boolean => {
+    const m = live.get(r.name);
+    return m?.metadata.uid === r.uid && !isProtected(m);
+  };
 
   const intent = pool.status?.intent ?? {};
   const foreign = obs.foreign ?? new Set<string>();
@@ -147,9 +154,9 @@ export function observe(obs: Observed): View {
     liveRefs,
     heldByLeaving: heldByTerminating,
     pendingCreates,
-    pendingDeletes: (intent.deletes ?? []).filter((d) => d.reason === undefined && isLive(d)),
+    pendingDeletes: (intent.deletes ?? []).filter((d) => d.reason === undefined && mayGo(d)),
     pendingReplacements: (intent.deletes ?? []).filter(
-      (d): d is Replacement => d.reason !== undefined && isLive(d),
+      (d): d is Replacement => d.reason !== undefined && mayGo(d),
     ),
     pendingPromotions: (intent.promotions ?? []).filter(
       (r) => isLive(r) && isStandby(live.get(r.name) as VirtualMachine),

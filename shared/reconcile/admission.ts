@@ -5,7 +5,13 @@
  */
 import type { AdmissionRequest } from '../api/index.js';
 import type { Verdict } from '../domain/index.js';
-import { admitRequest, afterDryRun, afterPoolRead } from '../domain/index.js';
+import {
+  DEFAULT_MAX_REPLICAS,
+  admitRequest,
+  afterDryRun,
+  afterPoolRead,
+  replicaGrowthOf,
+} from '../domain/index.js';
 import type { CallBudget, Kube } from '../kube/index.js';
 import { withCallBudget } from '../kube/index.js';
 
@@ -30,7 +36,16 @@ export async function reviewAdmission(
   req: AdmissionRequest,
   kube: Kube,
   signal?: AbortSignal,
+  maxReplicas: number = DEFAULT_MAX_REPLICAS,
 ): Promise<Verdict> {
+  const growth = replicaGrowthOf(req, maxReplicas);
+  if (growth.refusal !== undefined) return { allowed: false, code: 422, message: growth.refusal };
+  const verdict = await decide(req, kube, signal);
+  if (growth.warning === undefined) return verdict;
+  return { ...verdict, warnings: [growth.warning, ...(verdict.warnings ?? [])] };
+}
+
+async function decide(req: AdmissionRequest, kube: Kube, signal?: AbortSignal): Promise<Verdict> {
   const step = admitRequest(req);
   const budget: CallBudget = { ...ADMISSION_BUDGET, ...(signal === undefined ? {} : { signal }) };
   switch (step.kind) {
