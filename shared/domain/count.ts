@@ -91,6 +91,7 @@ export function decideCount(
       cancellable: [...recorded.held.map((r) => r.name), ...new Set(drains.map(nameOf))],
       promotable: promotable.map(nameOf),
       taken: view.taken,
+      burst: view.burst,
     },
     rand,
   );

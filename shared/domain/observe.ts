@@ -15,6 +15,7 @@ import { keys } from '../api/index.js';
 import { templateHash } from './hash.js';
 import { isStandby } from './lifecycle.js';
 import { isMember, isTerminating, nameOf } from './membership.js';
+import { CREATE_BURST } from './scale.js';
 import { recordedTargets } from './targets.js';
 import { isProtected } from './victims.js';
 
@@ -28,6 +29,8 @@ export interface Observed {
    * and not chosen again.
    */
   readonly foreign?: ReadonlySet<string>;
+  /** Most creates one pass may record (default {@link CREATE_BURST}; tests make it small). */
+  readonly burst?: number;
 }
 
 /** A member named together with the uid it had when recorded, so a same-named newcomer is safe. */
@@ -79,6 +82,8 @@ export interface View {
   /** scaledownwith targets recorded on the pool, and those still live. */
   readonly targets: readonly RecordedTarget[];
   readonly liveTargets: readonly RecordedTarget[];
+  /** Most pending creates one pass records. */
+  readonly burst: number;
   /** Every VM name seen, pending creates and foreign-held names: never chosen for a new VM. */
   readonly taken: ReadonlySet<string>;
   readonly warnings: readonly string[];
@@ -168,6 +173,7 @@ export function observe(obs: Observed): View {
     recordedBindings: intent.bindings ?? [],
     targets,
     liveTargets: targets.filter(isLive),
+    burst: obs.burst ?? CREATE_BURST,
     taken,
     warnings,
   };

@@ -79,6 +79,7 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
       promoted,
       replaced: replace.victims.filter((d) => !isReplica(nameOf(d.vm))),
       removals: leave.deletes,
+      burst: view.burst,
       taken: count.creates.length === 0 ? view.taken : new Set([...view.taken, ...count.creates]),
     },
     rand,

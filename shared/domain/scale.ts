@@ -36,6 +36,8 @@ export interface ScaleInput {
   readonly promotable?: readonly string[];
   /** Names that may not be used for a new VM (every VM name seen, pending ones included). */
   readonly taken: ReadonlySet<string>;
+  /** Most pending creates to record (default {@link CREATE_BURST}). */
+  readonly burst?: number;
 }
 
 /** The scale decision. */
@@ -89,7 +91,7 @@ export function decideScale(input: ScaleInput, rand: Rand): ScaleDecision {
     const cancelled = (input.cancellable ?? []).slice(0, -surplus);
     const room = Math.max(0, input.desired - count);
     const promoted = (input.promotable ?? []).slice(0, room);
-    const fresh = Math.min(room - promoted.length, CREATE_BURST - pending);
+    const fresh = Math.min(room - promoted.length, (input.burst ?? CREATE_BURST) - pending);
     const creates = fresh > 0 ? freshNames(input.pool, fresh, input.taken, rand) : [];
     return { ...none, creates, dropped, cancelled, promoted };
   }

@@ -15,7 +15,7 @@ import { isTerminating, nameOf } from './membership.js';
 import type { Rand } from './names.js';
 import type { MemberRef } from './observe.js';
 import type { Split } from './partition.js';
-import { CREATE_BURST, freshNames } from './scale.js';
+import { freshNames } from './scale.js';
 import { isProtected } from './victims.js';
 
 /** What the standby step looks at beside the split. */
@@ -29,6 +29,8 @@ export interface StandbyInput {
   readonly replaced: readonly Departure[];
   /** This plan's removals of replicas, which may return to the standby instead. */
   readonly removals: readonly DeleteVm[];
+  /** Most pending creates to record. */
+  readonly burst: number;
   /** Names never to use for a new member. */
   readonly taken: ReadonlySet<string>;
 }
@@ -83,7 +85,7 @@ export function decideStandby(input: StandbyInput, rand: Rand): StandbyPlan {
   const back = reuse
     ? input.removals.filter((r) => r.why === 'scaleDown' || r.why === 'target').slice(0, room)
     : [];
-  const fresh = Math.min(room - back.length, CREATE_BURST - pending.length);
+  const fresh = Math.min(room - back.length, input.burst - pending.length);
   const gone = new Set(chosen);
   const read = new Map(split.standbyLive.map((m) => [nameOf(m), m]));
   const removal = (r: MemberRef, why: DeleteVm['why']): DeleteVm => ({

@@ -21,6 +21,8 @@ export interface ReconcileDeps {
   readonly maxPasses?: number;
   /** Passes that acted without a hitch (a burst of creates, say) on top of those; default 100. */
   readonly maxBursts?: number;
+  /** Most creates one pass records (default the domain's CREATE_BURST; tests make it small). */
+  readonly createBurst?: number;
   /** Sleep between passes after a lost race (jittered); injectable for tests. */
   readonly sleep?: (ms: number) => Promise<void>;
 }
@@ -98,7 +100,9 @@ export async function reconcilePool(
       reason = f.message;
       continue;
     }
-    const p = plan({ pool, vms: vms.value, disks: disks.value, foreign }, deps.now(), deps.rand);
+    const burst = deps.createBurst === undefined ? {} : { burst: deps.createBurst };
+    const observed = { pool, vms: vms.value, disks: disks.value, foreign, ...burst };
+    const p = plan(observed, deps.now(), deps.rand);
     for (const w of p.warnings) log.warn({ pool: `${namespace}/${name}` }, w);
     const status = statusToWrite(pool, p);
     if (status !== undefined) {
