@@ -5,11 +5,13 @@
  */
 import type { Context, Hono } from 'hono';
 import { AdmissionReview } from '../../shared/api/index.js';
-import type { AppDeps, NodeEnv } from '../../shared/http/index.js';
+import type { AppDeps, ClientCertificate, NodeEnv } from '../../shared/http/index.js';
 import {
   buildFunctionApp,
+  clientCertificate,
   errorResponse,
   parseBody,
+  requireClientCertificate,
   resolveDeps,
 } from '../../shared/http/index.js';
 import { ADMISSION_MAX_BODY_BYTES, reviewAdmission } from '../../shared/reconcile/index.js';
@@ -33,12 +35,38 @@ function answer(
   return Response.json({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response });
 }
 
+/** Dependencies; the certificate source is injectable for tests. */
+export interface ValidateAppDeps extends AppDeps {
+  /**
+   * The CA bundle the kube-apiserver's webhook client certificate must be signed by
+   * (`WEBHOOK_CLIENT_CA_FILE`). Absent: any caller is served, as a webhook is by default (the
+   * API server presents a client certificate only where its admission configuration says so).
+   */
+  readonly clientCa?: () => string | undefined;
+  /** The accepted common names of that certificate (`WEBHOOK_CLIENT_NAMES`); empty: any. */
+  readonly clientNames?: readonly string[];
+  readonly clientCert?: (c: Context<NodeEnv>) => ClientCertificate | undefined;
+}
+
 /** The webhook app: both paths take any AdmissionReview v1 and dispatch on resource and subresource. */
-export function buildValidateApp(input: AppDeps): Hono<NodeEnv> {
-  const { kube, log, metrics, health } = resolveDeps(input);
+export function buildValidateApp(input: ValidateAppDeps): Hono<NodeEnv> {
+  const deps = resolveDeps(input);
+  const { kube, log, metrics, health } = deps;
   // An UPDATE review carries the pool twice: the cap is this function's own, above the default.
   const maxBodyBytes = ADMISSION_MAX_BODY_BYTES;
   const app = buildFunctionApp({ name: 'scale-validate', log, metrics, health, maxBodyBytes });
+  // Only the API server: a review asks for a dry-run create of the pool's VM in its namespace and
+  // answers what the API server said, which no other pod should be able to ask for.
+  if (input.clientCa !== undefined) {
+    const only = requireClientCertificate({
+      ca: input.clientCa,
+      clientCert: input.clientCert ?? clientCertificate,
+      now: deps.now,
+      names: input.clientNames ?? [],
+    });
+    app.use(POOL_PATH, only);
+    app.use(SCALE_PATH, only);
+  }
   const handler = async (c: Context<NodeEnv>): Promise<Response> => {
     const parsed = await parseBody(c, AdmissionReview);
     if (!parsed.ok) {

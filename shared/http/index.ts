@@ -6,6 +6,8 @@
 export { auditFields, authorize, createAccessCheck } from './access.js';
 export type { AccessCheck, AccessOptions, AccessRequest } from './access.js';
 export { buildFunctionApp, cloudEventHandler } from './app.js';
+export { caFile, refuseClient, requireClientCertificate } from './client-ca.js';
+export type { ClientCaOptions } from './client-ca.js';
 export type { EventContext, FunctionAppOptions, NodeEnv } from './app.js';
 export { DEFAULT_MAX_BODY_BYTES, limitBody } from './body-limit.js';
 export { DEFAULT_MAX_EVENT_BYTES, parseCloudEvent } from './cloudevent.js';
