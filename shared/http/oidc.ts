@@ -19,7 +19,7 @@ export interface EventAccessOptions {
   readonly kube: Kube;
   /** The API group the requests are authorized in. */
   readonly group: string;
-  /** The audience a sender's token must be issued for (this function's, as the sender knows it). */
+  /** The audience the token must be issued for (this function's, as its caller knows it). */
   readonly audience: string;
 }
 
