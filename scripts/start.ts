@@ -22,7 +22,7 @@ import { buildScaleDownApp } from '../functions/scale-down-with/app.js';
 import { buildValidateApp } from '../functions/scale-validate/app.js';
 import { SUBRESOURCES_GROUP, describeRef, refOf, scaleDownWithPath } from '../shared/api/index.js';
 import type { ObjectRef } from '../shared/api/index.js';
-import { createFunctionMetrics, createLogger, serveApp } from '../shared/http/index.js';
+import { caFile, createFunctionMetrics, createLogger, serveApp } from '../shared/http/index.js';
 import type { ServedApp } from '../shared/http/index.js';
 import { createKube, createManifests } from '../shared/kube/index.js';
 import { startPoolSources } from '../local/controlplane/adapter.js';
@@ -33,6 +33,7 @@ import {
   ensureBinaries,
 } from '../local/controlplane/binaries.js';
 import { DEFAULT_SECONDS, createBuildProgress } from '../local/controlplane/progress.js';
+import { WEBHOOK_CLIENT_CN } from '../local/controlplane/admission-config.js';
 import { mintCa, mintLeaf } from '../local/controlplane/certs.js';
 import { startControlPlane } from '../local/controlplane/cluster.js';
 import type { ControlPlane } from '../local/controlplane/cluster.js';
@@ -197,13 +198,28 @@ async function main(): Promise<void> {
     ],
     [
       'scale-validate',
-      serveApp(buildValidateApp({ kube, log: fnLog('scale-validate'), metrics }), {
-        port: 0,
-        hostname: '127.0.0.1',
-        handleSignals: false,
-        shutdownTimeoutMs: SHUTDOWN_MS,
-        tls,
-      }),
+      // On the embedded plane the API server presents a client certificate to webhooks, so the
+      // webhook takes reviews from it alone, as WEBHOOK_CLIENT_CA_FILE makes it in a cluster.
+      serveApp(
+        buildValidateApp({
+          kube,
+          log: fnLog('scale-validate'),
+          metrics,
+          ...(cp === undefined
+            ? {}
+            : {
+                clientCa: caFile(cp.certs.webhookClientCa.certPath),
+                clientNames: [WEBHOOK_CLIENT_CN],
+              }),
+        }),
+        {
+          port: 0,
+          hostname: '127.0.0.1',
+          handleSignals: false,
+          shutdownTimeoutMs: SHUTDOWN_MS,
+          tls: { ...tls, requestCert: cp !== undefined },
+        },
+      ),
     ],
     [
       'scale-down-with',

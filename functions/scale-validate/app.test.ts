@@ -102,7 +102,7 @@ describe('scale-validate: how far one write may grow a pool', () => {
 
   it('a pool created or updated above the maximum is refused; the maximum is configurable', async () => {
     const big = pool({ replicas: 50 });
-    const app = buildValidateApp({ kube: testKube(), log: testLog('test') }, { maxReplicas: 20 });
+    const app = buildValidateApp({ kube: testKube(), log: testLog('test'), maxReplicas: 20 });
     const res = await app.request(POOL_PATH, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -13,6 +13,7 @@ import { startApiserverFacing, reportLatency, type ApiserverFacing } from './api
 import { cluster, create, dropNamespace, newNamespace, read } from './harness.js';
 import { runnersPool } from '../../local/guide.js';
 import { toYaml } from '../../local/controlplane/kubectl.js';
+import { requestText } from '../../local/controlplane/http.js';
 import { WEBHOOK_TIMEOUT_MS } from '../../shared/reconcile/index.js';
 import { createKube } from '../../shared/kube/index.js';
 import { kubeConfigFor } from '../../shared/kube/config.js';
@@ -159,6 +160,24 @@ describe('the pool webhook', () => {
     const p = await read('virtualmachinepools', ns, 'edited');
     const spec = p?.spec as Pool['spec'];
     expect(spec.virtualMachineTemplate.spec.cpu.cores).toBe(4);
+  });
+});
+
+describe('who the webhook answers', () => {
+  it('takes reviews from the kube-apiserver alone: a direct call without its client certificate is refused', async () => {
+    // Every other test here is the API server's call, presenting the plane's webhook client
+    // certificate (local/controlplane/admission-config.ts), and is answered.
+    const direct = await requestText({
+      url: `https://127.0.0.1:${String(facing.webhookPort)}${POOL_PATH}`,
+      ca: facing.caPem,
+      body: {
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        request: { uid: 'direct', operation: 'CREATE' },
+      },
+    });
+    expect(direct.status).toBe(401);
+    expect(direct.body).toContain('a client certificate is required');
   });
 });
 
