@@ -12,6 +12,7 @@ import {
   parseBody,
   resolveDeps,
 } from '../../shared/http/index.js';
+import { targetWriters } from '../../shared/domain/index.js';
 import { ADMISSION_MAX_BODY_BYTES, reviewAdmission } from '../../shared/reconcile/index.js';
 
 /** Paths the webhook configuration points at (the reference's, so its manifests carry over). */
@@ -33,9 +34,19 @@ function answer(
   return Response.json({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response });
 }
 
+/** What the webhook app is built from. */
+export interface ValidateDeps extends AppDeps {
+  /**
+   * The one user that may add scaledownwith targets to a pool (scale-down-with's, as the API server
+   * names it), or `*` for any; default knative/base's scale-down-with ServiceAccount. See {@link targetWriters}.
+   */
+  readonly recorder?: string;
+}
+
 /** The webhook app: both paths take any AdmissionReview v1 and dispatch on resource and subresource. */
-export function buildValidateApp(input: AppDeps): Hono<NodeEnv> {
+export function buildValidateApp(input: ValidateDeps): Hono<NodeEnv> {
   const { kube, log, metrics, health } = resolveDeps(input);
+  const writers = targetWriters(input.recorder);
   // An UPDATE review carries the pool twice: the cap is this function's own, above the default.
   const maxBodyBytes = ADMISSION_MAX_BODY_BYTES;
   const app = buildFunctionApp({ name: 'scale-validate', log, metrics, health, maxBodyBytes });
@@ -51,7 +62,7 @@ export function buildValidateApp(input: AppDeps): Hono<NodeEnv> {
         : errorResponse(400, message);
     }
     const req = parsed.data.request;
-    const verdict = await reviewAdmission(req, kube, c.req.raw.signal);
+    const verdict = await reviewAdmission(req, kube, c.req.raw.signal, writers);
     const outcome = verdict.allowed ? 'allowed' : 'denied';
     metrics.reconciles.inc({ function: 'scale-validate', outcome });
     if (verdict.allowed) return answer(req.uid, true, undefined, verdict.warnings);

@@ -35,6 +35,7 @@ import {
   servingCert,
 } from './harness.js';
 import { runnersPool } from '../../local/guide.js';
+import { FUNCTIONS_NAMESPACE } from './rbac.js';
 import { testLog } from '../logs.js';
 
 /** The APIService name: cluster-scoped, so one test file at a time may own it. */
@@ -94,6 +95,11 @@ export interface FacingOptions {
   readonly scaleDownKube?: Kube;
   /** Loggers of the two functions (default silent, or `VMPOOL_E2E_LOG`). */
   readonly log?: (name: string) => Logger;
+  /**
+   * The user scale-validate lets add scaledownwith targets (default: scale-down-with's own
+   * ServiceAccount on this plane, as knative/base's is in a cluster).
+   */
+  readonly recorder?: string;
 }
 
 /**
@@ -129,7 +135,14 @@ export async function startApiserverFacing(
   };
   try {
     const validate = serveApp(
-      timed(buildValidateApp({ kube: validateKube, log: logOf('scale-validate') }), timings),
+      timed(
+        buildValidateApp({
+          kube: validateKube,
+          log: logOf('scale-validate'),
+          recorder: opts.recorder ?? `system:serviceaccount:${FUNCTIONS_NAMESPACE}:scale-down-with`,
+        }),
+        timings,
+      ),
       {
         port: 0,
         hostname: '127.0.0.1',
