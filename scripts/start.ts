@@ -27,7 +27,7 @@ import { buildReconcileApp } from '../functions/reconcile-pool/app.js';
 import { buildScaleDownApp } from '../functions/scale-down-with/app.js';
 import { buildValidateApp } from '../functions/scale-validate/app.js';
 import { SUBRESOURCES_GROUP, describeRef, refOf, scaleDownWithPath } from '../shared/api/index.js';
-import type { ObjectRef } from '../shared/api/index.js';
+import type { ObjectRef, StoredObject } from '../shared/api/index.js';
 import { createFunctionMetrics, createLogger, serveApp } from '../shared/http/index.js';
 import type { ServedApp } from '../shared/http/index.js';
 import { createKube, createManifests } from '../shared/kube/index.js';
@@ -50,7 +50,13 @@ import { startSimulator } from '../local/simulator/simulator.js';
 import { SIMULATOR_USAGE, simulatorFlags, simulatorOptions } from '../local/simulator/flags.js';
 import type { Simulator } from '../local/simulator/simulator.js';
 import type { Installed } from '../local/install.js';
-import { installIfMissing, installOwned, installPoolCrd, removeOwned } from '../local/install.js';
+import {
+  installIfMissing,
+  installOwned,
+  installPoolCrd,
+  removeOwned,
+  restoreTakenOver,
+} from '../local/install.js';
 import { FIELD_MANAGER, provenance } from '../local/ownership.js';
 import { startBridge } from '../local/bridge.js';
 import { SAMPLE_NAMESPACE, sample } from '../local/sample.js';
@@ -287,13 +293,17 @@ async function main(): Promise<void> {
       namespace: LOCAL_NAMESPACE,
       group,
     });
-    const applied: ObjectRef[] = [];
-    // Removed on stop, newest first, and only while still vmpool's.
+    const applied: Array<{ readonly ref: ObjectRef; readonly previous?: StoredObject }> = [];
+    // Undone on stop, newest first, and only while still vmpool's: removed, or what a take-over
+    // replaced put back.
     stoppers.push({
       name: 'webhook and APIService',
       run: async () => {
-        for (const ref of applied.reverse()) {
-          const problem = await removeOwned(manifests, ref);
+        for (const { ref, previous } of applied.reverse()) {
+          const problem =
+            previous === undefined
+              ? await removeOwned(manifests, ref)
+              : await restoreTakenOver(manifests, previous);
           if (problem !== undefined) log.warn(problem);
         }
       },
@@ -304,8 +314,10 @@ async function main(): Promise<void> {
         must(await installIfMissing(install, o));
         continue;
       }
-      must(await installOwned(install, o, TODO[ref.kind] ?? ''));
-      applied.push(ref);
+      const done = must(await installOwned(install, o, TODO[ref.kind] ?? ''));
+      applied.push(done.previous === undefined ? { ref } : { ref, previous: done.previous });
+      if (done.action === 'tookOver')
+        say(`${describeRef(ref)}: taken over; what was there is put back on Ctrl-C`);
     }
     say('registered the admission webhook and the scaledownwith APIService');
     say(`scaledownwith group: ${choice.why}`);
