@@ -5,7 +5,7 @@
  */
 import type { Context, Hono } from 'hono';
 import { AdmissionReview } from '../../shared/api/index.js';
-import { MAX_REPLICAS_ENV, parseMaxReplicas } from '../../shared/domain/index.js';
+import { MAX_REPLICAS_ENV, parseMaxReplicas, targetWriters } from '../../shared/domain/index.js';
 import type { AppDeps, ClientCertificate, NodeEnv } from '../../shared/http/index.js';
 import {
   buildFunctionApp,
@@ -56,6 +56,11 @@ export interface ValidateAppDeps extends AppDeps {
   readonly clientCert?: (c: Context<NodeEnv>) => ClientCertificate | undefined;
   /** The largest `spec.replicas` admitted (default: {@link MAX_REPLICAS_ENV}, else the built-in). */
   readonly maxReplicas?: number;
+  /**
+   * The one user that may add scaledownwith targets to a pool (scale-down-with's, as the API server
+   * names it), or `*` for any; default knative/base's scale-down-with ServiceAccount. See {@link targetWriters}.
+   */
+  readonly recorder?: string;
 }
 
 /** The webhook app: both paths take any AdmissionReview v1 and dispatch on resource and subresource. */
@@ -63,6 +68,7 @@ export function buildValidateApp(input: ValidateAppDeps): Hono<NodeEnv> {
   const deps = resolveDeps(input);
   const { kube, log, metrics, health } = deps;
   const maxReplicas = input.maxReplicas ?? maxReplicasOfEnv();
+  const writers = targetWriters(input.recorder);
   // An UPDATE review carries the pool twice: the cap is this function's own, above the default.
   const maxBodyBytes = ADMISSION_MAX_BODY_BYTES;
   const app = buildFunctionApp({ name: 'scale-validate', log, metrics, health, maxBodyBytes });
@@ -90,7 +96,7 @@ export function buildValidateApp(input: ValidateAppDeps): Hono<NodeEnv> {
         : errorResponse(400, message);
     }
     const req = parsed.data.request;
-    const verdict = await reviewAdmission(req, kube, c.req.raw.signal, maxReplicas);
+    const verdict = await reviewAdmission(req, kube, c.req.raw.signal, writers, maxReplicas);
     const outcome = verdict.allowed ? 'allowed' : 'denied';
     metrics.reconciles.inc({ function: 'scale-validate', outcome });
     if (verdict.allowed) return answer(req.uid, true, undefined, verdict.warnings);

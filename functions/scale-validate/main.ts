@@ -2,7 +2,9 @@
  * Entry point of the scale-validate webhook (HTTPS: set TLS_CERT_FILE and TLS_KEY_FILE). With
  * WEBHOOK_CLIENT_CA_FILE it serves only callers with a client certificate signed by that bundle (the
  * kube-apiserver, where its admission configuration gives it one), optionally only the common names
- * in WEBHOOK_CLIENT_NAMES (comma-separated).
+ * in WEBHOOK_CLIENT_NAMES (comma-separated). SCALEDOWNWITH_USER names the one user that may add
+ * scaledownwith targets to a pool (unset: the scale-down-with ServiceAccount of knative/base; `*`:
+ * any user, members are still checked). VMPOOL_MAX_REPLICAS caps `spec.replicas`.
  */
 import { caFile } from '../../shared/http/client-ca.js';
 import { runFunction } from '../../shared/runtime/index.js';
@@ -14,12 +16,14 @@ const clientNames = (env.WEBHOOK_CLIENT_NAMES ?? '')
   .split(',')
   .map((n) => n.trim())
   .filter((n) => n !== '');
+const recorder = env.SCALEDOWNWITH_USER;
 void runFunction(
   'scale-validate',
   (deps) =>
     buildValidateApp({
       ...deps,
       ...(caPath ? { clientCa: caFile(caPath), clientNames } : {}),
+      ...(recorder === undefined ? {} : { recorder }),
     }),
   { ...env, requestClientCert: Boolean(caPath) },
 );

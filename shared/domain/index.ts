@@ -19,6 +19,7 @@ export * from './scale.js';
 export * from './scale-down-with.js';
 export * from './status.js';
 export * from './targets.js';
+export * from './target-admission.js';
 export * from './validation.js';
 export * from './preview.js';
 export * from './victims.js';

@@ -8,9 +8,10 @@ import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { POOL_PATH, SCALE_PATH } from '../../functions/scale-validate/app.js';
 import { explicitReplicasMessage, explicitScaleMessage } from '../../shared/domain/admission.js';
-import { GROUP, VERSION } from '../../shared/api/index.js';
+import { GROUP, VERSION, keys } from '../../shared/api/index.js';
 import { startApiserverFacing, reportLatency, type ApiserverFacing } from './apiserver-facing.js';
-import { cluster, create, dropNamespace, newNamespace, read } from './harness.js';
+import { cluster, create, dropNamespace, functionKube, newNamespace, read } from './harness.js';
+import { withTargets } from '../../shared/domain/targets.js';
 import { runnersPool } from '../../local/guide.js';
 import { toYaml } from '../../local/controlplane/kubectl.js';
 import { requestText } from '../../local/controlplane/http.js';
@@ -109,6 +110,48 @@ describe('the pool webhook', () => {
       '{"spec":{"replicas":6}}',
     ]);
     expect(await replicas('explicit')).toBe(6);
+  });
+
+  describe('a forged Explicit target is refused', () => {
+    const made = [{ name: 'forged-zzzzz', uid: 'made-up' }];
+
+    it('kubectl patch adding a target and lowering spec.replicas: the Explicit message, nothing changed', async () => {
+      await create(
+        'virtualmachinepools',
+        ns,
+        pool('forged', (p) => (p.spec.scaleDownPolicy = 'Explicit')),
+      );
+      const patch = {
+        metadata: { annotations: { [keys.scaleDownTargets]: JSON.stringify(made) } },
+        spec: { replicas: 2 },
+      };
+      const stderr = await refused([
+        'patch',
+        'virtualmachinepool/forged',
+        '--type=merge',
+        '-p',
+        JSON.stringify(patch),
+      ]);
+      expect(stderr).toContain('denied the request');
+      expect(stderr).toContain(explicitReplicasMessage('forged'));
+      expect(stderr).toContain('targets may be added only by system:serviceaccount:');
+      expect(await replicas('forged')).toBe(3);
+    });
+
+    it('even written as scale-down-with, a uid that is no live member is refused', async () => {
+      const sdw = await functionKube('scale-down-with');
+      const got = await sdw.getPool(ns, 'forged');
+      if (!got.ok) throw new Error(got.message);
+      const p = got.value;
+      const wrote = await sdw.updatePool(
+        withTargets({ ...p, spec: { ...p.spec, replicas: 2 } }, made),
+      );
+      expect(wrote.ok).toBe(false);
+      expect(wrote.ok ? '' : wrote.message).toContain(
+        `${explicitReplicasMessage('forged')} Not a scaleDownWith target: target "forged-zzzzz" is not a VirtualMachine in namespace "${ns}"`,
+      );
+      expect(await replicas('forged')).toBe(3);
+    });
   });
 
   it('lets kubectl patch lower spec.replicas of a NewestFirst pool', async () => {

@@ -37,6 +37,7 @@ import {
   servingCert,
 } from './harness.js';
 import { runnersPool } from '../../local/guide.js';
+import { FUNCTIONS_NAMESPACE } from './rbac.js';
 import { testLog } from '../logs.js';
 
 /** The APIService name: cluster-scoped, so one test file at a time may own it. */
@@ -96,6 +97,11 @@ export interface FacingOptions {
   readonly scaleDownKube?: Kube;
   /** Loggers of the two functions (default silent, or `VMPOOL_E2E_LOG`). */
   readonly log?: (name: string) => Logger;
+  /**
+   * The user scale-validate lets add scaledownwith targets (default: scale-down-with's own
+   * ServiceAccount on this plane, as knative/base's is in a cluster).
+   */
+  readonly recorder?: string;
 }
 
 /**
@@ -140,6 +146,7 @@ export async function startApiserverFacing(
           log: logOf('scale-validate'),
           clientCa,
           clientNames: [WEBHOOK_CLIENT_CN],
+          recorder: opts.recorder ?? `system:serviceaccount:${FUNCTIONS_NAMESPACE}:scale-down-with`,
         }),
         timings,
       ),
