@@ -22,7 +22,12 @@ import { buildScaleDownApp } from '../functions/scale-down-with/app.js';
 import { buildValidateApp } from '../functions/scale-validate/app.js';
 import { SUBRESOURCES_GROUP, describeRef, refOf, scaleDownWithPath } from '../shared/api/index.js';
 import type { ObjectRef } from '../shared/api/index.js';
-import { createFunctionMetrics, createLogger, serveApp } from '../shared/http/index.js';
+import {
+  createFunctionMetrics,
+  createLogger,
+  logMalformed,
+  serveApp,
+} from '../shared/http/index.js';
 import type { ServedApp } from '../shared/http/index.js';
 import { createKube, createManifests } from '../shared/kube/index.js';
 import { startPoolSources } from '../local/controlplane/adapter.js';
@@ -155,6 +160,9 @@ async function main(): Promise<void> {
   const kube = createKube(kc, {
     onRequest: (verb, outcome, seconds) => {
       metrics.onApiRequest(verb, outcome, seconds);
+    },
+    onMalformed: (m) => {
+      logMalformed(log, m);
     },
   });
   const fnLog = (name: string) => log.child({ function: name });

@@ -8,7 +8,7 @@ import type { PoolStatus, VirtualMachinePool } from '../api/index.js';
 import type { Plan, Rand } from '../domain/index.js';
 import { holdBlocked, plan, sameStatus, selectorOf } from '../domain/index.js';
 import type { Failure, Kube } from '../kube/index.js';
-import { failClosedUnlessPersisted, reportRefused } from './blocked.js';
+import { blockMalformed, failClosedUnlessPersisted, reportRefused } from './blocked.js';
 import { execute } from './execute.js';
 
 /** Everything a reconcile needs from outside: the API server, the clock and randomness. */
@@ -92,6 +92,9 @@ export async function reconcilePool(
       reason = f.message;
       continue;
     }
+    // Listed by this pool's label: every object that did not parse claims it.
+    const unseen = [...(vms.malformed ?? []), ...(disks.malformed ?? [])];
+    if (unseen.length > 0) return blockMalformed(deps, pool, unseen);
     const p = plan({ pool, vms: vms.value, disks: disks.value, foreign }, deps.now(), deps.rand);
     for (const w of p.warnings) log.warn({ pool: `${namespace}/${name}` }, w);
     const status = statusToWrite(pool, p);
