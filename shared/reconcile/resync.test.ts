@@ -4,7 +4,14 @@ import { keys, malformedOf } from '../api/index.js';
 import { plan } from '../domain/index.js';
 import type { ReconcileDeps } from './converge.js';
 import { reconcileScope } from './resync.js';
-import { NOW, pool, seededRandom, steady, vm } from '../../test/unit/builders.js';
+import {
+  NOW,
+  pool,
+  runnersVmTemplate,
+  seededRandom,
+  steady,
+  vm,
+} from '../../test/unit/builders.js';
 import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
 import { testLog } from '../../test/logs.js';
 
@@ -176,5 +183,34 @@ describe('reconcileScope over many pools', () => {
     expect(f.of('recordEvent')).toHaveLength(2);
     expect(f.of('createVm')).toEqual([]);
     expect(f.of('deleteVm')).toEqual([]);
+  });
+
+  it('a pool whose template nests 2,000 levels deep is planned like any other, in the same tick', async () => {
+    const a = converged('a', 'uid-a', 1);
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 2_000; i++) deep = { deeper: deep };
+    const t = runnersVmTemplate();
+    // Stored before admission bounded depth (or with the webhook away); one member short.
+    const d = pool({
+      name: 'deep',
+      uid: 'uid-deep',
+      replicas: 1,
+      virtualMachineTemplate: { ...t, spec: { ...t.spec, extra: deep } },
+    });
+    const f = fakeKube({
+      listPools: () => ok([d, a.p]),
+      listVms: () => ok(a.vms),
+      listDisks: () => ok(a.disks),
+    });
+    const reconciled: string[] = [];
+    const out = await reconcileScope(deps(f.kube), { kind: 'all' }, (_d, ns, name) => {
+      reconciled.push(`${ns}/${name}`);
+      return Promise.resolve({ kind: 'converged', passes: 1, actions: 1 });
+    });
+    expect(reconciled).toEqual(['ci/deep']);
+    expect(out.map((o) => [o.pool, o.outcome.kind])).toEqual([
+      ['ci/deep', 'converged'],
+      ['ci/a', 'converged'],
+    ]);
   });
 });
