@@ -291,6 +291,42 @@ describe('disk-gc-tick', () => {
     expect(unmatched.seen).toEqual([]);
   });
 
+  it('a VM that does not parse and claims no pool still keeps the disks it names → 202', async () => {
+    const c = clusterWithOtherMember({});
+    const runners = c.pools[0]!;
+    const stray = vm(runners, 'stray', {
+      labels: { [keys.poolUid]: 'no-such-pool' },
+      refs: [{ kind: 'VirtualDisk', name: 'runners-cache-expired' }],
+    });
+    const unreadable = {
+      ...stray,
+      metadata: { ...stray.metadata, ownerReferences: [] },
+      spec: { ...stray.spec, runPolicy: 'SomeFutureMode' },
+    };
+    // Only other's expired disk goes: the one the unreadable VM names stays, though past its ttl.
+    const scope = pass({ ...c, vms: [...c.vms, unreadable] }, [['ns2', 'other-cache-expired']]);
+    const res = await build().app.request('/', binaryEvent(PING));
+    expect(res.status).toBe(202);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a VM whose disk references cannot be read at all keeps every pool of its namespace → 202', async () => {
+    const c = clusterWithOtherMember({});
+    const other = c.pools[1]!;
+    const stray = vm(other, 'stray', { labels: { [keys.poolUid]: 'no-such-pool' } });
+    const unreadable = {
+      ...stray,
+      metadata: { ...stray.metadata, ownerReferences: [] },
+      spec: { ...stray.spec, blockDeviceRefs: 'other-cache-expired' },
+    };
+    const scope = pass({ ...c, vms: [...c.vms, unreadable] }, [['ci', 'runners-cache-expired']]);
+    const res = await build().app.request('/', binaryEvent(PING));
+    expect(res.status).toBe(202);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
   it('a non-ping event → 400 without an API call', async () => {
     const res = await build().app.request(
       '/',

@@ -35,6 +35,12 @@ export interface Malformed {
   readonly resourceVersion: string;
   readonly labels: Readonly<Record<string, string>>;
   readonly ownerReferences: readonly OwnerReference[];
+  /**
+   * The VirtualDisks a VM names in `spec.blockDeviceRefs` (every entry with a name, whatever its
+   * kind says, when the kind itself is unreadable); empty for other kinds; undefined when the list
+   * cannot be read at all, so any disk of the namespace may be one of them.
+   */
+  readonly references: readonly string[] | undefined;
   /** The model's first issue, `path: message`. */
   readonly issue: string;
 }
@@ -46,10 +52,7 @@ const text = (v: unknown): string => (typeof v === 'string' ? v : '');
  * whatever part of the metadata is itself malformed is left out rather than failing again.
  */
 export function malformedOf(kind: string, raw: unknown, issue: string): Malformed {
-  const meta: Record<string, unknown> =
-    typeof raw === 'object' && raw !== null && 'metadata' in raw && isRecord(raw.metadata)
-      ? raw.metadata
-      : {};
+  const meta: Record<string, unknown> = isRecord(raw) && isRecord(raw.metadata) ? raw.metadata : {};
   const labels = isRecord(meta.labels)
     ? Object.fromEntries(
         Object.entries(meta.labels).filter((e): e is [string, string] => typeof e[1] === 'string'),
@@ -67,8 +70,25 @@ export function malformedOf(kind: string, raw: unknown, issue: string): Malforme
       const r = OwnerReference.safeParse(o);
       return r.success ? [r.data] : [];
     }),
+    references: kind === 'VirtualMachine' ? diskReferences(raw) : [],
     issue,
   };
+}
+
+/** The disk names of a raw VM's `spec.blockDeviceRefs`, read leniently (see {@link Malformed}). */
+function diskReferences(raw: unknown): string[] | undefined {
+  const spec = isRecord(raw) && isRecord(raw.spec) ? raw.spec : undefined;
+  if (spec === undefined) return isRecord(raw) && raw.spec === undefined ? [] : undefined;
+  const refs = spec.blockDeviceRefs;
+  if (refs === undefined) return [];
+  if (!Array.isArray(refs)) return undefined;
+  const names: string[] = [];
+  for (const r of refs as unknown[]) {
+    if (!isRecord(r) || typeof r.name !== 'string') return undefined;
+    if (r.kind === 'VirtualDisk' || !['ClusterVirtualImage', 'VirtualImage'].includes(text(r.kind)))
+      names.push(r.name);
+  }
+  return names;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -3,7 +3,13 @@ import type { Malformed } from '../api/index.js';
 import { VirtualMachine, keys, malformedOf } from '../api/index.js';
 import { NOW, pool, vm } from '../../test/unit/builders.js';
 import { blockingCondition, blockedStatus, holdBlocked } from './blocked.js';
-import { MALFORMED_MEMBER, claimedPools, malformedByPool, malformedMessage } from './malformed.js';
+import {
+  MALFORMED_MEMBER,
+  claimedPools,
+  heldByMalformed,
+  malformedByPool,
+  malformedMessage,
+} from './malformed.js';
 
 const runners = pool();
 const other = pool({ name: 'other', namespace: 'ci', uid: 'pool-uid-2' });
@@ -96,5 +102,53 @@ describe('MalformedMember', () => {
     const planned = { conditions: [{ type: 'Synced', status: 'True' as const, reason: 'Synced' }] };
     expect(holdBlocked(status, planned, true).conditions?.[0]?.reason).toBe(MALFORMED_MEMBER);
     expect(holdBlocked(status, planned, false).conditions?.[0]?.reason).toBe('Synced');
+  });
+});
+
+describe('what VMs that do not parse may hold', () => {
+  const raw = (spec: unknown, namespace = 'ci') => ({
+    metadata: { name: 'x', namespace },
+    ...(spec === undefined ? {} : { spec }),
+  });
+
+  it('reads disk references leniently: a kind it cannot read counts as a disk', () => {
+    const refs = [
+      { kind: 'VirtualDisk', name: 'a' },
+      { kind: 'ClusterVirtualImage', name: 'iso' },
+      { kind: 'VirtualImage', name: 'img' },
+      { kind: 'SomeFutureKind', name: 'b' },
+      { name: 'c' },
+    ];
+    expect(malformedOf('VirtualMachine', raw({ blockDeviceRefs: refs }), 'i').references).toEqual([
+      'a',
+      'b',
+      'c',
+    ]);
+    expect(malformedOf('VirtualMachine', raw({}), 'i').references).toEqual([]);
+    expect(malformedOf('VirtualMachine', raw(undefined), 'i').references).toEqual([]);
+    // Unreadable: any disk of the namespace may be one of them.
+    expect(
+      malformedOf('VirtualMachine', raw({ blockDeviceRefs: 'a' }), 'i').references,
+    ).toBeUndefined();
+    expect(
+      malformedOf('VirtualMachine', raw({ blockDeviceRefs: [{ kind: 'VirtualDisk' }] }), 'i')
+        .references,
+    ).toBeUndefined();
+    expect(malformedOf('VirtualMachine', raw('not an object'), 'i').references).toBeUndefined();
+    expect(malformedOf('VirtualDisk', raw({ blockDeviceRefs: 'a' }), 'i').references).toEqual([]);
+  });
+
+  it('holds the disks named, and whole namespaces for references it cannot read', () => {
+    const named = malformedOf(
+      'VirtualMachine',
+      raw({ blockDeviceRefs: [{ kind: 'VirtualDisk', name: 'a' }] }),
+      'i',
+    );
+    const blind = malformedOf('VirtualMachine', raw({ blockDeviceRefs: 7 }, 'ns2'), 'i');
+    const disk = malformedOf('VirtualDisk', raw('x', 'ns3'), 'i');
+    const held = heldByMalformed([named, blind, disk]);
+    expect([...held.disks]).toEqual(['ci/a']);
+    expect([...held.namespaces.keys()]).toEqual(['ns2']);
+    expect(held.namespaces.get('ns2')).toEqual([blind]);
   });
 });

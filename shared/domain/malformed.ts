@@ -66,3 +66,24 @@ export function malformedMessage(items: readonly Malformed[]): string {
   const resource = `${first.kind.toLowerCase()}/${first.name}`;
   return `${first.kind} ${first.namespace}/${first.name}${more} claims this pool but does not parse: ${first.issue}. vmpool cannot see this pool whole, so it creates and deletes nothing in it (disk GC included) until the object is fixed. Fix: correct the field (kubectl edit -n ${first.namespace} ${resource}), or take the object out of the pool (delete it, or remove its ${keys.poolUid} label and ownerReference).`;
 }
+
+/** What VMs that do not parse may be using (L3: a referenced disk is never collected). */
+export interface Held {
+  /** Disks they name, as `<namespace>/<name>`. */
+  readonly disks: ReadonlySet<string>;
+  /** Namespaces where any disk may be theirs, with the VMs whose references cannot be read. */
+  readonly namespaces: ReadonlyMap<string, readonly Malformed[]>;
+}
+
+/** The disks (or whole namespaces) VMs that do not parse may reference; other kinds hold none. */
+export function heldByMalformed(malformed: readonly Malformed[]): Held {
+  const disks = new Set<string>();
+  const namespaces = new Map<string, Malformed[]>();
+  for (const m of malformed) {
+    if (m.kind !== VM_KIND) continue;
+    if (m.references === undefined)
+      namespaces.set(m.namespace, [...(namespaces.get(m.namespace) ?? []), m]);
+    else for (const name of m.references) disks.add(`${m.namespace}/${name}`);
+  }
+  return { disks, namespaces };
+}
