@@ -899,4 +899,13 @@ describe('reconcile-pool: an object that does not parse stops only its own pool 
     expectMalformedMember(seen);
     expect(unmatched.seen).toEqual([]);
   });
+
+  it('a pool that does not parse itself: one GET, no write, 202 (not redelivered pass after pass)', async () => {
+    const broken = { ...other, spec: { ...other.spec, replicas: 'many' } };
+    const scope = nock(API).get(poolPath('ns2', 'other')).reply(200, broken);
+    const res = await build().app.request('/', binaryEvent(`${RES}update`, other));
+    expect(res.status).toBe(202);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
 });

@@ -75,8 +75,10 @@ export async function reconcilePool(
     const got = await kube.getPool(namespace, name);
     if (!got.ok) {
       if (got.reason === 'notFound') return { kind: 'gone' };
-      // A missing grant does not heal by retrying: say so once instead of redelivering forever.
-      if (got.reason === 'forbidden') return { kind: 'failed', failures: [got] };
+      // A missing grant, or a pool its model cannot read, does not heal by retrying: say so once
+      // instead of redelivering forever (the fix is a write, and brings its own event).
+      if (got.reason === 'forbidden' || got.reason === 'invalid')
+        return { kind: 'failed', failures: [got] };
       reason = got.message;
       continue;
     }
