@@ -28,6 +28,9 @@ interface Open {
   readonly mark: number;
 }
 
+/** Keys an object may list before the others (array indices); the rest keep insertion order. */
+const MAYBE_INDEX = /^(?:0|[1-9][0-9]{0,9})$/;
+
 function open(value: object, mark: number): Open {
   if (Array.isArray(value)) {
     const members = value.map((v: unknown, i) => [String(i), v] as const);
@@ -40,7 +43,9 @@ function open(value: object, mark: number): Open {
   const sorted = Object.keys(record)
     .sort()
     .filter((k) => k !== '__proto__');
-  const order = Object.keys(Object.fromEntries(sorted.map((k) => [k, true])));
+  const order = sorted.some((k) => MAYBE_INDEX.test(k))
+    ? Object.keys(Object.fromEntries(sorted.map((k) => [k, true])))
+    : sorted;
   const members = order.map((k) => [k, record[k]] as const);
   return { array: false, members, next: 0, written: 0, mark };
 }
