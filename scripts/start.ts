@@ -27,8 +27,14 @@ import { buildReconcileApp } from '../functions/reconcile-pool/app.js';
 import { buildScaleDownApp } from '../functions/scale-down-with/app.js';
 import { buildValidateApp } from '../functions/scale-validate/app.js';
 import { SUBRESOURCES_GROUP, describeRef, refOf, scaleDownWithPath } from '../shared/api/index.js';
-import type { ObjectRef, StoredObject } from '../shared/api/index.js';
-import { caFile, createFunctionMetrics, createLogger, serveApp } from '../shared/http/index.js';
+import type { Malformed, ObjectRef, StoredObject } from '../shared/api/index.js';
+import {
+  caFile,
+  createFunctionMetrics,
+  createLogger,
+  logMalformed,
+  serveApp,
+} from '../shared/http/index.js';
 import type { ServedApp } from '../shared/http/index.js';
 import { createKube, createManifests } from '../shared/kube/index.js';
 import type { Kube } from '../shared/kube/index.js';
@@ -169,10 +175,15 @@ async function main(): Promise<void> {
   const group = choice.group;
 
   const metrics = createFunctionMetrics();
-  const onRequest = (verb: string, outcome: string, seconds: number): void => {
-    metrics.onApiRequest(verb, outcome, seconds);
+  const kubeOptions = {
+    onRequest: (verb: string, outcome: string, seconds: number): void => {
+      metrics.onApiRequest(verb, outcome, seconds);
+    },
+    onMalformed: (m: Malformed): void => {
+      logMalformed(log, m);
+    },
   };
-  const kube = createKube(kc, { onRequest });
+  const kube = createKube(kc, kubeOptions);
   const fnLog = (name: string) => log.child({ function: name });
   // Identities of their own where the API server calls us (the webhook judges who writes), when the
   // kubeconfig's user may impersonate them; otherwise every function acts as that user.
@@ -185,7 +196,7 @@ async function main(): Promise<void> {
             serviceAccountUser(LOCAL_NAMESPACE, fn),
             impersonatedGroups(LOCAL_NAMESPACE),
           ),
-          { onRequest },
+          kubeOptions,
         )
       : kube;
   const recorder =

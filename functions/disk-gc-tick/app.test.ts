@@ -222,6 +222,111 @@ describe('disk-gc-tick', () => {
     expect(unmatched.seen).toEqual([]);
   });
 
+  /**
+   * `cluster()` plus, in `other`, a disk free past its ttl and a member VM of `other` (not
+   * referencing it) whose spec is `spec`.
+   */
+  function clusterWithOtherMember(spec: Record<string, unknown>) {
+    const c = cluster();
+    const other = c.pools[1]!;
+    const member = vm(other, 'other-aaaaa', {
+      refs: [{ kind: 'VirtualDisk', name: 'other-aaaaa-root' }],
+    });
+    const expired = disk(other, 'other-cache-expired', {
+      freeSince: at(-3 * HOUR),
+      rv: '18',
+      uid: 'uid-other-expired',
+    });
+    return {
+      ...c,
+      vms: [...c.vms, { ...member, spec: { ...member.spec, ...spec } }],
+      disks: [...c.disks, expired],
+    };
+  }
+
+  /** Interceptors of the three lists of `c`, and of the deletes (each with its Event) of `gone`. */
+  function pass(c: ReturnType<typeof cluster>, gone: readonly [string, string][]): nock.Scope {
+    let scope = nock(API)
+      .get(`${BASE}/virtualdisks`)
+      .query(SELECTOR)
+      .reply(200, list(c.disks))
+      .get(`${BASE}/virtualmachinepools`)
+      .query({ limit: '500' })
+      .reply(200, list(c.pools))
+      .get(`${BASE}/virtualmachines`)
+      .query(SELECTOR)
+      .reply(200, list(c.vms));
+    for (const [ns, name] of gone)
+      scope = scope
+        .delete(`${BASE}/namespaces/${ns}/virtualdisks/${name}`)
+        .query(true)
+        .reply(200, statusBody(200, ''))
+        .post(eventsPath(ns))
+        .reply(201, {});
+    return scope;
+  }
+
+  it('a VM whose bootOrder is above int32 (the CRD says only minimum 1) is read like any other → 202', async () => {
+    const c = clusterWithOtherMember({
+      blockDeviceRefs: [{ kind: 'VirtualDisk', name: 'other-aaaaa-root', bootOrder: 2 ** 40 }],
+    });
+    const scope = pass(c, [
+      ['ci', 'runners-cache-expired'],
+      ['ns2', 'other-cache-expired'],
+    ]);
+    const res = await build().app.request('/', binaryEvent(PING));
+    expect(res.status).toBe(202);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it("a VM that does not parse keeps only its own pool's disks; every other pool is collected → 202", async () => {
+    // A runPolicy only a newer platform knows: the model refuses it, the served schema may not.
+    const c = clusterWithOtherMember({ runPolicy: 'SomeFutureMode' });
+    const scope = pass(c, [['ci', 'runners-cache-expired']]);
+    const res = await build().app.request('/', binaryEvent(PING));
+    expect(res.status).toBe(202);
+    scope.done();
+    // other-cache-expired is past its ttl but the VM vmpool could not read may reference it.
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a VM that does not parse and claims no pool still keeps the disks it names → 202', async () => {
+    const c = clusterWithOtherMember({});
+    const runners = c.pools[0]!;
+    const stray = vm(runners, 'stray', {
+      labels: { [keys.poolUid]: 'no-such-pool' },
+      refs: [{ kind: 'VirtualDisk', name: 'runners-cache-expired' }],
+    });
+    const unreadable = {
+      ...stray,
+      metadata: { ...stray.metadata, ownerReferences: [] },
+      spec: { ...stray.spec, runPolicy: 'SomeFutureMode' },
+    };
+    // Only other's expired disk goes: the one the unreadable VM names stays, though past its ttl.
+    const scope = pass({ ...c, vms: [...c.vms, unreadable] }, [['ns2', 'other-cache-expired']]);
+    const res = await build().app.request('/', binaryEvent(PING));
+    expect(res.status).toBe(202);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a VM whose disk references cannot be read at all keeps every pool of its namespace → 202', async () => {
+    const c = clusterWithOtherMember({});
+    const other = c.pools[1]!;
+    const stray = vm(other, 'stray', { labels: { [keys.poolUid]: 'no-such-pool' } });
+    const unreadable = {
+      ...stray,
+      metadata: { ...stray.metadata, ownerReferences: [] },
+      spec: { ...stray.spec, blockDeviceRefs: 'other-cache-expired' },
+    };
+    const scope = pass({ ...c, vms: [...c.vms, unreadable] }, [['ci', 'runners-cache-expired']]);
+    const res = await build().app.request('/', binaryEvent(PING));
+    expect(res.status).toBe(202);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
   it('a non-ping event → 400 without an API call', async () => {
     const res = await build().app.request(
       '/',

@@ -826,3 +826,86 @@ describe('reconcile-pool: drain deadlines', () => {
     expect(unmatched.seen).toEqual([]);
   });
 });
+
+describe('reconcile-pool: an object that does not parse stops only its own pool (L8)', () => {
+  const other = pool({ name: 'other', namespace: 'ns2', uid: 'pool-uid-2', replicas: 1 });
+  /** other's only member, with a runPolicy only a newer platform knows: the model refuses it. */
+  const unreadable = (() => {
+    const v = vm(other, 'other-aaaaa');
+    return { ...v, spec: { ...v.spec, runPolicy: 'SomeFutureMode' } };
+  })();
+
+  /** Interceptors: other's Synced=False write and its Event, recording both bodies. */
+  function blocked(seen: { status?: VirtualMachinePool; event?: PoolEventBody }): nock.Scope {
+    return nock(API)
+      .put(`${poolPath('ns2', 'other')}/status`, (body: unknown) => {
+        seen.status = json<VirtualMachinePool>(body);
+        return true;
+      })
+      .query(true)
+      .reply(200, (_uri: string, body: unknown) => json<VirtualMachinePool>(body))
+      .post(eventsPath('ns2'), (body: unknown) => {
+        seen.event = json<PoolEventBody>(body);
+        return true;
+      })
+      .reply(201, {});
+  }
+
+  function expectMalformedMember(seen: { status?: VirtualMachinePool; event?: PoolEventBody }) {
+    const synced = seen.status?.status?.conditions?.find((c) => c.type === 'Synced');
+    expect(synced).toMatchObject({ status: 'False', reason: 'MalformedMember' });
+    expect(synced?.message).toContain('VirtualMachine ns2/other-aaaaa claims this pool');
+    expect(synced?.message).toContain('spec.runPolicy');
+    expect(seen.event).toMatchObject({ type: 'Warning', reason: 'MalformedMember' });
+    expect(seen.event?.note).toBe(synced?.message);
+  }
+
+  it('a resync tick: the other pool gets Synced=False MalformedMember; a converged pool stays quiet → 202', async () => {
+    const c = converged(pool({ replicas: 2 }), ['runners-aaaaa', 'runners-bbbbb']);
+    const scope = nock(API)
+      .get(`${BASE}/virtualmachinepools`)
+      .query({ limit: '500' })
+      .reply(200, list([c.pool, other]));
+    const lists = members(undefined, [...c.vms, unreadable as VirtualMachine], c.disks);
+    const seen: { status?: VirtualMachinePool; event?: PoolEventBody } = {};
+    const writes = blocked(seen);
+    const res = await build().app.request('/', binaryEvent(PING));
+    expect(res.status).toBe(202);
+    scope.done();
+    lists.done();
+    writes.done();
+    expectMalformedMember(seen);
+    // runners was planned from the lists and left alone; other created nothing in place of the
+    // member it could not read (an unseen member would otherwise be replaced: L1).
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it("the pool's own reconcile fails closed: no create, Synced=False and an Event → 202", async () => {
+    const scope = nock(API)
+      .get(poolPath('ns2', 'other'))
+      .reply(200, other)
+      .get(`${BASE}/namespaces/ns2/virtualmachines`)
+      .query({ labelSelector: `${keys.poolUid}=pool-uid-2`, limit: '500' })
+      .reply(200, list([unreadable]))
+      .get(`${BASE}/namespaces/ns2/virtualdisks`)
+      .query({ labelSelector: `${keys.poolUid}=pool-uid-2`, limit: '500' })
+      .reply(200, list([]));
+    const seen: { status?: VirtualMachinePool; event?: PoolEventBody } = {};
+    const writes = blocked(seen);
+    const res = await build().app.request('/', binaryEvent(`${RES}update`, other));
+    expect(res.status).toBe(202);
+    scope.done();
+    writes.done();
+    expectMalformedMember(seen);
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a pool that does not parse itself: one GET, no write, 202 (not redelivered pass after pass)', async () => {
+    const broken = { ...other, spec: { ...other.spec, replicas: 'many' } };
+    const scope = nock(API).get(poolPath('ns2', 'other')).reply(200, broken);
+    const res = await build().app.request('/', binaryEvent(`${RES}update`, other));
+    expect(res.status).toBe(202);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+});

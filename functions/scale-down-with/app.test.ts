@@ -870,6 +870,28 @@ describe('scale-down-with: fleet control', () => {
     expect(unmatched.seen).toEqual([]);
   });
 
+  it('GET victims of a pool with a member that does not parse → 409 naming it, no ranking', async () => {
+    const p = pool({ replicas: 2 });
+    const unreadable = { ...vm(p, 'runners-bbbbb'), spec: { runPolicy: 'SomeFutureMode' } };
+    const scope = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .reply(200, p)
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query({ labelSelector: `${keys.poolUid}=pool-uid-1`, limit: '500' })
+      .reply(200, { metadata: {}, items: [vm(p, 'runners-aaaaa'), unreadable] });
+    const others = [frontProxyConfigMap(), reviewOfRights(true)];
+    const res = await build().request(victimsPath('ci', 'runners'), get());
+    expect(res.status).toBe(409);
+    const s = await statusOf(res);
+    expect(s).toMatchObject({ kind: 'Status', code: 409, reason: 'Conflict' });
+    expect(s.message).toContain(
+      'VirtualMachine ci/runners-bbbbb claims this pool but does not parse',
+    );
+    scope.done();
+    for (const o of others) o.done();
+    expect(unmatched.seen).toEqual([]);
+  });
+
   it.each(['?count=0', '?count=-1', '?count=two', '?count=1001'])(
     'GET victims%s → 400, nothing read',
     async (query) => {

@@ -342,6 +342,23 @@ describe('scale-validate: pool CREATE and UPDATE', () => {
     },
   );
 
+  it('a template nested 2,000 levels deep is denied with 422 naming the limit, no API call', async () => {
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 2_000; i++) deep = { deeper: deep };
+    const t = runnersVmTemplate();
+    const p = pool({ virtualMachineTemplate: { ...t, spec: { ...t.spec, extra: deep } } });
+    const { status, review: r } = await post(
+      POOL_PATH,
+      poolReview('CREATE', p, undefined, 'uid-deep'),
+    );
+    expect(status).toBe(200);
+    expect(r.response).toMatchObject({ uid: 'uid-deep', allowed: false, status: { code: 422 } });
+    expect(r.response.status?.message).toContain(
+      'spec.virtualMachineTemplate nests deeper than 64 levels',
+    );
+    expect(unmatched.seen).toEqual([]);
+  });
+
   it('a 57-character name is fine', async () => {
     const name = 'p'.repeat(57);
     const scope = nock(API)

@@ -78,6 +78,16 @@ export const keys = {
   standby: `${PREFIX}standby`,
 } as const;
 
+/**
+ * An integer as a CRD's `type: integer` without a format accepts it: int64, so it may exceed both
+ * int32 and JavaScript's safe range (JSON.parse rounds such a value, but it stays an integer).
+ * A model must not refuse what the served schema stores: the object would become unreadable.
+ */
+export const Integer = z
+  .number()
+  .refine(Number.isInteger, { message: 'Invalid input: expected an integer' })
+  .meta({ type: 'integer' });
+
 /** An ownerReference as the API server stores it. */
 export const OwnerReference = z.looseObject({
   apiVersion: z.string(),
@@ -96,7 +106,7 @@ export const ObjectMeta = z.looseObject({
   namespace: z.string().optional(),
   uid: z.string().optional(),
   resourceVersion: z.string().optional(),
-  generation: z.number().int().optional(),
+  generation: Integer.optional(),
   creationTimestamp: z.string().optional(),
   deletionTimestamp: z.string().optional(),
   labels: z.record(z.string(), z.string()).optional(),
@@ -113,16 +123,14 @@ export const Condition = z.looseObject({
   reason: z.string().optional().describe('Why, in one CamelCase word.'),
   message: z.string().optional().describe('Why, in words a person can act on.'),
   lastTransitionTime: z.string().optional().describe('When the status last changed (RFC 3339).'),
-  observedGeneration: z
-    .number()
-    .int()
-    .optional()
-    .describe('The object generation the condition was set for.'),
+  observedGeneration: Integer.optional().describe(
+    'The object generation the condition was set for.',
+  ),
 });
 export type Condition = z.infer<typeof Condition>;
 
 /** A resource quantity: an integer number of bytes or a string such as `30Gi`. */
-export const Quantity = z.union([z.int(), z.string()]);
+export const Quantity = z.union([Integer, z.string()]);
 export type Quantity = z.infer<typeof Quantity>;
 
 /** The controller ownerReference of an object, if any. */

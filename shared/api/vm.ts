@@ -4,7 +4,7 @@
  * @module
  */
 import { z } from 'zod';
-import { Condition, ObjectMeta } from './meta.js';
+import { Condition, Integer, ObjectMeta } from './meta.js';
 
 /** Kinds a block device reference may name. */
 export const BlockDeviceKind = z.enum(['ClusterVirtualImage', 'VirtualImage', 'VirtualDisk']);
@@ -19,9 +19,8 @@ export const BlockDeviceRef = z.looseObject({
     .string()
     .min(1)
     .describe('Name of the image or disk (in a pool template, of the disk template).'),
-  bootOrder: z
-    .int32()
-    .min(1)
+  // The platform's CRD says only `minimum: 1` (int64): a tighter bound here made such a VM unreadable.
+  bootOrder: Integer.min(1)
     .optional()
     .describe('Boot priority, 1 first; without it the position in the list decides.'),
 });
@@ -98,7 +97,7 @@ export const VirtualMachine = z.looseObject({
   status: z
     .looseObject({
       phase: z.string().optional(),
-      observedGeneration: z.number().int().optional(),
+      observedGeneration: Integer.optional(),
       conditions: z.array(Condition).optional(),
       /** The node the VM runs on (set by the platform once scheduled); spreads scale-downs. */
       nodeName: z.string().optional(),

@@ -5,6 +5,7 @@
  */
 import type { Condition, PoolStatus, VirtualMachinePool } from '../api/index.js';
 import { canonicalJson } from './hash.js';
+import { MALFORMED_MEMBER } from './malformed.js';
 import { normalizeIntent, rfc3339 } from './status.js';
 
 /** `Synced=False` reason: the served pool CRD drops `status.intent`, so nothing is fenced. */
@@ -12,7 +13,7 @@ export const INTENT_NOT_PERSISTED = 'IntentNotPersisted';
 /** `Synced=False` reason: the API server refused one of vmpool's writes (RBAC, admission). */
 export const FORBIDDEN = 'Forbidden';
 
-const BLOCKING: ReadonlySet<string> = new Set([INTENT_NOT_PERSISTED, FORBIDDEN]);
+const BLOCKING: ReadonlySet<string> = new Set([INTENT_NOT_PERSISTED, FORBIDDEN, MALFORMED_MEMBER]);
 
 /** The message of {@link INTENT_NOT_PERSISTED}: the cause and the fix. */
 export const INTENT_NOT_PERSISTED_MESSAGE =

@@ -13,6 +13,7 @@ import type {
   VirtualMachinePool,
 } from '../api/index.js';
 import { API_VERSION, keys } from '../api/index.js';
+import { cloneJson } from './json.js';
 import { isTerminating, nameOf, ownedBy } from './membership.js';
 import { deleteDiskName, isRetainDiskName } from './names.js';
 import { quantityValue } from './quantity.js';
@@ -211,7 +212,7 @@ export function newDisk(
         },
       ],
     },
-    spec: structuredClone(template.spec),
+    spec: cloneJson(template.spec),
   };
 }
 

@@ -10,6 +10,8 @@ export * from './duration.js';
 export * from './gc.js';
 export * from './growth.js';
 export * from './hash.js';
+export * from './json.js';
+export * from './malformed.js';
 export * from './membership.js';
 export * from './names.js';
 export * from './plan.js';

@@ -5,6 +5,7 @@
  */
 import type { BlockDeviceRef, VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import { API_VERSION, keys } from '../api/index.js';
+import { cloneJson } from './json.js';
 import { nameOf } from './membership.js';
 
 /** How the VM is named: exactly, or by the API server from a prefix. */
@@ -22,7 +23,7 @@ export function vmFromTemplate(pool: VirtualMachinePool, naming: VmNaming): Virt
       ...(t.metadata?.labels ? { labels: { ...t.metadata.labels } } : {}),
       ...(t.metadata?.annotations ? { annotations: { ...t.metadata.annotations } } : {}),
     },
-    spec: structuredClone(t.spec ?? {}),
+    spec: cloneJson(t.spec ?? {}),
   };
 }
 

@@ -5,6 +5,7 @@
  */
 import type { VirtualMachine, VirtualMachineTemplate } from '../api/index.js';
 import { keys } from '../api/index.js';
+import { cloneJson } from './json.js';
 import { awaitingRestart } from './status.js';
 
 /** What rollout does to one member in this pass. */
@@ -36,7 +37,7 @@ export function patchToTemplate(
   template: VirtualMachineTemplate,
   hash: string,
 ): VirtualMachine {
-  const spec = structuredClone(template.spec ?? {});
+  const spec = cloneJson(template.spec ?? {});
   if (vm.spec.blockDeviceRefs !== undefined) spec.blockDeviceRefs = vm.spec.blockDeviceRefs;
   else delete spec.blockDeviceRefs;
   return {

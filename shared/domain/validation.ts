@@ -24,6 +24,7 @@ export function validatePool(pool: VirtualMachinePool): Violation[] {
   const out: Violation[] = [];
   const name = pool.metadata.name ?? '';
   if (name.length > MAX_POOL_NAME) out.push({ field: 'metadata.name', message: nameTooLong(name) });
+  out.push(...validateDepth(pool));
   out.push(...validateRefs(pool));
   out.push(...validateTemplates(pool.spec.virtualDiskTemplates));
   const drain = pool.spec.scaleDown?.drainTimeout;
@@ -34,6 +35,44 @@ export function validatePool(pool: VirtualMachinePool): Violation[] {
     });
   out.push(...validateLifecycle(pool));
   return out;
+}
+
+/**
+ * How deep a template may nest (objects and arrays, the template itself the first level). A
+ * VirtualMachine's deepest fields (affinity terms) are about a dozen levels down; pass-through fields
+ * have no schema to bound them, and thousands of levels once overflowed the stack of every pass.
+ */
+export const MAX_TEMPLATE_DEPTH = 64;
+
+/** True when `value` nests more than `limit` objects and arrays deep; iterative, stops at the limit. */
+export function nestsDeeperThan(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
+    const [v, depth] = top;
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > limit) return true;
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/** The message for a template nested deeper than {@link MAX_TEMPLATE_DEPTH}. */
+export function tooDeepMessage(field: string): string {
+  return `${field} nests deeper than ${String(MAX_TEMPLATE_DEPTH)} levels of objects and arrays, the most a pool template may: no VirtualMachine or VirtualDisk field needs that many; flatten the value`;
+}
+
+/** Templates nested beyond {@link MAX_TEMPLATE_DEPTH}, checked before anything walks them. */
+function validateDepth(pool: VirtualMachinePool): Violation[] {
+  const templates: [string, unknown][] = [
+    ['spec.virtualMachineTemplate', pool.spec.virtualMachineTemplate],
+    ...pool.spec.virtualDiskTemplates.map((t, i): [string, unknown] => [
+      `spec.virtualDiskTemplates[${String(i)}]`,
+      t,
+    ]),
+  ];
+  return templates
+    .filter(([, t]) => nestsDeeperThan(t, MAX_TEMPLATE_DEPTH))
+    .map(([field]) => ({ field, message: tooDeepMessage(field) }));
 }
 
 /** Healing, lifetime and the rollout budget: positive durations, a budget of at least one. */

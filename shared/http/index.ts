@@ -20,7 +20,7 @@ export { bearerToken, createEventAccessCheck, createTokenCheck } from './oidc.js
 export type { EventAccessOptions, TokenCheck, TokenCheckOptions } from './oidc.js';
 export { createHealth, healthRoutes } from './health.js';
 export type { Health } from './health.js';
-export { REDACTED_PATHS, createLogger, eventLogger, prettyLine } from './log.js';
+export { REDACTED_PATHS, createLogger, eventLogger, logMalformed, prettyLine } from './log.js';
 export type { EventIdentity, Logger, LoggerOptions } from './log.js';
 export {
   DEFAULT_BUCKETS,

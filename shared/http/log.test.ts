@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger, eventLogger, prettyLine } from './log.js';
+import { keys, malformedOf } from '../api/index.js';
+import { createLogger, eventLogger, logMalformed, prettyLine } from './log.js';
 
 function collector() {
   const lines: string[] = [];
@@ -41,5 +42,25 @@ describe('createLogger', () => {
 
   it('prettyLine passes non-JSON through', () => {
     expect(prettyLine('plain')).toBe('plain');
+  });
+});
+
+describe('logMalformed', () => {
+  it('names the skipped object, its uid, the pool it claims and the first issue, as a warning', () => {
+    const out = collector();
+    const log = createLogger('disk-gc-tick', { destination: out, pretty: false });
+    const raw = {
+      metadata: { name: 'v1', namespace: 'ci', uid: 'u1', labels: { [keys.poolUid]: 'p1' } },
+    };
+    logMalformed(log, malformedOf('VirtualMachine', raw, 'spec.runPolicy: Invalid option'));
+    const rec = JSON.parse(out.lines[0]!) as Record<string, unknown>;
+    expect(rec).toMatchObject({
+      level: 40,
+      object: 'VirtualMachine ci/v1',
+      uid: 'u1',
+      poolUid: 'p1',
+      issue: 'spec.runPolicy: Invalid option',
+    });
+    expect(rec.msg).toContain('does not parse (spec.runPolicy: Invalid option)');
   });
 });

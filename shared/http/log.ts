@@ -5,6 +5,8 @@
  */
 import { pino } from 'pino';
 import type { DestinationStream, Logger } from 'pino';
+import { keys } from '../api/index.js';
+import type { Malformed } from '../api/index.js';
 
 export type { Logger } from 'pino';
 
@@ -111,4 +113,20 @@ export function eventLogger(log: Logger, event: EventIdentity, poolKey?: string)
     eventType: event.type,
     ...(poolKey === undefined ? {} : { pool: poolKey }),
   });
+}
+
+/**
+ * Logs an object a list skipped because its model refused it: which object, the first issue, and
+ * the pool it claims by label, so an operator can find and fix it.
+ */
+export function logMalformed(log: Logger, m: Malformed): void {
+  log.warn(
+    {
+      object: `${m.kind} ${m.namespace === '' ? '' : `${m.namespace}/`}${m.name}`,
+      uid: m.uid,
+      poolUid: m.labels[keys.poolUid],
+      issue: m.issue,
+    },
+    `skipped a ${m.kind} that does not parse (${m.issue}); only the pool it belongs to waits for it to be fixed`,
+  );
 }

@@ -145,11 +145,76 @@ describe('reads', () => {
     expect(r.message).toMatch(/malformed virtualmachinepool at spec\./);
   });
 
-  it('a list with one malformed item fails as a whole', async () => {
+  it('a list skips an item that does not parse, names it, and reports it once per version', async () => {
+    const bad = {
+      ...vm('bad', '7'),
+      metadata: {
+        name: 'bad',
+        namespace: 'ns',
+        uid: 'u-bad',
+        resourceVersion: '7',
+        labels: { 'vmpool.virtualization.deckhouse.io/pool-uid': 'u-p1' },
+        ownerReferences: [
+          {
+            apiVersion: 'v',
+            kind: 'VirtualMachinePool',
+            name: 'p1',
+            uid: 'u-p1',
+            controller: true,
+          },
+          { kind: 'broken' },
+        ],
+      },
+      spec: { runPolicy: 'SomeFutureMode' },
+    };
+    // The same object on two pages of two lists; the second list also has one with no metadata.
     nock(API)
       .get(`${BASE}/namespaces/ns/virtualmachines`)
+      .query((q) => q.continue === undefined)
+      .reply(200, { metadata: { continue: 'c1' }, items: [vm('ok'), bad] })
+      .get(`${BASE}/namespaces/ns/virtualmachines`)
+      .query((q) => q.continue === 'c1')
+      .reply(200, { items: [vm('ok2')] })
+      .get(`${BASE}/namespaces/ns/virtualmachines`)
       .query(true)
-      .reply(200, { items: [vm('ok'), { metadata: 'nope' }] });
+      .reply(200, { items: [bad, { metadata: 'nope' }] });
+    const seen: string[] = [];
+    const k = kube({ onMalformed: (m) => seen.push(`${m.name}: ${m.issue}`) });
+    const r = await k.listVms('ns', 'a=b');
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.map((v) => v.metadata.name)).toEqual(['ok', 'ok2']);
+    expect(r.malformed).toMatchObject([
+      {
+        kind: 'VirtualMachine',
+        name: 'bad',
+        namespace: 'ns',
+        uid: 'u-bad',
+        resourceVersion: '7',
+        labels: { 'vmpool.virtualization.deckhouse.io/pool-uid': 'u-p1' },
+        ownerReferences: [
+          {
+            apiVersion: 'v',
+            kind: 'VirtualMachinePool',
+            name: 'p1',
+            uid: 'u-p1',
+            controller: true,
+          },
+        ],
+      },
+    ]);
+    expect(r.malformed?.[0]?.issue).toMatch(/^metadata\.ownerReferences\.1\.apiVersion: /);
+    const again = await k.listVms('ns', 'a=b');
+    expect(again.ok && again.value).toEqual([]);
+    expect(again.ok && again.malformed?.map((m) => m.name)).toEqual(['bad', '']);
+    // Logged once for the object however many lists return it; the nameless one once too.
+    expect(seen).toHaveLength(2);
+    expect(seen[0]).toMatch(/^bad: metadata\.ownerReferences\.1/);
+    expect(seen[1]).toMatch(/^: metadata: /);
+  });
+
+  it('a list whose body has no items array fails as a whole', async () => {
+    nock(API).get(`${BASE}/namespaces/ns/virtualmachines`).query(true).reply(200, { items: 3 });
     const r = await kube().listVms('ns', 'a=b');
     expect(!r.ok && r.reason).toBe('invalid');
   });

@@ -3,9 +3,12 @@
  * @module
  */
 import { z } from 'zod';
+import type { Malformed } from '../api/index.js';
 import {
   API_VERSION,
   GROUP,
+  firstIssue,
+  malformedOf,
   VERSION,
   VirtualDisk,
   VirtualMachine,
@@ -28,6 +31,7 @@ import type {
   DryRun,
   Failure,
   Kube,
+  Listed,
   Outcome,
   PoolEvent,
   Preconditions,
@@ -67,9 +71,23 @@ export interface KubeOptions {
   readonly sleep?: (ms: number) => Promise<void>;
   /** Uniform [0, 1) for jitter. */
   readonly random?: () => number;
+  /**
+   * Told of a list item its model refused, once per object version (uid and resourceVersion) for
+   * the life of the funnel, however many lists return it: the runtime logs it.
+   */
+  readonly onMalformed?: (item: Malformed) => void;
 }
 
+/** Object versions remembered as already reported malformed (a bound, not a working set). */
+const MALFORMED_MEMORY = 1024;
+
 type Plural = 'virtualmachinepools' | 'virtualmachines' | 'virtualdisks';
+
+const KINDS: Record<Plural, string> = {
+  virtualmachinepools: 'VirtualMachinePool',
+  virtualmachines: 'VirtualMachine',
+  virtualdisks: 'VirtualDisk',
+};
 
 const POOLS: Plural = 'virtualmachinepools';
 const VMS: Plural = 'virtualmachines';
@@ -215,43 +233,54 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
     );
   }
 
-  /** A consistent (quorum) list: no resourceVersion, pages chained with `continue`. */
+  const reported = new Set<string>();
+  /** Tells `onMalformed` of an item once per object version. */
+  function report(m: Malformed): void {
+    const key = `${m.kind}/${m.namespace}/${m.name}/${m.uid}/${m.resourceVersion}`;
+    if (reported.has(key)) return;
+    if (reported.size >= MALFORMED_MEMORY) reported.clear();
+    reported.add(key);
+    opts.onMalformed?.(m);
+  }
+
+  /**
+   * A consistent (quorum) list: no resourceVersion, pages chained with `continue`. Items are parsed
+   * one by one; one its model refuses is skipped and named in `malformed`, not fatal to the list.
+   */
   async function list<T>(
     plural: Plural,
     model: z.ZodType<T>,
     namespace: string | undefined,
     labelSelector?: string,
-  ): Promise<Outcome<T[]>> {
+  ): Promise<Listed<T>> {
     const out: T[] = [];
+    const malformed: Malformed[] = [];
     let cont: string | undefined;
     do {
       const q = query({ labelSelector, limit: pageSize, continue: cont });
       const r = await call(
         'list',
         { method: 'GET', path: `${path(plural, namespace)}${q}` },
-        (raw): Outcome<{ items: T[]; next: string | undefined }> => {
+        (raw): Outcome<{ items: unknown[]; next: string | undefined }> => {
           const l = itemsOf(raw);
-          if (l === undefined) {
-            return failure(
-              'invalid',
-              NO_HTTP_STATUS,
-              `API server returned a malformed ${plural} list`,
-            );
-          }
-          const items: T[] = [];
-          for (const item of l.items) {
-            const p = parseWith(model, plural.slice(0, -1), item);
-            if (!p.ok) return p;
-            items.push(p.value);
-          }
-          return { ok: true, value: { items, next: l.next } };
+          if (l !== undefined) return { ok: true, value: l };
+          return failure(
+            'invalid',
+            NO_HTTP_STATUS,
+            `API server returned a malformed ${plural} list`,
+          );
         },
       );
       if (!r.ok) return r;
-      for (const item of r.value.items) out.push(item);
+      for (const item of r.value.items) {
+        const p = model.safeParse(item);
+        if (p.success) out.push(p.data);
+        else malformed.push(malformedOf(KINDS[plural], item, firstIssue(p.error)));
+      }
       cont = r.value.next;
     } while (cont !== undefined);
-    return { ok: true, value: out };
+    for (const m of malformed) report(m);
+    return { ok: true, value: out, malformed };
   }
 
   function create<T extends object>(

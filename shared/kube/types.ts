@@ -2,7 +2,7 @@
  * The contract of vmpool's single I/O funnel to the API server. Expected failures are values.
  * @module
  */
-import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
+import type { Malformed, VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
 
 /** Why a call failed, as a value the caller can branch on. */
 export type FailureReason =
@@ -18,6 +18,20 @@ export interface Failure {
 
 /** The outcome of one API call. */
 export type Outcome<T> = { readonly ok: true; readonly value: T } | Failure;
+
+/**
+ * The outcome of a list. Items are parsed one by one: one that its model refuses is left out of
+ * `value` and named in `malformed` instead of failing the whole list (DESIGN L8: one bad object
+ * harms only its own pool). The funnel always sets `malformed`; hand-made outcomes may omit it.
+ */
+export type Listed<T> =
+  | {
+      readonly ok: true;
+      readonly value: T[];
+      /** The items skipped, with their identity and first issue; absent or empty: none. */
+      readonly malformed?: readonly Malformed[];
+    }
+  | Failure;
 
 /** Preconditions for a delete: the object must still be this uid (and this resourceVersion). */
 export interface Preconditions {
@@ -84,11 +98,11 @@ export type RequestCounts = Readonly<Record<string, number>>;
 export interface Kube {
   getPool(namespace: string, name: string): Promise<Outcome<VirtualMachinePool>>;
   /** All pools in a namespace, or in the cluster when `namespace` is undefined. */
-  listPools(namespace?: string): Promise<Outcome<VirtualMachinePool[]>>;
+  listPools(namespace?: string): Promise<Listed<VirtualMachinePool>>;
   /** VMs matching a label selector, in a namespace or cluster-wide. */
-  listVms(namespace: string | undefined, labelSelector: string): Promise<Outcome<VirtualMachine[]>>;
+  listVms(namespace: string | undefined, labelSelector: string): Promise<Listed<VirtualMachine>>;
   /** Disks matching a label selector, in a namespace or cluster-wide. */
-  listDisks(namespace: string | undefined, labelSelector: string): Promise<Outcome<VirtualDisk[]>>;
+  listDisks(namespace: string | undefined, labelSelector: string): Promise<Listed<VirtualDisk>>;
   getVm(namespace: string, name: string): Promise<Outcome<VirtualMachine>>;
   createVm(namespace: string, vm: VirtualMachine): Promise<Outcome<VirtualMachine>>;
   createDisk(namespace: string, disk: VirtualDisk): Promise<Outcome<VirtualDisk>>;

@@ -5,14 +5,16 @@
  * @module
  */
 import type { Logger } from 'pino';
-import type { PoolStatus, VirtualMachinePool } from '../api/index.js';
+import type { Malformed, PoolStatus, VirtualMachinePool } from '../api/index.js';
 import {
   FORBIDDEN,
   INTENT_NOT_PERSISTED,
   INTENT_NOT_PERSISTED_MESSAGE,
+  MALFORMED_MEMBER,
   blockedStatus,
   forbiddenMessage,
   intentPersisted,
+  malformedMessage,
   refusedByRbac,
 } from '../domain/index.js';
 import type { Failure, Kube } from '../kube/index.js';
@@ -110,4 +112,23 @@ export async function reportRefused(
     await block(deps, pool, FORBIDDEN, message);
   }
   return { kind: 'failed', failures };
+}
+
+/**
+ * A pool that objects which do not parse claim ({@link MALFORMED_MEMBER}): blocked, with the first
+ * object and its issue in the condition and the Event, and nothing created or deleted, since a
+ * member vmpool cannot see could make any count wrong. The objects themselves were logged once by
+ * the funnel; the pool returns to normal on the first reconcile after they are fixed or gone.
+ */
+export async function blockMalformed(
+  deps: BlockDeps,
+  pool: VirtualMachinePool,
+  items: readonly Malformed[],
+): Promise<Blocked> {
+  const message = malformedMessage(items);
+  await block(deps, pool, MALFORMED_MEMBER, message);
+  return {
+    kind: 'failed',
+    failures: [{ ok: false, reason: 'invalid', code: NO_HTTP_STATUS, message }],
+  };
 }

@@ -8,7 +8,7 @@ import type { PoolStatus, VirtualMachinePool } from '../api/index.js';
 import type { Plan, Rand } from '../domain/index.js';
 import { holdBlocked, plan, sameStatus, selectorOf } from '../domain/index.js';
 import type { Failure, Kube } from '../kube/index.js';
-import { failClosedUnlessPersisted, reportRefused } from './blocked.js';
+import { blockMalformed, failClosedUnlessPersisted, reportRefused } from './blocked.js';
 import { execute } from './execute.js';
 
 /** Everything a reconcile needs from outside: the API server, the clock and randomness. */
@@ -83,8 +83,10 @@ export async function reconcilePool(
     const got = await kube.getPool(namespace, name);
     if (!got.ok) {
       if (got.reason === 'notFound') return { kind: 'gone' };
-      // A missing grant does not heal by retrying: say so once instead of redelivering forever.
-      if (got.reason === 'forbidden') return { kind: 'failed', failures: [got] };
+      // A missing grant, or a pool its model cannot read, does not heal by retrying: say so once
+      // instead of redelivering forever (the fix is a write, and brings its own event).
+      if (got.reason === 'forbidden' || got.reason === 'invalid')
+        return { kind: 'failed', failures: [got] };
       reason = got.message;
       continue;
     }
@@ -100,6 +102,9 @@ export async function reconcilePool(
       reason = f.message;
       continue;
     }
+    // Listed by this pool's label: every object that did not parse claims it.
+    const unseen = [...(vms.malformed ?? []), ...(disks.malformed ?? [])];
+    if (unseen.length > 0) return blockMalformed(deps, pool, unseen);
     const burst = deps.createBurst === undefined ? {} : { burst: deps.createBurst };
     const observed = { pool, vms: vms.value, disks: disks.value, foreign, ...burst };
     const p = plan(observed, deps.now(), deps.rand);

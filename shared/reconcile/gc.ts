@@ -5,7 +5,16 @@
 import type { Logger } from 'pino';
 import { keys } from '../api/index.js';
 import type { Collect } from '../domain/index.js';
-import { eventFor, forbiddenMessage, nameOf, planGc } from '../domain/index.js';
+import {
+  eventFor,
+  forbiddenMessage,
+  heldByMalformed,
+  malformedByPool,
+  malformedMessage,
+  nameOf,
+  planGc,
+  poolKey,
+} from '../domain/index.js';
 import type { Failure, Kube } from '../kube/index.js';
 import { runBounded } from './batch.js';
 import { PARALLEL } from './execute.js';
@@ -41,7 +50,20 @@ export async function collectDisks(kube: Kube, now: Date, log: Logger): Promise<
   const [pools, vms] = await Promise.all([kube.listPools(), kube.listVms(undefined, selector)]);
   if (!pools.ok) return failed(pools);
   if (!vms.ok) return failed(vms);
-  const gc = planGc(pools.value, vms.value, disks.value, now);
+  // A pool an unparseable VM or disk claims keeps its disks this pass: that VM may reference them,
+  // as may one whose references cannot be read (its whole namespace); named ones are in use.
+  const unseen = malformedByPool([...(vms.malformed ?? []), ...(disks.malformed ?? [])], vms.value);
+  const held = heldByMalformed(vms.malformed ?? []);
+  const collectable = pools.value.filter((p) => {
+    const ns = p.metadata.namespace ?? '';
+    const claims = unseen.get(poolKey(p)) ?? held.namespaces.get(ns);
+    if (claims !== undefined) log.warn({ pool: `${ns}/${nameOf(p)}` }, malformedMessage(claims));
+    return claims === undefined;
+  });
+  const free = disks.value.filter(
+    (d) => !held.disks.has(`${d.metadata.namespace ?? ''}/${d.metadata.name ?? ''}`),
+  );
+  const gc = planGc(collectable, vms.value, free, now);
   let denied: Failure | undefined;
   const poolOf = new Map(pools.value.map((p) => [`${p.metadata.namespace ?? ''}/${nameOf(p)}`, p]));
   const results = await runBounded(gc.collect, PARALLEL, async (c) => {

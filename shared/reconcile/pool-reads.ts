@@ -4,7 +4,7 @@
  * @module
  */
 import type { Preview } from '../domain/index.js';
-import { previewVictims, selectorOf } from '../domain/index.js';
+import { malformedMessage, previewVictims, selectorOf } from '../domain/index.js';
 import type { Status } from '../http/status.js';
 import { poolNotFound, statusFailure } from '../http/status.js';
 import type { Kube } from '../kube/index.js';
@@ -55,6 +55,9 @@ export async function poolVictims(
     return got.reason === 'notFound' ? poolNotFound(name) : statusFailure(500, got.message, name);
   const vms = await kube.listVms(namespace, selectorOf(got.value));
   if (!vms.ok) return statusFailure(500, vms.message, name);
+  // A member vmpool cannot read could be any rank, and the pool removes nothing meanwhile.
+  const unseen = vms.malformed ?? [];
+  if (unseen.length > 0) return statusFailure(409, malformedMessage(unseen), name);
   const preview = previewVictims({ pool: got.value, vms: vms.value, disks: [] }, count);
   const doc: VictimsDocument = {
     apiVersion,

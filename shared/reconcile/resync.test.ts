@@ -1,10 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import type { VirtualMachinePool } from '../api/index.js';
-import { keys } from '../api/index.js';
+import { keys, malformedOf } from '../api/index.js';
 import { plan } from '../domain/index.js';
 import type { ReconcileDeps } from './converge.js';
 import { reconcileScope } from './resync.js';
-import { NOW, pool, seededRandom, steady } from '../../test/unit/builders.js';
+import {
+  NOW,
+  pool,
+  runnersVmTemplate,
+  seededRandom,
+  steady,
+  vm,
+} from '../../test/unit/builders.js';
 import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
 import { testLog } from '../../test/logs.js';
 
@@ -111,6 +118,99 @@ describe('reconcileScope over many pools', () => {
     const g = fakeKube({ listPools: () => fail('transient', 'etcd timeout') });
     expect(await reconcileScope(deps(g.kube), { kind: 'all' })).toEqual([
       { pool: '*', outcome: { kind: 'retry', reason: 'etcd timeout' } },
+    ]);
+  });
+
+  it('only the pool an unreadable object claims is blocked; every other pool is planned and reconciled', async () => {
+    const a = converged('a', 'uid-a', 1);
+    const b = converged('b', 'uid-b', 1);
+    const c = converged('c', 'uid-c', 1);
+    // a lost its member: it must be reconciled. b's member no longer parses. c's disk claims c
+    // only through its controller, a member of c (its label names no pool that exists).
+    const bMember = vm(b.p, 'b-m0');
+    const cDisk = malformedOf(
+      'VirtualDisk',
+      {
+        metadata: {
+          ...c.disks[0]!.metadata,
+          labels: { [keys.poolUid]: 'uid-gone' },
+          ownerReferences: [
+            {
+              apiVersion: 'v',
+              kind: 'VirtualMachine',
+              name: 'c-m0',
+              uid: c.vms[0]!.metadata.uid,
+              controller: true,
+            },
+          ],
+        },
+      },
+      'spec: expected object',
+    );
+    const f = fakeKube({
+      listPools: () => ok([a.p, b.p, c.p]),
+      listVms: () => ({
+        ok: true,
+        value: [...b.vms.slice(1), ...c.vms],
+        malformed: [malformedOf('VirtualMachine', bMember, 'spec.runPolicy: Invalid option')],
+      }),
+      listDisks: () => ({
+        ok: true,
+        value: [...a.disks, ...b.disks, ...c.disks],
+        malformed: [cDisk],
+      }),
+    });
+    const reconciled: string[] = [];
+    const out = await reconcileScope(deps(f.kube), { kind: 'all' }, (_d, ns, name) => {
+      reconciled.push(`${ns}/${name}`);
+      return Promise.resolve({ kind: 'converged', passes: 1, actions: 1 });
+    });
+    expect(reconciled).toEqual(['ci/a']);
+    expect(out.map((o) => [o.pool, o.outcome.kind])).toEqual([
+      ['ci/a', 'converged'],
+      ['ci/b', 'failed'],
+      ['ci/c', 'failed'],
+    ]);
+    const written = f.of('updatePoolStatus').map((call) => {
+      const [p] = call.args as [VirtualMachinePool];
+      const synced = p.status?.conditions?.find((x) => x.type === 'Synced');
+      return [p.metadata.name, synced?.reason, synced?.message?.split(' claims')[0]];
+    });
+    expect(written).toEqual([
+      ['b', 'MalformedMember', 'VirtualMachine ci/b-m0'],
+      ['c', 'MalformedMember', `VirtualDisk ci/${c.disks[0]!.metadata.name ?? ''}`],
+    ]);
+    expect(f.of('recordEvent')).toHaveLength(2);
+    expect(f.of('createVm')).toEqual([]);
+    expect(f.of('deleteVm')).toEqual([]);
+  });
+
+  it('a pool whose template nests 2,000 levels deep is planned like any other, in the same tick', async () => {
+    const a = converged('a', 'uid-a', 1);
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 2_000; i++) deep = { deeper: deep };
+    const t = runnersVmTemplate();
+    // Stored before admission bounded depth (or with the webhook away); one member short.
+    const d = pool({
+      name: 'deep',
+      uid: 'uid-deep',
+      replicas: 1,
+      virtualMachineTemplate: { ...t, spec: { ...t.spec, extra: deep } },
+    });
+    const f = fakeKube({
+      listPools: () => ok([d, a.p]),
+      listVms: () => ok(a.vms),
+      listDisks: () => ok(a.disks),
+    });
+    const reconciled: string[] = [];
+    const out = await reconcileScope(deps(f.kube), { kind: 'all' }, (_d, ns, name) => {
+      reconciled.push(`${ns}/${name}`);
+      return Promise.resolve({ kind: 'converged', passes: 1, actions: 1 });
+    });
+    expect(reconciled).toEqual(['ci/deep']);
+    expect(out.map((o) => [o.pool, o.outcome.kind])).toEqual([
+      ['ci/deep', 'converged'],
+      ['ci/a', 'converged'],
     ]);
   });
 });

@@ -2,9 +2,10 @@
  * Reconciling every pool in a scope with bounded concurrency (the resync tick, namespace fallbacks).
  * @module
  */
-import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
+import type { Malformed, VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import { keys } from '../api/index.js';
-import { byPool, plan, poolKey } from '../domain/index.js';
+import { byPool, malformedByPool, plan, poolKey } from '../domain/index.js';
+import { blockMalformed } from './blocked.js';
 import type { ReconcileDeps, ReconcileOutcome } from './converge.js';
 import { converged, reconcilePool, statusToWrite } from './converge.js';
 import { runBounded } from './batch.js';
@@ -64,6 +65,7 @@ export async function reconcileScope(
   if (!listed.ok) return [{ pool: '*', outcome: { kind: 'retry', reason: listed.message } }];
   let vms: Map<string, VirtualMachine[]> | undefined;
   let disks: Map<string, VirtualDisk[]> | undefined;
+  let unseen = new Map<string, Malformed[]>();
   if (listed.value.length > 0) {
     const [v, d] = await Promise.all([
       deps.kube.listVms(ns, keys.poolUid),
@@ -73,12 +75,17 @@ export async function reconcileScope(
     if (v.ok && d.ok) {
       vms = byPool(v.value);
       disks = byPool(d.value);
+      unseen = malformedByPool([...(v.malformed ?? []), ...(d.malformed ?? [])], v.value);
     }
   }
   return runBounded(listed.value, RESYNC_PARALLEL, async (p) => {
     const namespace = p.metadata.namespace ?? '';
     const name = p.metadata.name ?? '';
     const key = poolKey(p);
+    // Only the pools an object that does not parse claims stop; every other pool goes on.
+    const claims = unseen.get(key);
+    if (claims !== undefined)
+      return { pool: `${namespace}/${name}`, outcome: await blockMalformed(deps, p, claims) };
     const quiet =
       vms === undefined || disks === undefined
         ? undefined

@@ -7,7 +7,7 @@ import type { Hono } from 'hono';
 import type { NodeEnv } from '../http/app.js';
 import { createHealth } from '../http/health.js';
 import type { Health } from '../http/health.js';
-import { createLogger } from '../http/log.js';
+import { createLogger, logMalformed } from '../http/log.js';
 import type { Logger } from '../http/log.js';
 import { createFunctionMetrics } from '../http/metrics.js';
 import type { FunctionMetrics } from '../http/metrics.js';
@@ -58,6 +58,9 @@ export async function runFunction(
   const kube = createKube(credentials, {
     onRequest: (verb, outcome, seconds) => {
       metrics.onApiRequest(verb, outcome, seconds);
+    },
+    onMalformed: (m) => {
+      logMalformed(log, m);
     },
   });
   const health = createHealth();

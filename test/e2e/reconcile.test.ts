@@ -18,7 +18,7 @@ import {
   read,
 } from './harness.js';
 import { listObjects, members as readMembers, type Member } from './members.js';
-import { smallPool } from '../../local/guide.js';
+import { runnersVm, smallPool } from '../../local/guide.js';
 import { startStack, type Stack } from './stack.js';
 
 let ns = '';
@@ -344,6 +344,61 @@ describe('reconcile-pool end to end', () => {
       m.includes('free for longer than its template ttl'),
     );
     expect(collected.length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a VM with an out-of-range bootOrder stops nothing but its own pool (issue 23)', async () => {
+    await create(
+      'virtualmachinepools',
+      ns,
+      pool('boot', (p) => (p.spec.replicas = 1)),
+    );
+    await create(
+      'virtualmachinepools',
+      ns,
+      pool('bystander', (p) => {
+        p.spec.replicas = 2;
+        p.spec.virtualDiskTemplates[1]!.reclaim = { onScaleDown: 'Retain', keep: 0, ttl: '2s' };
+      }),
+    );
+    await converged('boot', 1);
+    await converged('bystander', 2);
+    const bootUid = String((await read('virtualmachinepools', ns, 'boot'))?.metadata.uid);
+    // Carries boot's pool-uid label; the platform's CRD says only `minimum: 1` of bootOrder, so the
+    // API server stores 2^40. vmpool's model once refused it, and the whole list with it.
+    const odd = runnersVm(ns, 'boot-odd');
+    await create('virtualmachines', ns, {
+      ...odd,
+      metadata: { ...odd.metadata, labels: { [keys.poolUid]: bootUid, [keys.pool]: 'boot' } },
+      spec: {
+        ...odd.spec,
+        blockDeviceRefs: odd.spec.blockDeviceRefs.map((r, i) => ({ ...r, bootOrder: 2 ** 40 + i })),
+      },
+    });
+    expect(await stack.ping(stack.reconcileUrl, {})).toBe(202);
+    await kubectl(['scale', 'virtualmachinepool/bystander', '--replicas=0']);
+    await converged('bystander', 0);
+    await eventually('bystander: two stamped free cache disks', async () => {
+      const free = (await disks('bystander')).filter(
+        (d) => d.template === 'cache' && d.freeSince !== undefined,
+      );
+      return free.length === 2 ? free : undefined;
+    });
+    await new Promise((r) => setTimeout(r, 2500));
+    // The tick that answered 503 for every pool while that VM existed.
+    expect(await stack.ping(stack.gcUrl, {})).toBe(202);
+    await eventually('the bystander pool collected', async () => {
+      const cache = (await disks('bystander')).filter(
+        (d) => d.template === 'cache' && !d.terminating,
+      );
+      return cache.length === 0 ? true : undefined;
+    });
+    expect(await stack.ping(stack.reconcileUrl, {})).toBe(202);
+    const synced = (await status('boot')).conditions?.find((c) => c.type === 'Synced');
+    expect(synced).toMatchObject({ status: 'True' });
+    // Its own pool goes on too: the one member it had, and the labelled VM left as it was.
+    const labelled = (await members('boot')).map((m) => m.name);
+    expect(labelled).toHaveLength(2);
+    expect(labelled).toContain('boot-odd');
   });
 
   it('a disk create the API server refuses leaves a FailedCreate Event in its words', async () => {
