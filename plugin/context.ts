@@ -32,8 +32,11 @@ export class CliError extends Error {}
 /** The cluster, credentials and namespace as kubectl would choose them from the same flags. */
 export function contextOf(flags: GlobalFlags, out: (line: string) => void): Ctx {
   const kc = new KubeConfig();
-  if (flags.kubeconfig !== undefined) kc.loadFromFile(flags.kubeconfig);
+  if (flags.kubeconfig !== undefined) loadFile(kc, flags.kubeconfig);
   else kc.loadFromDefault();
+  // client-node's stand-in when no kubeconfig was found; kubectl tries it and is refused.
+  const server = kc.getCurrentCluster()?.server ?? '';
+  if (server === NO_CONFIG_SERVER) throw new CliError(refused('localhost:8080'));
   if (flags.context !== undefined) {
     if (kc.getContextObject(flags.context) === null)
       throw new CliError(`error: context "${flags.context}" does not exist`);
@@ -55,9 +58,32 @@ export function contextOf(flags: GlobalFlags, out: (line: string) => void): Ctx 
   };
 }
 
+/** The server client-node falls back to when there is no kubeconfig at all. */
+const NO_CONFIG_SERVER = 'http://localhost:8080';
+
+/** kubectl's words for a server nobody answers at. */
+function refused(server: string): string {
+  return `The connection to the server ${server} was refused - did you specify the right host or port?`;
+}
+
+/** Loads `path` as kubectl would, and fails in kubectl's words (`stat …: no such file or directory`). */
+function loadFile(kc: KubeConfig, path: string): void {
+  try {
+    kc.loadFromFile(path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new CliError(`error: stat ${path}: no such file or directory`);
+    if (code === 'EACCES') throw new CliError(`error: open ${path}: permission denied`);
+    if (code === 'EISDIR') throw new CliError(`error: read ${path}: is a directory`);
+    throw new CliError(`error: error loading config file "${path}": ${(e as Error).message}`);
+  }
+}
+
 /** The value, or the API server's refusal in its own words (`Error from server (NotFound): …`). */
 export function must<T>(o: Outcome<T>): T {
   if (o.ok) return o.value;
+  const gone = /ECONNREFUSED ([^\s,)]+)/.exec(o.message);
+  if (o.code === 0 && gone !== null) throw new CliError(refused(gone[1] ?? ''));
   const reason = statusReason(o.code) ?? o.reason;
   throw new CliError(
     o.code === 0 ? `error: ${o.message}` : `Error from server (${reason}): ${o.message}`,
