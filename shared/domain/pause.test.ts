@@ -33,6 +33,12 @@ describe('spec.paused', () => {
       status: 'True',
       reason: 'Paused',
     });
+    // Conditions that agree: a paused pool is not converging.
+    expect(pl.status.conditions?.find((c) => c.type === 'Progressing')).toMatchObject({
+      status: 'False',
+      reason: 'Paused',
+      message: 'Paused at 2 of 5 replicas (spec.paused is true).',
+    });
     // Written once; then a paused pool is quiet (L5).
     const again = plan(
       observedOf({ ...w, pool: { ...w.pool, status: pl.status } }),

@@ -149,7 +149,15 @@ function conditions(pool: VirtualMachinePool, c: Counts, l: Leaving): Condition[
         },
   );
   const moving = progressing(desired, c, l);
-  if (moving !== undefined) out.push(moving);
+  // A paused pool converges to nothing: saying it does would contradict Paused=True beside it.
+  if (moving !== undefined && pool.spec.paused === true)
+    out.push({
+      type: 'Progressing',
+      status: 'False',
+      reason: 'Paused',
+      message: `Paused at ${c.replicas} of ${desired} replicas (spec.paused is true).`,
+    });
+  else if (moving !== undefined) out.push(moving);
   out.push(synced(c, l));
   if (l.healing?.condition !== undefined) out.push(l.healing.condition);
   if (pool.spec.paused === true) out.push(PAUSED);
