@@ -8,6 +8,7 @@ export * from './blocked.js';
 export * from './disks.js';
 export * from './duration.js';
 export * from './gc.js';
+export * from './in-use.js';
 export * from './hash.js';
 export * from './membership.js';
 export * from './names.js';

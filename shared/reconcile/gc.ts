@@ -3,9 +3,10 @@
  * @module
  */
 import type { Logger } from 'pino';
+import type { VirtualMachine } from '../api/index.js';
 import { keys } from '../api/index.js';
 import type { Collect } from '../domain/index.js';
-import { eventFor, forbiddenMessage, nameOf, planGc } from '../domain/index.js';
+import { collectNamespaces, eventFor, forbiddenMessage, nameOf, planGc } from '../domain/index.js';
 import type { Failure, Kube } from '../kube/index.js';
 import { runBounded } from './batch.js';
 import { PARALLEL } from './execute.js';
@@ -25,7 +26,9 @@ export type GcOutcome =
 /**
  * Disks are listed first: a disk claimed or stamped after that list changes its resourceVersion, so
  * the preconditioned delete of the old one fails; bindings and references made before it are seen
- * by the pool and VM lists that follow (those two in parallel: neither needs the other).
+ * by the pool and VM lists that follow (those two in parallel: neither needs the other). A pass that
+ * would delete something then reads every VM of those disks' namespaces and plans again, so a VM
+ * outside every pool keeps what it references (L3); a pass with nothing to delete pays nothing more.
  */
 export async function collectDisks(kube: Kube, now: Date, log: Logger): Promise<GcOutcome> {
   const selector = keys.poolUid;
@@ -41,7 +44,18 @@ export async function collectDisks(kube: Kube, now: Date, log: Logger): Promise<
   const [pools, vms] = await Promise.all([kube.listPools(), kube.listVms(undefined, selector)]);
   if (!pools.ok) return failed(pools);
   if (!vms.ok) return failed(vms);
-  const gc = planGc(pools.value, vms.value, disks.value, now);
+  let gc = planGc(pools.value, vms.value, disks.value, now);
+  const namespaces = collectNamespaces(gc);
+  if (namespaces.length > 0) {
+    // An empty selector: every VM of the namespace, a pool's or not.
+    const all = await runBounded(namespaces, PARALLEL, (ns) => kube.listVms(ns, ''));
+    const everyVm: VirtualMachine[] = [];
+    for (const l of all) {
+      if (!l.ok) return failed(l);
+      everyVm.push(...l.value);
+    }
+    gc = planGc(pools.value, [...vms.value, ...everyVm], disks.value, now);
+  }
   let denied: Failure | undefined;
   const poolOf = new Map(pools.value.map((p) => [`${p.metadata.namespace ?? ''}/${nameOf(p)}`, p]));
   const results = await runBounded(gc.collect, PARALLEL, async (c) => {
