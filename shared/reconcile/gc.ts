@@ -1,5 +1,6 @@
 /**
- * One disk-GC pass over the whole cluster: three lists, then preconditioned deletes.
+ * One disk-GC pass over the whole cluster: three lists (and the VMs of the namespaces where a disk
+ * would go), then preconditioned deletes.
  * @module
  */
 import type { Logger } from 'pino';
