@@ -1,14 +1,24 @@
 /**
- * Installing vmpool's objects into a cluster it shares: raw-JSON server-side apply with vmpool's
- * field manager and ownership labels, never over an object vmpool does not own unless told to, and
- * platform CRDs only where they are missing. Expected refusals are values with a message.
+ * Installing vmpool's objects into a cluster it shares: raw JSON with vmpool's field manager and
+ * ownership labels, never over an object vmpool does not own unless told to, and platform CRDs only
+ * where they are missing. What was decided from a read is written conditioned on it: a create is a
+ * POST (an object that appeared since is somebody else's and refused, never merged into), an update
+ * carries the resourceVersion read (a change since is read again and decided again). Expected
+ * refusals are values with a message.
  * @module
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ObjectRef, StoredObject } from '../shared/api/index.js';
 import { describeRef, poolCrd, refOf } from '../shared/api/index.js';
 import type { Manifests } from '../shared/kube/index.js';
-import { decideOwned, foreignMessage, provenance, withOwnership } from './ownership.js';
+import {
+  decideOwned,
+  foreignMessage,
+  ownedByVmpool,
+  provenance,
+  withOwnership,
+  withResourceVersion,
+} from './ownership.js';
 import { schemaMismatch } from './schema-check.js';
 
 /** What an install step came to. */
@@ -17,6 +27,8 @@ export type Installed =
       readonly ok: true;
       readonly action: 'created' | 'updated' | 'tookOver' | 'present';
       readonly object: StoredObject;
+      /** What was there before a take-over, to restore on exit ({@link restoreTakenOver}). */
+      readonly previous?: StoredObject;
     }
   | { readonly ok: false; readonly message: string };
 
@@ -38,9 +50,24 @@ async function existing(
   return { ok: false, message: `cannot read ${describeRef(ref)}: ${got.message}` };
 }
 
+/** Reads and decisions an install makes before it gives up on an object that keeps changing. */
+const INSTALL_ATTEMPTS = 3;
+
+/** The refusal of an object somebody else created between vmpool's read and its create. */
+export function createdMeanwhileMessage(
+  ref: ObjectRef,
+  now: StoredObject | undefined,
+  todo: string,
+): string {
+  const whose = now === undefined ? 'gone again since' : provenance(now);
+  return `${describeRef(ref)} was created by somebody else while vmpool was installing it (${whose}); vmpool left it unchanged. ${todo}`;
+}
+
 /**
- * Applies an object that is vmpool's: created when missing, updated when it carries vmpool's label,
- * replaced only with `takeOver`; otherwise refused with what exists, who wrote it and `todo`.
+ * Installs an object that is vmpool's: created when missing, updated when it carries vmpool's
+ * label, replaced only with `takeOver` (the object it replaced comes back as `previous`); otherwise
+ * refused with what exists, who wrote it and `todo`. An object created by somebody else after the
+ * read is refused whatever `takeOver` says: the operator never saw it.
  */
 export async function installOwned(
   ctx: InstallContext,
@@ -48,19 +75,42 @@ export async function installOwned(
   todo: string,
 ): Promise<Installed> {
   const ref = refOf(obj);
-  const have = await existing(ctx.manifests, ref);
-  if (!have.ok) return have;
-  const decision = decideOwned(have.value, ctx.takeOver);
-  if (decision.kind === 'refuse' && have.value !== undefined)
-    return { ok: false, message: foreignMessage(ref, have.value, todo) };
-  // force: fields another manager set on an object vmpool owns (or was told to take) become vmpool's.
-  const applied = await ctx.manifests.apply(withOwnership(obj), {
-    force: decision.kind !== 'create',
-  });
-  if (!applied.ok) return { ok: false, message: `apply ${describeRef(ref)}: ${applied.message}` };
-  const action =
-    decision.kind === 'create' ? 'created' : decision.kind === 'update' ? 'updated' : 'tookOver';
-  return { ok: true, action, object: applied.value };
+  for (let attempt = 0; attempt < INSTALL_ATTEMPTS; attempt++) {
+    const have = await existing(ctx.manifests, ref);
+    if (!have.ok) return have;
+    const decision = decideOwned(have.value, ctx.takeOver);
+    if (have.value === undefined) {
+      const created = await ctx.manifests.create(withOwnership(obj));
+      if (created.ok) return { ok: true, action: 'created', object: created.value };
+      if (created.reason !== 'alreadyExists')
+        return { ok: false, message: `create ${describeRef(ref)}: ${created.message}` };
+      const now = await existing(ctx.manifests, ref);
+      // A create of ours answered late (its retry found it) is ours; anything else is not.
+      if (now.ok && now.value !== undefined && ownedByVmpool(now.value)) continue;
+      return {
+        ok: false,
+        message: createdMeanwhileMessage(ref, now.ok ? now.value : undefined, todo),
+      };
+    }
+    if (decision.kind === 'refuse')
+      return { ok: false, message: foreignMessage(ref, have.value, todo) };
+    // force: fields another manager set on an object vmpool owns (or was told to take) become
+    // vmpool's; the resourceVersion makes it the object just judged, not a later one.
+    const version = have.value.metadata.resourceVersion;
+    const applied = await ctx.manifests.apply(withResourceVersion(withOwnership(obj), version), {
+      force: true,
+    });
+    if (applied.ok)
+      return decision.kind === 'takeOver'
+        ? { ok: true, action: 'tookOver', object: applied.value, previous: have.value }
+        : { ok: true, action: 'updated', object: applied.value };
+    if (applied.reason !== 'conflict')
+      return { ok: false, message: `apply ${describeRef(ref)}: ${applied.message}` };
+  }
+  return {
+    ok: false,
+    message: `${describeRef(ref)} kept changing while vmpool was installing it (${String(INSTALL_ATTEMPTS)} reads); vmpool left it as it is. Run again.`,
+  };
 }
 
 /** Creates an object only where none of that name exists; an existing one is used as it is. */
@@ -69,9 +119,19 @@ export async function installIfMissing(ctx: InstallContext, obj: object): Promis
   const have = await existing(ctx.manifests, ref);
   if (!have.ok) return have;
   if (have.value !== undefined) return { ok: true, action: 'present', object: have.value };
-  const applied = await ctx.manifests.apply(withOwnership(obj));
-  if (!applied.ok) return { ok: false, message: `apply ${describeRef(ref)}: ${applied.message}` };
-  return { ok: true, action: 'created', object: applied.value };
+  const created = await ctx.manifests.create(withOwnership(obj));
+  if (created.ok) return { ok: true, action: 'created', object: created.value };
+  if (created.reason !== 'alreadyExists')
+    return { ok: false, message: `create ${describeRef(ref)}: ${created.message}` };
+  // Somebody created it meanwhile: used as it is, like one found at the first read.
+  const now = await existing(ctx.manifests, ref);
+  if (!now.ok) return now;
+  if (now.value === undefined)
+    return {
+      ok: false,
+      message: `${describeRef(ref)} was created and deleted meanwhile: run again`,
+    };
+  return { ok: true, action: 'present', object: now.value };
 }
 
 function established(crd: StoredObject): boolean {
@@ -140,4 +200,28 @@ export async function removeOwned(m: Manifests, ref: ObjectRef): Promise<string 
   return gone.ok || gone.reason === 'notFound'
     ? undefined
     : `delete ${describeRef(ref)}: ${gone.message}`;
+}
+
+/**
+ * Puts back what a take-over replaced (`previous`, as read before it), while the object is still
+ * the one taken over and still vmpool's; otherwise it is left as it is. Meant for objects vmpool
+ * replaces wholesale (APIService, webhook configuration, Service). Undefined when done, else why not.
+ */
+export async function restoreTakenOver(
+  m: Manifests,
+  previous: StoredObject,
+): Promise<string | undefined> {
+  const ref = refOf(previous);
+  const have = await existing(m, ref);
+  if (!have.ok) return have.message;
+  const now = have.value;
+  if (now === undefined) return `${describeRef(ref)} is gone: nothing to restore`;
+  if (now.metadata.uid !== previous.metadata.uid || !ownedByVmpool(now))
+    return `${describeRef(ref)} is no longer the object vmpool took over (${provenance(now)}): left in place, not restored`;
+  const meta = { ...previous.metadata, resourceVersion: now.metadata.resourceVersion };
+  // Its own managedFields are the API server's to keep; the version read just now conditions the
+  // write, so a change since is somebody else's and is not undone.
+  delete meta.managedFields;
+  const back = await m.replace({ ...previous, metadata: meta });
+  return back.ok ? undefined : `restore ${describeRef(ref)}: ${back.message}`;
 }

@@ -30,6 +30,16 @@ export function withOwnership<T extends object>(obj: T): T {
   };
 }
 
+/**
+ * The manifest with `metadata.resourceVersion` set, a precondition of the write (the input is not
+ * changed); undefined leaves it as it is.
+ */
+export function withResourceVersion<T extends object>(obj: T, version: string | undefined): T {
+  if (version === undefined) return obj;
+  const o = obj as T & { metadata?: Record<string, unknown> };
+  return { ...o, metadata: { ...o.metadata, resourceVersion: version } };
+}
+
 /** `manager (Operation[, subresource])`, deduplicated, in managedFields order. */
 export function writersOf(obj: StoredObject): string[] {
   const seen = new Set<string>();

@@ -5,7 +5,13 @@
  * platform, creates the user guide's sample pool and prints what to try.
  *
  *   npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample] [--take-over]
- *             [--scaledownwith-group GROUP] [simulator flags: local/simulator/flags.ts]
+ *             [--scaledownwith-group GROUP] [--scaledownwith-user USER]
+ *             [simulator flags: local/simulator/flags.ts]
+ *
+ * Where the API server calls this process (a local plane), each function acts as a ServiceAccount
+ * name of its own, `system:serviceaccount:vmpool-local:<function>` (local/identities.ts), and the
+ * webhook lets only scale-down-with's add scaledownwith targets (--scaledownwith-user changes that,
+ * `*` lets anyone).
  *
  * Attached to a cluster it shares, it writes only what it owns (local/install.ts, README "Attach
  * mode"): an object of its names that is somebody else's is left alone unless --take-over says so.
@@ -21,10 +27,13 @@ import { buildReconcileApp } from '../functions/reconcile-pool/app.js';
 import { buildScaleDownApp } from '../functions/scale-down-with/app.js';
 import { buildValidateApp } from '../functions/scale-validate/app.js';
 import { SUBRESOURCES_GROUP, describeRef, refOf, scaleDownWithPath } from '../shared/api/index.js';
-import type { ObjectRef } from '../shared/api/index.js';
-import { createFunctionMetrics, createLogger, serveApp } from '../shared/http/index.js';
+import type { ObjectRef, StoredObject } from '../shared/api/index.js';
+import { caFile, createFunctionMetrics, createLogger, serveApp } from '../shared/http/index.js';
 import type { ServedApp } from '../shared/http/index.js';
 import { createKube, createManifests } from '../shared/kube/index.js';
+import type { Kube } from '../shared/kube/index.js';
+import { ANY_RECORDER } from '../shared/domain/index.js';
+import { impersonatedGroups, impersonating, serviceAccountUser } from '../local/identities.js';
 import { startPoolSources } from '../local/controlplane/adapter.js';
 import {
   REPO_ROOT,
@@ -33,6 +42,7 @@ import {
   ensureBinaries,
 } from '../local/controlplane/binaries.js';
 import { DEFAULT_SECONDS, createBuildProgress } from '../local/controlplane/progress.js';
+import { WEBHOOK_CLIENT_CN } from '../local/controlplane/admission-config.js';
 import { mintCa, mintLeaf } from '../local/controlplane/certs.js';
 import { startControlPlane } from '../local/controlplane/cluster.js';
 import type { ControlPlane } from '../local/controlplane/cluster.js';
@@ -41,7 +51,13 @@ import { startSimulator } from '../local/simulator/simulator.js';
 import { SIMULATOR_USAGE, simulatorFlags, simulatorOptions } from '../local/simulator/flags.js';
 import type { Simulator } from '../local/simulator/simulator.js';
 import type { Installed } from '../local/install.js';
-import { installIfMissing, installOwned, installPoolCrd, removeOwned } from '../local/install.js';
+import {
+  installIfMissing,
+  installOwned,
+  installPoolCrd,
+  removeOwned,
+  restoreTakenOver,
+} from '../local/install.js';
 import { FIELD_MANAGER, provenance } from '../local/ownership.js';
 import { startBridge } from '../local/bridge.js';
 import { SAMPLE_NAMESPACE, sample } from '../local/sample.js';
@@ -55,6 +71,7 @@ const { values: flags } = parseArgs({
     'no-sample': { type: 'boolean', default: false },
     'take-over': { type: 'boolean', default: false },
     'scaledownwith-group': { type: 'string' },
+    'scaledownwith-user': { type: 'string' },
     'resync-seconds': { type: 'string', default: '30' },
     'gc-seconds': { type: 'string', default: '60' },
     help: { type: 'boolean', short: 'h', default: false },
@@ -63,7 +80,7 @@ const { values: flags } = parseArgs({
 
 if (flags.help) {
   console.log(
-    `usage: npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample] [--take-over] [--scaledownwith-group GROUP] ${SIMULATOR_USAGE}`,
+    `usage: npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample] [--take-over] [--scaledownwith-group GROUP] [--scaledownwith-user USER] ${SIMULATOR_USAGE}`,
   );
   process.exit(0);
 }
@@ -152,12 +169,34 @@ async function main(): Promise<void> {
   const group = choice.group;
 
   const metrics = createFunctionMetrics();
-  const kube = createKube(kc, {
-    onRequest: (verb, outcome, seconds) => {
-      metrics.onApiRequest(verb, outcome, seconds);
-    },
-  });
+  const onRequest = (verb: string, outcome: string, seconds: number): void => {
+    metrics.onApiRequest(verb, outcome, seconds);
+  };
+  const kube = createKube(kc, { onRequest });
   const fnLog = (name: string) => log.child({ function: name });
+  // Identities of their own where the API server calls us (the webhook judges who writes), when the
+  // kubeconfig's user may impersonate them; otherwise every function acts as that user.
+  const asItself = local && (await mayImpersonate(kc));
+  const kubeOf = (fn: string): Kube =>
+    asItself
+      ? createKube(
+          impersonating(
+            kc,
+            serviceAccountUser(LOCAL_NAMESPACE, fn),
+            impersonatedGroups(LOCAL_NAMESPACE),
+          ),
+          { onRequest },
+        )
+      : kube;
+  const recorder =
+    flags['scaledownwith-user'] ??
+    (asItself ? serviceAccountUser(LOCAL_NAMESPACE, 'scale-down-with') : ANY_RECORDER);
+  if (local)
+    say(
+      asItself
+        ? `functions act as system:serviceaccount:${LOCAL_NAMESPACE}:<function> (impersonated); scaledownwith targets may be added by ${recorder === ANY_RECORDER ? 'anyone' : recorder}`
+        : `the kubeconfig's user cannot impersonate: every function acts as that user, and scaledownwith targets may be added by ${recorder === ANY_RECORDER ? 'anyone (members are still checked)' : recorder}`,
+    );
 
   // HTTPS for the two endpoints the kube-apiserver calls: a CA of our own for this run.
   const pki = mkdtempSync(join(tmpdir(), 'vmpool-start-'));
@@ -179,16 +218,23 @@ async function main(): Promise<void> {
   const served: Array<[string, ServedApp]> = [
     [
       'reconcile-pool',
-      serveApp(buildReconcileApp({ kube, log: fnLog('reconcile-pool'), metrics }), {
-        port: 0,
-        hostname: '127.0.0.1',
-        handleSignals: false,
-        shutdownTimeoutMs: SHUTDOWN_MS,
-      }),
+      serveApp(
+        buildReconcileApp({
+          kube: kubeOf('reconcile-pool'),
+          log: fnLog('reconcile-pool'),
+          metrics,
+        }),
+        {
+          port: 0,
+          hostname: '127.0.0.1',
+          handleSignals: false,
+          shutdownTimeoutMs: SHUTDOWN_MS,
+        },
+      ),
     ],
     [
       'disk-gc-tick',
-      serveApp(buildGcApp({ kube, log: fnLog('disk-gc-tick'), metrics }), {
+      serveApp(buildGcApp({ kube: kubeOf('disk-gc-tick'), log: fnLog('disk-gc-tick'), metrics }), {
         port: 0,
         hostname: '127.0.0.1',
         handleSignals: false,
@@ -197,23 +243,47 @@ async function main(): Promise<void> {
     ],
     [
       'scale-validate',
-      serveApp(buildValidateApp({ kube, log: fnLog('scale-validate'), metrics }), {
-        port: 0,
-        hostname: '127.0.0.1',
-        handleSignals: false,
-        shutdownTimeoutMs: SHUTDOWN_MS,
-        tls,
-      }),
+      // On the embedded plane the API server presents a client certificate to webhooks, so the
+      // webhook takes reviews from it alone, as WEBHOOK_CLIENT_CA_FILE makes it in a cluster.
+      serveApp(
+        buildValidateApp({
+          kube: kubeOf('scale-validate'),
+          log: fnLog('scale-validate'),
+          metrics,
+          recorder,
+          ...(cp === undefined
+            ? {}
+            : {
+                clientCa: caFile(cp.certs.webhookClientCa.certPath),
+                clientNames: [WEBHOOK_CLIENT_CN],
+              }),
+        }),
+        {
+          port: 0,
+          hostname: '127.0.0.1',
+          handleSignals: false,
+          shutdownTimeoutMs: SHUTDOWN_MS,
+          tls: { ...tls, requestCert: cp !== undefined },
+        },
+      ),
     ],
     [
       'scale-down-with',
-      serveApp(buildScaleDownApp({ kube, log: fnLog('scale-down-with'), metrics, group }), {
-        port: 0,
-        hostname: '127.0.0.1',
-        handleSignals: false,
-        shutdownTimeoutMs: SHUTDOWN_MS,
-        tls: { ...tls, requestCert: true },
-      }),
+      serveApp(
+        buildScaleDownApp({
+          kube: kubeOf('scale-down-with'),
+          log: fnLog('scale-down-with'),
+          metrics,
+          group,
+        }),
+        {
+          port: 0,
+          hostname: '127.0.0.1',
+          handleSignals: false,
+          shutdownTimeoutMs: SHUTDOWN_MS,
+          tls: { ...tls, requestCert: true },
+        },
+      ),
     ],
   ];
   stoppers.push({ name: 'functions', run: () => Promise.all(served.map(([, s]) => s.close())) });
@@ -229,16 +299,20 @@ async function main(): Promise<void> {
       validatePort: ports['scale-validate'] ?? 0,
       scaleDownPort: ports['scale-down-with'] ?? 0,
       caPem: readFileSync(ca.certPath, 'utf8'),
-      namespace: 'vmpool-local',
+      namespace: LOCAL_NAMESPACE,
       group,
     });
-    const applied: ObjectRef[] = [];
-    // Removed on stop, newest first, and only while still vmpool's.
+    const applied: Array<{ readonly ref: ObjectRef; readonly previous?: StoredObject }> = [];
+    // Undone on stop, newest first, and only while still vmpool's: removed, or what a take-over
+    // replaced put back.
     stoppers.push({
       name: 'webhook and APIService',
       run: async () => {
-        for (const ref of applied.reverse()) {
-          const problem = await removeOwned(manifests, ref);
+        for (const { ref, previous } of applied.reverse()) {
+          const problem =
+            previous === undefined
+              ? await removeOwned(manifests, ref)
+              : await restoreTakenOver(manifests, previous);
           if (problem !== undefined) log.warn(problem);
         }
       },
@@ -249,8 +323,10 @@ async function main(): Promise<void> {
         must(await installIfMissing(install, o));
         continue;
       }
-      must(await installOwned(install, o, TODO[ref.kind] ?? ''));
-      applied.push(ref);
+      const done = must(await installOwned(install, o, TODO[ref.kind] ?? ''));
+      applied.push(done.previous === undefined ? { ref } : { ref, previous: done.previous });
+      if (done.action === 'tookOver')
+        say(`${describeRef(ref)}: taken over; what was there is put back on Ctrl-C`);
     }
     say('registered the admission webhook and the scaledownwith APIService');
     say(`scaledownwith group: ${choice.why}`);
@@ -350,6 +426,25 @@ const TODO: Readonly<Record<string, string>> = {
 function must(r: Installed): Extract<Installed, { ok: true }> {
   if (!r.ok) throw new Error(r.message);
   return r;
+}
+
+/** The namespace of npm start's own objects (wiring.ts) and of its functions' identities. */
+const LOCAL_NAMESPACE = 'vmpool-local';
+
+/**
+ * Whether the kubeconfig's user may impersonate the functions' identities: one read as
+ * scale-down-with answers anything but 403.
+ */
+async function mayImpersonate(kc: KubeConfig): Promise<boolean> {
+  const probe = createKube(
+    impersonating(
+      kc,
+      serviceAccountUser(LOCAL_NAMESPACE, 'scale-down-with'),
+      impersonatedGroups(LOCAL_NAMESPACE),
+    ),
+  );
+  const got = await probe.listPools(LOCAL_NAMESPACE);
+  return got.ok || got.reason !== 'forbidden';
 }
 
 async function waitReady(kube: ReturnType<typeof createKube>, deadline: number): Promise<boolean> {

@@ -28,11 +28,14 @@ import {
 /** Dependencies; the drain-deadline timers are injectable for tests. */
 export interface ReconcileAppDeps extends AppDeps {
   readonly rechecks?: Rechecks;
+  /** Most creates one pass records (tests make it small to watch bursts). */
+  readonly createBurst?: number;
 }
 
 /** The reconcile-pool HTTP app: `POST /` takes one CloudEvent. */
 export function buildReconcileApp(input: ReconcileAppDeps): Hono<NodeEnv> {
-  const deps = resolveDeps(input);
+  const burst = input.createBurst === undefined ? {} : { createBurst: input.createBurst };
+  const deps = { ...resolveDeps(input), ...burst };
   const rechecks = input.rechecks ?? createRechecks(deps.now);
   const { kube, metrics } = deps;
   const app = buildFunctionApp({

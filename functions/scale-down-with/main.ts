@@ -1,12 +1,16 @@
 /**
  * Entry point of scale-down-with: the aggregated API (HTTPS with TLS_CERT_FILE, TLS_KEY_FILE on
  * PORT) and, with SCALEDOWNWITH_EVENTS=enabled, the authenticated CloudEvent form on EVENTS_PORT
- * (default 8080; HTTPS too with EVENTS_TLS=enabled), whose senders' tokens must be issued for
- * EVENTS_AUDIENCE.
+ * (default 8080; HTTPS too with EVENTS_TLS=enabled): the delivery's token must be issued for
+ * EVENTS_AUDIENCE, the sender's own (in the event) for EVENTS_SENDER_AUDIENCE.
  */
 import { runFunction } from '../../shared/runtime/index.js';
 import { buildScaleDownApp } from './app.js';
-import { DEFAULT_EVENTS_AUDIENCE, buildScaleDownEventsApp } from './events.js';
+import {
+  DEFAULT_EVENTS_AUDIENCE,
+  DEFAULT_SENDER_AUDIENCE,
+  buildScaleDownEventsApp,
+} from './events.js';
 
 const env = process.env;
 const group = env.SCALEDOWNWITH_GROUP;
@@ -18,13 +22,14 @@ void runFunction(
 );
 if (env.SCALEDOWNWITH_EVENTS === 'enabled') {
   const audience = env.EVENTS_AUDIENCE ?? DEFAULT_EVENTS_AUDIENCE;
+  const senderAudience = env.EVENTS_SENDER_AUDIENCE ?? DEFAULT_SENDER_AUDIENCE;
   const tls =
     env.EVENTS_TLS === 'enabled'
       ? { TLS_CERT_FILE: env.TLS_CERT_FILE, TLS_KEY_FILE: env.TLS_KEY_FILE }
       : {};
   void runFunction(
     'scale-down-with-events',
-    (deps) => buildScaleDownEventsApp({ ...deps, audience }),
+    (deps) => buildScaleDownEventsApp({ ...deps, audience, senderAudience }),
     {
       PORT: env.EVENTS_PORT ?? '8080',
       ...tls,

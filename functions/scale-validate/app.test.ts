@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import type { VirtualMachine, VirtualMachinePool } from '../../shared/api/index.js';
 import { keys } from '../../shared/api/index.js';
 import { API, BASE, guardNock, statusBody, testKube } from '../../test/functions/fixtures.js';
-import { pool, runnersDiskTemplates, runnersVmTemplate } from '../../test/unit/builders.js';
+import { pool, runnersDiskTemplates, runnersVmTemplate, vm } from '../../test/unit/builders.js';
+import { DEFAULT_RECORDER, explicitReplicasMessage } from '../../shared/domain/index.js';
 import {
   ADMISSION_BUDGET,
   ADMISSION_MAX_BODY_BYTES,
@@ -61,6 +62,7 @@ function poolReview(
   object: VirtualMachinePool,
   oldObject?: VirtualMachinePool,
   uid = 'uid-pool-1',
+  username = 'alice',
 ): object {
   return review({
     uid,
@@ -69,7 +71,7 @@ function poolReview(
     name: object.metadata.name,
     namespace: object.metadata.namespace,
     operation,
-    userInfo: { username: 'alice' },
+    userInfo: { username },
     object,
     ...(oldObject === undefined ? {} : { oldObject }),
   });
@@ -88,6 +90,55 @@ async function post(
 }
 
 const unmatched = guardNock();
+
+/** `text` as a literal in a RegExp. */
+const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+describe('scale-validate: how far one write may grow a pool', () => {
+  it('a scale above the cluster-wide maximum is refused naming the maximum and where it is set', async () => {
+    const { review: r } = await post(SCALE_PATH, scaleReview(1, 100_000));
+    expect(r.response.allowed).toBe(false);
+    expect(r.response.status?.code).toBe(422);
+    expect(r.response.status?.message).toContain('100000 is above');
+    expect(r.response.status?.message).toContain('10000 replicas');
+    expect(r.response.status?.message).toContain('VMPOOL_MAX_REPLICAS');
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a pool created or updated above the maximum is refused; the maximum is configurable', async () => {
+    const big = pool({ replicas: 50 });
+    const app = buildValidateApp({ kube: testKube(), log: testLog('test'), maxReplicas: 20 });
+    const res = await app.request(POOL_PATH, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(poolReview('UPDATE', big, pool({ replicas: 5 }))),
+    });
+    const r = (await res.json()) as ReviewResponse;
+    expect(r.response.allowed).toBe(false);
+    expect(r.response.status?.message).toContain('20 replicas');
+    // Taking a mistake back is never refused, however large the pool still is.
+    const scope = nock(API)
+      .get(poolPath('ci', 'runners'))
+      .reply(200, pool({ replicas: 50 }));
+    const back = await app.request(SCALE_PATH, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(scaleReview(50, 30)),
+    });
+    expect(((await back.json()) as ReviewResponse).response.allowed).toBe(true);
+    scope.done();
+  });
+
+  it('growing more than tenfold in one change is allowed with a warning kubectl shows', async () => {
+    const { review: r } = await post(SCALE_PATH, scaleReview(2, 5_000, 'runners', 'uid-big'));
+    expect(r.response).toMatchObject({ uid: 'uid-big', allowed: true });
+    const warnings = (r.response as { warnings?: string[] }).warnings ?? [];
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('from 2 to 5000 replicas, more than tenfold');
+    const { review: small } = await post(SCALE_PATH, scaleReview(0, 100));
+    expect(small.response).toEqual({ uid: 'uid-scale-1', allowed: true });
+  });
+});
 
 describe('scale-validate: /scale', () => {
   it('a decrease on an Explicit pool is denied with the reference message, uid echoed', async () => {
@@ -317,22 +368,118 @@ describe('scale-validate: pool CREATE and UPDATE', () => {
     expect(unmatched.seen).toEqual([]);
   });
 
-  it('an UPDATE whose new targets annotation covers the decrease is allowed, with no dry run', async () => {
+  it('an UPDATE by scale-down-with whose new targets cover the decrease is allowed once they are read as live members, with no dry run', async () => {
     const old = pool({ scaleDownPolicy: 'Explicit', replicas: 3 });
     const next = pool({
       scaleDownPolicy: 'Explicit',
       replicas: 1,
       annotations: {
         [keys.scaleDownTargets]: JSON.stringify([
-          { name: 'runners-aaaaa', uid: 'uid-a' },
-          { name: 'runners-bbbbb', uid: 'uid-b' },
+          { name: 'runners-aaaaa', uid: 'uid-runners-aaaaa' },
+          { name: 'runners-bbbbb', uid: 'uid-runners-bbbbb' },
         ]),
       },
     });
-    const { review: r } = await post(POOL_PATH, poolReview('UPDATE', next, old));
+    const scope = nock(API)
+      .get(`${BASE}/namespaces/ci/virtualmachines/runners-aaaaa`)
+      .reply(200, vm(old, 'runners-aaaaa'))
+      .get(`${BASE}/namespaces/ci/virtualmachines/runners-bbbbb`)
+      .reply(200, vm(old, 'runners-bbbbb'));
+    const { review: r } = await post(
+      POOL_PATH,
+      poolReview('UPDATE', next, old, 'uid-pool-1', DEFAULT_RECORDER),
+    );
     expect(r.response).toEqual({ uid: 'uid-pool-1', allowed: true });
+    scope.done();
     // The template is unchanged: no dry-run create was sent.
     expect(unmatched.seen).toEqual([]);
+  });
+
+  describe('a forged Explicit target is refused', () => {
+    const old = pool({ scaleDownPolicy: 'Explicit', replicas: 3 });
+    const naming = (uid: string) =>
+      pool({
+        scaleDownPolicy: 'Explicit',
+        replicas: 2,
+        annotations: {
+          [keys.scaleDownTargets]: JSON.stringify([{ name: 'runners-aaaaa', uid }]),
+        },
+      });
+    const vmPath = `${BASE}/namespaces/ci/virtualmachines/runners-aaaaa`;
+
+    it('written by anyone but scale-down-with: refused with the Explicit message, nothing read', async () => {
+      const { review: r } = await post(POOL_PATH, poolReview('UPDATE', naming('uid-a'), old));
+      expect(r.response.allowed).toBe(false);
+      expect(r.response.status?.code).toBe(403);
+      expect(r.response.status?.message).toBe(
+        `${explicitReplicasMessage('runners')} Not a scaleDownWith target: targets may be added only by ${DEFAULT_RECORDER}, not by alice.`,
+      );
+      expect(unmatched.seen).toEqual([]);
+    });
+
+    it.each([
+      ['a made-up uid', 200, (p: VirtualMachinePool) => vm(p, 'runners-aaaaa', { uid: 'real' })],
+      ['a VM that does not exist', 404, () => statusBody(404, 'NotFound', 'not found')],
+      [
+        'another pool’s VM',
+        200,
+        () => vm(pool({ name: 'other', uid: 'pool-uid-2' }), 'runners-aaaaa', { uid: 'made-up' }),
+      ],
+      [
+        'a Terminating member',
+        200,
+        (p: VirtualMachinePool) => vm(p, 'runners-aaaaa', { uid: 'made-up', terminating: true }),
+      ],
+    ])('even from scale-down-with, naming %s', async (_what, code, body) => {
+      const scope = nock(API).get(vmPath).reply(code, body(old));
+      const { review: r } = await post(
+        POOL_PATH,
+        poolReview('UPDATE', naming('made-up'), old, 'uid-pool-1', DEFAULT_RECORDER),
+      );
+      expect(r.response.allowed).toBe(false);
+      expect(r.response.status?.code).toBe(403);
+      expect(r.response.status?.message).toMatch(
+        new RegExp(
+          `^${escape(explicitReplicasMessage('runners'))} Not a scaleDownWith target: target "runners-aaaaa" `,
+        ),
+      );
+      scope.done();
+    });
+
+    it('a VM that cannot be read: refused with what could not be checked (500)', async () => {
+      const scope = nock(API)
+        .get(vmPath)
+        .reply(
+          403,
+          statusBody(
+            403,
+            'Forbidden',
+            'virtualmachines "runners-aaaaa" is forbidden: User "system:serviceaccount:vmpool-system:scale-validate" cannot get resource "virtualmachines"',
+          ),
+        );
+      const { review: r } = await post(
+        POOL_PATH,
+        poolReview('UPDATE', naming('uid-runners-aaaaa'), old, 'uid-pool-1', DEFAULT_RECORDER),
+      );
+      expect(r.response.allowed).toBe(false);
+      expect(r.response.status?.code).toBe(500);
+      expect(r.response.status?.message).toMatch(
+        /^cannot read the scaleDownWith targets of VirtualMachinePool "runners": /,
+      );
+      scope.done();
+    });
+
+    it('the recorder is configurable: `*` lets any writer, members still checked', async () => {
+      const app = buildValidateApp({ kube: testKube(), log: testLog('test'), recorder: '*' });
+      const scope = nock(API).get(vmPath).reply(200, vm(old, 'runners-aaaaa'));
+      const res = await app.request(POOL_PATH, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(poolReview('UPDATE', naming('uid-runners-aaaaa'), old)),
+      });
+      expect(((await res.json()) as ReviewResponse).response.allowed).toBe(true);
+      scope.done();
+    });
   });
 
   it('an UPDATE whose targets cover only part of the decrease is denied', async () => {

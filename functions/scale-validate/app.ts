@@ -5,11 +5,14 @@
  */
 import type { Context, Hono } from 'hono';
 import { AdmissionReview } from '../../shared/api/index.js';
-import type { AppDeps, NodeEnv } from '../../shared/http/index.js';
+import { MAX_REPLICAS_ENV, parseMaxReplicas, targetWriters } from '../../shared/domain/index.js';
+import type { AppDeps, ClientCertificate, NodeEnv } from '../../shared/http/index.js';
 import {
   buildFunctionApp,
+  clientCertificate,
   errorResponse,
   parseBody,
+  requireClientCertificate,
   resolveDeps,
 } from '../../shared/http/index.js';
 import { ADMISSION_MAX_BODY_BYTES, reviewAdmission } from '../../shared/reconcile/index.js';
@@ -33,12 +36,54 @@ function answer(
   return Response.json({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response });
 }
 
+/** The ceiling of the environment; a value that is not a positive integer stops the start. */
+function maxReplicasOfEnv(): number {
+  const n = parseMaxReplicas(process.env[MAX_REPLICAS_ENV]);
+  if (n instanceof Error) throw n;
+  return n;
+}
+
+/** Dependencies; the certificate source is injectable for tests. */
+export interface ValidateAppDeps extends AppDeps {
+  /**
+   * The CA bundle the kube-apiserver's webhook client certificate must be signed by
+   * (`WEBHOOK_CLIENT_CA_FILE`). Absent: any caller is served, as a webhook is by default (the
+   * API server presents a client certificate only where its admission configuration says so).
+   */
+  readonly clientCa?: () => string | undefined;
+  /** The accepted common names of that certificate (`WEBHOOK_CLIENT_NAMES`); empty: any. */
+  readonly clientNames?: readonly string[];
+  readonly clientCert?: (c: Context<NodeEnv>) => ClientCertificate | undefined;
+  /** The largest `spec.replicas` admitted (default: {@link MAX_REPLICAS_ENV}, else the built-in). */
+  readonly maxReplicas?: number;
+  /**
+   * The one user that may add scaledownwith targets to a pool (scale-down-with's, as the API server
+   * names it), or `*` for any; default knative/base's scale-down-with ServiceAccount. See {@link targetWriters}.
+   */
+  readonly recorder?: string;
+}
+
 /** The webhook app: both paths take any AdmissionReview v1 and dispatch on resource and subresource. */
-export function buildValidateApp(input: AppDeps): Hono<NodeEnv> {
-  const { kube, log, metrics, health } = resolveDeps(input);
+export function buildValidateApp(input: ValidateAppDeps): Hono<NodeEnv> {
+  const deps = resolveDeps(input);
+  const { kube, log, metrics, health } = deps;
+  const maxReplicas = input.maxReplicas ?? maxReplicasOfEnv();
+  const writers = targetWriters(input.recorder);
   // An UPDATE review carries the pool twice: the cap is this function's own, above the default.
   const maxBodyBytes = ADMISSION_MAX_BODY_BYTES;
   const app = buildFunctionApp({ name: 'scale-validate', log, metrics, health, maxBodyBytes });
+  // Only the API server: a review asks for a dry-run create of the pool's VM in its namespace and
+  // answers what the API server said, which no other pod should be able to ask for.
+  if (input.clientCa !== undefined) {
+    const only = requireClientCertificate({
+      ca: input.clientCa,
+      clientCert: input.clientCert ?? clientCertificate,
+      now: deps.now,
+      names: input.clientNames ?? [],
+    });
+    app.use(POOL_PATH, only);
+    app.use(SCALE_PATH, only);
+  }
   const handler = async (c: Context<NodeEnv>): Promise<Response> => {
     const parsed = await parseBody(c, AdmissionReview);
     if (!parsed.ok) {
@@ -51,7 +96,7 @@ export function buildValidateApp(input: AppDeps): Hono<NodeEnv> {
         : errorResponse(400, message);
     }
     const req = parsed.data.request;
-    const verdict = await reviewAdmission(req, kube, c.req.raw.signal);
+    const verdict = await reviewAdmission(req, kube, c.req.raw.signal, writers, maxReplicas);
     const outcome = verdict.allowed ? 'allowed' : 'denied';
     metrics.reconciles.inc({ function: 'scale-validate', outcome });
     if (verdict.allowed) return answer(req.uid, true, undefined, verdict.warnings);

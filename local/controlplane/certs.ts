@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { WEBHOOK_CLIENT_CN } from './admission-config.js';
 
 /** A PEM certificate and key on disk, plus the PEM text (for kubeconfigs and caBundles). */
 export interface KeyPair {
@@ -29,6 +30,10 @@ export interface ControlPlaneCerts {
   serviceAccount: { keyPath: string; pubPath: string };
   /** CA for the project's own HTTPS endpoints (webhooks, aggregated API); its PEM is the caBundle. */
   webhookCa: KeyPair;
+  /** CA of the client certificate kube-apiserver presents to webhooks (WEBHOOK_CLIENT_CA_FILE). */
+  webhookClientCa: KeyPair;
+  /** That certificate (admission-config.ts names it for every webhook). */
+  webhookClient: KeyPair;
 }
 
 const DAYS = '7';
@@ -162,6 +167,12 @@ export function mintControlPlaneCerts(dir: string): ControlPlaneCerts {
   // A separate CA: the apiserver must not accept front-proxy certs as ordinary client certs.
   const frontProxyCa = mintCa(dir, 'front-proxy-ca', 'vmpool-front-proxy-ca');
   const webhookCa = mintCa(dir, 'webhook-ca', 'vmpool-webhook-ca');
+  // Its own CA: a webhook that trusts it trusts the API server's webhook client and nobody else.
+  const webhookClientCa = mintCa(dir, 'webhook-client-ca', 'vmpool-webhook-client-ca');
+  const webhookClient = mintLeaf(dir, 'webhook-client', webhookClientCa, {
+    cn: WEBHOOK_CLIENT_CN,
+    usage: 'client',
+  });
   const apiserver = mintLeaf(dir, 'apiserver', servingCa, {
     cn: 'kube-apiserver',
     sans: ['127.0.0.1', 'localhost', 'kubernetes', 'kubernetes.default.svc', '10.0.0.1'],
@@ -190,6 +201,8 @@ export function mintControlPlaneCerts(dir: string): ControlPlaneCerts {
     frontProxyClient,
     serviceAccount: { keyPath: saKey, pubPath: saPub },
     webhookCa,
+    webhookClientCa,
+    webhookClient,
   };
 }
 

@@ -6,6 +6,7 @@
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { writeAdmissionConfig } from './admission-config.js';
 import { ensureBinaries } from './binaries.js';
 import type { Answer } from './http.js';
 import { requestText } from './http.js';
@@ -252,6 +253,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
           '--requestheader-extra-headers-prefix=X-Remote-Extra-',
           `--proxy-client-cert-file=${certs.frontProxyClient.certPath}`,
           `--proxy-client-key-file=${certs.frontProxyClient.keyPath}`,
+          // A client certificate for webhooks, so scale-validate can accept the API server alone.
+          `--admission-control-config-file=${writeAdmissionConfig(pki, certs.webhookClient)}`,
         ],
       },
       (proc) =>

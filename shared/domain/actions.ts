@@ -49,6 +49,11 @@ export type Action =
       readonly kind: 'deleteVm';
       readonly name: string;
       readonly uid: string;
+      /**
+       * The member's resourceVersion when the plan decided (L7): a member protected, drained or
+       * otherwise changed since answers 409 and the pass re-plans instead of deleting it.
+       */
+      readonly resourceVersion?: string;
       /** A scale-down, scaledownwith, a replacement (healing, maxMemberAge), a surplus standby. */
       readonly why: 'scaleDown' | 'target' | 'unhealthy' | 'expired' | 'standby';
       /** How the member's drain ended, when it drained first. */
@@ -70,6 +75,16 @@ export type Action =
     }
   /** Drop carried-out scaledownwith targets from the pool (a main-resource write on a fresh read). */
   | { readonly kind: 'dropTargets'; readonly names: readonly string[] };
+
+/** `{ resourceVersion }` of an object as read, for a write conditioned on it (none when unknown). */
+export function resourceVersionOf(
+  o: { metadata: { resourceVersion?: string | undefined } } | undefined,
+): {
+  resourceVersion?: string;
+} {
+  const rv = o?.metadata.resourceVersion;
+  return rv === undefined ? {} : { resourceVersion: rv };
+}
 
 /** The action of one kind. */
 export type ActionOf<K extends Action['kind']> = Extract<Action, { readonly kind: K }>;

@@ -22,7 +22,7 @@ export interface Departure {
 
 /** The count decision: creates and victims (recorded ones first), and who stays. */
 export interface Count {
-  /** Names to create: pending recorded creates, then fresh ones. */
+  /** Names to create: pending recorded creates the desire still asks for, then fresh ones. */
   readonly creates: readonly string[];
   /** Victims to record: pending recorded victims still leaving, then the policy's choice. */
   readonly victims: readonly MemberRef[];
@@ -91,6 +91,7 @@ export function decideCount(
       cancellable: [...recorded.held.map((r) => r.name), ...new Set(drains.map(nameOf))],
       promotable: promotable.map(nameOf),
       taken: view.taken,
+      burst: view.burst,
     },
     rand,
   );
@@ -106,8 +107,9 @@ export function decideCount(
   const promotions = promotable.filter((m) => promoted.has(nameOf(m)));
   const liveTargets = new Set(view.liveTargets);
   const held = recorded.held.filter((t) => !back.has(t.name)).length;
+  const dropped = new Set(decision.dropped);
   return {
-    creates: [...view.pendingCreates, ...decision.creates],
+    creates: [...view.pendingCreates.filter((n) => !dropped.has(n)), ...decision.creates],
     victims,
     leaving,
     staying: [...[...view.live.values()].filter((m) => !leaving.has(nameOf(m))), ...promotions],

@@ -5,6 +5,7 @@
  * @module
  */
 import type { DeleteVm, UpdateVm } from './actions.js';
+import { resourceVersionOf } from './actions.js';
 import type { Departure } from './count.js';
 import type { DrainStep } from './drain.js';
 import { drainStep, drainTimeoutMs, requestDrain } from './drain.js';
@@ -43,6 +44,7 @@ export function decideLeave(view: View, departures: readonly Departure[], now: D
       kind: 'deleteVm',
       name: nameOf(d.vm),
       uid: d.uid,
+      ...resourceVersionOf(d.vm),
       why: d.why,
       ...(d.why === 'expired' ? { maxAge } : {}),
     };

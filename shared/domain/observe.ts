@@ -16,7 +16,9 @@ import { templateHash } from './hash.js';
 import { isStandby } from './lifecycle.js';
 import { attached } from './in-use.js';
 import { isMember, isTerminating, nameOf } from './membership.js';
+import { CREATE_BURST } from './scale.js';
 import { recordedTargets } from './targets.js';
+import { isProtected } from './victims.js';
 
 /**
  * What a reconcile read: the pool and every VM and disk carrying its pool-uid label; `vms` may also
@@ -31,6 +33,8 @@ export interface Observed {
    * and not chosen again.
    */
   readonly foreign?: ReadonlySet<string>;
+  /** Most creates one pass may record (default {@link CREATE_BURST}; tests make it small). */
+  readonly burst?: number;
 }
 
 /** A member named together with the uid it had when recorded, so a same-named newcomer is safe. */
@@ -72,9 +76,9 @@ export interface View {
   readonly busy: ReadonlySet<string>;
   /** Recorded creates not yet observed, minus those a VM outside the pool turned out to hold. */
   readonly pendingCreates: readonly string[];
-  /** Recorded victims of scale-downs still live under the recorded uid. */
+  /** Recorded victims of scale-downs still live under the recorded uid and not protected since. */
   readonly pendingDeletes: readonly MemberRef[];
-  /** Recorded replacements (healing, lifetime) still live under the recorded uid. */
+  /** Recorded replacements (healing, lifetime) still live under the recorded uid, not protected. */
   readonly pendingReplacements: readonly Replacement[];
   /** Recorded promotions of standby members not carried out yet (the label still on). */
   readonly pendingPromotions: readonly MemberRef[];
@@ -87,6 +91,8 @@ export interface View {
   /** scaledownwith targets recorded on the pool, and those still live. */
   readonly targets: readonly RecordedTarget[];
   readonly liveTargets: readonly RecordedTarget[];
+  /** Most pending creates one pass records. */
+  readonly burst: number;
   /** Every VM name seen, pending creates and foreign-held names: never chosen for a new VM. */
   readonly taken: ReadonlySet<string>;
   readonly warnings: readonly string[];
@@ -118,6 +124,12 @@ export function observe(obs: Observed): View {
     for (const r of vm.spec.blockDeviceRefs ?? []) if (r.kind === 'VirtualDisk') refs.add(r.name);
   }
   const isLive = (r: MemberRef): boolean => live.get(r.name)?.metadata.uid === r.uid;
+  // Protection wins over a recorded removal not carried out yet (a runner that took a job after
+  // the decision): the victim is chosen again among the others, the replacement is dropped.
+  const mayGo = (r: MemberRef): boolean => {
+    const m = live.get(r.name);
+    return m?.metadata.uid === r.uid && !isProtected(m);
+  };
 
   const intent = pool.status?.intent ?? {};
   const foreign = obs.foreign ?? new Set<string>();
@@ -166,9 +178,9 @@ export function observe(obs: Observed): View {
     heldByLeaving: heldByTerminating,
     busy: new Set([...busy, ...liveRefs, ...heldByTerminating]),
     pendingCreates,
-    pendingDeletes: (intent.deletes ?? []).filter((d) => d.reason === undefined && isLive(d)),
+    pendingDeletes: (intent.deletes ?? []).filter((d) => d.reason === undefined && mayGo(d)),
     pendingReplacements: (intent.deletes ?? []).filter(
-      (d): d is Replacement => d.reason !== undefined && isLive(d),
+      (d): d is Replacement => d.reason !== undefined && mayGo(d),
     ),
     pendingPromotions: (intent.promotions ?? []).filter(
       (r) => isLive(r) && isStandby(live.get(r.name) as VirtualMachine),
@@ -180,6 +192,7 @@ export function observe(obs: Observed): View {
     recordedBindings: intent.bindings ?? [],
     targets,
     liveTargets: targets.filter(isLive),
+    burst: obs.burst ?? CREATE_BURST,
     taken,
     warnings,
   };

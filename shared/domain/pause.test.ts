@@ -42,13 +42,19 @@ describe('spec.paused', () => {
     expect([again.actions, again.writeStatus]).toEqual([[], false]);
   });
 
-  it('keeps recorded intent as it is, and unpausing resumes from the live state', () => {
+  it('drops recorded creates not made yet, and unpausing resumes from the live state', () => {
     let w = scale(world(1), 3);
     const first = plan(observedOf(w), NOW, seededRandom(1));
-    // The intent was recorded, then the pool was paused before any create ran.
+    expect(first.status.intent?.creates).toHaveLength(2);
+    // The intent was recorded, then the pool was paused before any create ran: a pause stops
+    // creation, so no executor still holding the old plan finds its names recorded any more.
     w = paused({ ...w, pool: { ...w.pool, status: first.status } }, true);
     const held = plan(observedOf(w), NOW, seededRandom(2));
-    expect(held.status.intent).toEqual(first.status.intent);
+    expect(held.actions).toEqual([]);
+    expect(held.writeStatus).toBe(true);
+    expect(held.status.intent).toBeUndefined();
+    w = { ...w, pool: { ...w.pool, status: held.status } };
+    expect(plan(observedOf(w), NOW, seededRandom(3)).writeStatus).toBe(false);
     const { w: after } = converge(paused(w, false), later(SECOND));
     expect(after.vms).toHaveLength(3);
     expect(after.pool.status?.conditions?.find((c) => c.type === 'Paused')).toBeUndefined();

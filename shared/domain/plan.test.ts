@@ -7,6 +7,7 @@ import { templateHash } from './hash.js';
 import { ALPHABET } from './names.js';
 import type { Plan } from './plan.js';
 import { plan } from './plan.js';
+import { CREATE_BURST } from './scale.js';
 import {
   HOUR,
   MINUTE,
@@ -853,5 +854,31 @@ describe('plan: laws as properties', () => {
       ),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('a mistaken scale taken back (L1 at each instant)', () => {
+  it('a scale to 100,000 records one burst; taken back to 1, the next pass drops it and creates nothing', () => {
+    const p = pool({ replicas: 100_000 });
+    const m = steady(p, 'runners-aaaaa');
+    const first = plan(observe(p, [m]), NOW, rand());
+    expect(of(first, 'createVm')).toHaveLength(CREATE_BURST);
+    expect(first.status.intent?.creates).toHaveLength(CREATE_BURST);
+    const back = { ...stored(p, first), spec: { ...p.spec, replicas: 1 } };
+    const next = plan(observe(back, [m]), NOW, rand());
+    expect(of(next, 'createVm')).toEqual([]);
+    expect(next.status.intent).toBeUndefined();
+    // The burst under way landed 300 of its creates before the pass: they are the surplus now.
+    const landed = first.status.intent!.creates!.slice(0, 300).map((n) => steady(p, n));
+    const after = plan(observe(back, [m, ...landed]), NOW, rand());
+    expect(of(after, 'createVm')).toEqual([]);
+    expect(of(after, 'deleteVm')).toHaveLength(300);
+  });
+
+  it('a pool deleted while a burst is recorded does nothing more', () => {
+    const p = pool({ replicas: 2_000 });
+    const first = plan(observe(p, []), NOW, rand());
+    const gone = { ...stored(p, first), metadata: { ...p.metadata, deletionTimestamp: at(0) } };
+    expect(plan(observe(gone, []), NOW, rand()).actions).toEqual([]);
   });
 });

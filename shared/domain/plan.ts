@@ -5,7 +5,7 @@
  * delete) → standby → bind disks → updates → order and status (roster.ts).
  * @module
  */
-import type { PoolStatus } from '../api/index.js';
+import type { Intent, PoolStatus } from '../api/index.js';
 import type { Action } from './actions.js';
 import { isFenced } from './actions.js';
 import { bindDisks } from './bind.js';
@@ -53,7 +53,7 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
   if (pool.metadata.deletionTimestamp !== undefined) return idle(pool.status ?? {}, false);
   const view = observe(obs);
   const split = splitStandby(view);
-  if (pool.spec.paused === true) return paused(split, now);
+  if (pool.spec.paused === true) return paused(split, view.pendingCreates, now);
 
   const count = decideCount(split.active, rand, promotable(split));
   const promoted = new Set(count.promotions.map((r) => r.name));
@@ -79,6 +79,7 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
       promoted,
       replaced: replace.victims.filter((d) => !isReplica(nameOf(d.vm))),
       removals: leave.deletes,
+      burst: view.burst,
       taken: count.creates.length === 0 ? view.taken : new Set([...view.taken, ...count.creates]),
     },
     rand,
@@ -123,30 +124,41 @@ function idle(status: PoolStatus, writeStatus: boolean): Plan {
 }
 
 /**
- * `spec.paused`: nothing is created, deleted or updated, and the recorded intent is kept as it is,
- * so unpausing resumes it; status still reports the members, with `Paused=True`.
+ * `spec.paused`: nothing is created, deleted or updated; status still reports the members, with
+ * `Paused=True`. Recorded creates not made yet are dropped (a pause stops creation within the burst
+ * under way; unpausing records fresh ones), the rest of the intent is kept for unpausing.
  */
-function paused(split: Split, now: Date): Plan {
+function paused(split: Split, pending: readonly string[], now: Date): Plan {
   const { pool } = split.active;
   const prev = pool.status ?? {};
+  const intent = withoutCreates(prev.intent ?? {}, new Set(pending));
   const stored = prev.conditions?.find((c) => c.type === 'Healing');
-  const status = computeStatus(
-    pool,
-    split.active.members,
-    split.active.hash,
-    prev.intent ?? {},
-    now,
-    {
-      protectedHeld: prev.protectedReplicas ?? 0,
-      draining: prev.drainingReplicas ?? 0,
-      ...statusFacts(split.active, split, {
-        unhealthy: prev.unhealthyReplicas ?? 0,
-        ...(prev.healing === undefined ? {} : { healing: prev.healing }),
-        ...(stored === undefined ? {} : { condition: stored }),
-      }),
-    },
-  );
+  const status = computeStatus(pool, split.active.members, split.active.hash, intent, now, {
+    protectedHeld: prev.protectedReplicas ?? 0,
+    draining: prev.drainingReplicas ?? 0,
+    ...statusFacts(split.active, split, {
+      unhealthy: prev.unhealthyReplicas ?? 0,
+      ...(prev.healing === undefined ? {} : { healing: prev.healing }),
+      ...(stored === undefined ? {} : { condition: stored }),
+    }),
+  });
   return idle(status, !sameStatus(status, prev));
+}
+
+/** An intent without the creates in `drop` and the bindings recorded for them. */
+function withoutCreates(intent: Intent, drop: ReadonlySet<string>): Intent {
+  if (drop.size === 0) return intent;
+  const keep = (n: string): boolean => !drop.has(n);
+  return {
+    ...intent,
+    ...(intent.creates === undefined ? {} : { creates: intent.creates.filter(keep) }),
+    ...(intent.standbyCreates === undefined
+      ? {}
+      : { standbyCreates: intent.standbyCreates.filter(keep) }),
+    ...(intent.bindings === undefined
+      ? {}
+      : { bindings: intent.bindings.filter((b) => keep(b.vm)) }),
+  };
 }
 
 function invalidCost(note: string): ActionEvent {

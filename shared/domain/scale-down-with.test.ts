@@ -198,7 +198,7 @@ describe('planScaleDownWith accepted', () => {
 });
 
 describe('planScaleDownWith with a request key (CloudEvent redelivery)', () => {
-  const key = requestKey('https://keda.example', 'evt-1');
+  const key = requestKey('system:serviceaccount:ci:keda', 'https://keda.example', 'evt-1');
 
   it('records the key in the same write as the decrement', () => {
     const r = accepted(planScaleDownWith(p, { targets: ['runners-aaaaa'] }, byName(a), key));
@@ -238,7 +238,10 @@ describe('planScaleDownWith with a request key (CloudEvent redelivery)', () => {
   });
 
   it('a different key for the same targets is a new request', () => {
-    const after = withRequest(p, requestKey('https://keda.example', 'evt-0'));
+    const after = withRequest(
+      p,
+      requestKey('system:serviceaccount:ci:keda', 'https://keda.example', 'evt-0'),
+    );
     const r = accepted(planScaleDownWith(after, { targets: ['runners-aaaaa'] }, byName(a), key));
     expect(r.replay).toBe(false);
     expect(recordedRequests(r.write!)).toHaveLength(2);

@@ -10,6 +10,14 @@ import { ALPHABET, VM_SUFFIX, vmName } from './names.js';
 import type { Ranked } from './victims.js';
 import { isProtected, rankVictims } from './victims.js';
 
+/**
+ * The most creates one pass records (the ReplicaSet controller's `burstReplicas`). Intent never
+ * holds more than this many pending creates, so a scale taken back, a pause or a deletion stops
+ * creation within one burst: the next burst is recorded only by a pass that read the current desire
+ * and renewed the fence (its status write conditioned on the pool's resourceVersion).
+ */
+export const CREATE_BURST = 500;
+
 /** What the scale step sees. */
 export interface ScaleInput {
   readonly pool: string;
@@ -28,11 +36,16 @@ export interface ScaleInput {
   readonly promotable?: readonly string[];
   /** Names that may not be used for a new VM (every VM name seen, pending ones included). */
   readonly taken: ReadonlySet<string>;
+  /** Most pending creates to record (default {@link CREATE_BURST}). */
+  readonly burst?: number;
 }
 
 /** The scale decision. */
 export interface ScaleDecision {
+  /** Fresh names to create (at most {@link CREATE_BURST} with the pending ones). */
   readonly creates: string[];
+  /** Recorded creates not made yet that the desire no longer asks for: dropped from the intent. */
+  readonly dropped: string[];
   readonly victims: Ranked[];
   /** Leaving members (or held targets) taken back instead of creating. */
   readonly cancelled: string[];
@@ -51,7 +64,7 @@ export function scaleDownCandidates(
   return { staying, candidates: staying.filter((m) => !isProtected(m)) };
 }
 
-const none = { creates: [], victims: [], cancelled: [], promoted: [], blocked: 0 };
+const none = { creates: [], dropped: [], victims: [], cancelled: [], promoted: [], blocked: 0 };
 
 /**
  * Members plus pending creates count toward replicas, Terminating and draining members included
@@ -60,22 +73,32 @@ const none = { creates: [], victims: [], cancelled: [], promoted: [], blocked: 0
  * beyond those already leaving is ranked ({@link rankVictims}); `Explicit` never picks victims.
  */
 export function decideScale(input: ScaleInput, rand: Rand): ScaleDecision {
-  const count = input.members.length + input.pendingCreates.length;
   const terminating = input.members.filter(isTerminating).length;
   const leaving = input.members.filter((m) => !isTerminating(m) && input.leaving.has(nameOf(m)));
-  const surplus = count - input.desired - terminating - leaving.length - (input.held ?? 0);
+  const over =
+    input.members.length +
+    input.pendingCreates.length -
+    input.desired -
+    terminating -
+    leaving.length;
+  // A create not made yet is the cheapest surplus: unrecorded, it never happens (the latest first).
+  const drop = Math.min(Math.max(0, over - (input.held ?? 0)), input.pendingCreates.length);
+  const dropped = drop === 0 ? [] : input.pendingCreates.slice(-drop);
+  const pending = input.pendingCreates.length - drop;
+  const count = input.members.length + pending;
+  const surplus = over - drop - (input.held ?? 0);
   if (surplus < 0) {
     const cancelled = (input.cancellable ?? []).slice(0, -surplus);
     const room = Math.max(0, input.desired - count);
     const promoted = (input.promotable ?? []).slice(0, room);
-    const fresh = room - promoted.length;
+    const fresh = Math.min(room - promoted.length, (input.burst ?? CREATE_BURST) - pending);
     const creates = fresh > 0 ? freshNames(input.pool, fresh, input.taken, rand) : [];
-    return { ...none, creates, cancelled, promoted };
+    return { ...none, creates, dropped, cancelled, promoted };
   }
-  if (surplus === 0 || input.policy === 'Explicit') return none;
+  if (surplus === 0 || input.policy === 'Explicit') return { ...none, dropped };
   const { staying, candidates } = scaleDownCandidates(input.members, input.leaving);
   const victims = rankVictims(candidates, input.policy, staying, surplus);
-  return { ...none, victims, blocked: surplus - victims.length };
+  return { ...none, dropped, victims, blocked: surplus - victims.length };
 }
 
 /** Steps a name's suffix through the alphabet until it is free: randomness that repeats still ends. */

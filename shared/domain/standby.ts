@@ -9,6 +9,7 @@
 import type { VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import { keys } from '../api/index.js';
 import type { DeleteVm } from './actions.js';
+import { resourceVersionOf } from './actions.js';
 import type { Departure } from './count.js';
 import { isTerminating, nameOf } from './membership.js';
 import type { Rand } from './names.js';
@@ -28,6 +29,8 @@ export interface StandbyInput {
   readonly replaced: readonly Departure[];
   /** This plan's removals of replicas, which may return to the standby instead. */
   readonly removals: readonly DeleteVm[];
+  /** Most pending creates to record. */
+  readonly burst: number;
   /** Names never to use for a new member. */
   readonly taken: ReadonlySet<string>;
 }
@@ -63,9 +66,18 @@ export function decideStandby(input: StandbyInput, rand: Rand): StandbyPlan {
   const out = new Set([...recorded, ...input.replaced.map((d) => refOf(d.vm))].map((r) => r.name));
   const live = split.standbyLive.filter((m) => !promoted.has(nameOf(m)));
   const count = split.standby.length - (split.standbyLive.length - live.length);
-  const total = count + split.standbyCreates.length;
   const terminating = split.standby.filter(isTerminating).length;
-  const surplus = total - want - terminating - live.filter((m) => out.has(nameOf(m))).length;
+  const over =
+    count +
+    split.standbyCreates.length -
+    want -
+    terminating -
+    live.filter((m) => out.has(nameOf(m))).length;
+  // Pending creates the standby no longer wants are dropped before any member is chosen to go.
+  const drop = Math.min(Math.max(0, over), split.standbyCreates.length);
+  const pending = split.standbyCreates.slice(0, split.standbyCreates.length - drop);
+  const total = count + pending.length;
+  const surplus = over - drop;
   const keep = live.filter((m) => !out.has(nameOf(m)));
   const chosen = surplus > 0 ? leastReady(keep, input.hash, standbyPhase(pool), surplus) : [];
   const room = Math.max(0, want - total);
@@ -73,19 +85,18 @@ export function decideStandby(input: StandbyInput, rand: Rand): StandbyPlan {
   const back = reuse
     ? input.removals.filter((r) => r.why === 'scaleDown' || r.why === 'target').slice(0, room)
     : [];
-  const fresh = room - back.length;
+  const fresh = Math.min(room - back.length, input.burst - pending.length);
   const gone = new Set(chosen);
+  const read = new Map(split.standbyLive.map((m) => [nameOf(m), m]));
   const removal = (r: MemberRef, why: DeleteVm['why']): DeleteVm => ({
     kind: 'deleteVm',
     ...r,
+    ...resourceVersionOf(read.get(r.name)),
     why,
   });
   const victims = [...split.standbyDeletes, ...chosen.map(refOf)];
   return {
-    creates: [
-      ...split.standbyCreates,
-      ...(fresh > 0 ? freshNames(nameOf(pool), fresh, input.taken, rand) : []),
-    ],
+    creates: [...pending, ...(fresh > 0 ? freshNames(nameOf(pool), fresh, input.taken, rand) : [])],
     returns: [
       ...live.filter((m) => m.metadata.labels?.[keys.standby] !== 'true').map(refOf),
       ...back.map((r) => ({ name: r.name, uid: r.uid })),

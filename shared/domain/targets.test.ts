@@ -39,18 +39,21 @@ describe('recorded scaledownwith targets', () => {
     expect(withTargets(p, []).metadata.annotations).toEqual({});
   });
 
-  it('requestKey: 16 hex characters, the same for the same event, different otherwise', () => {
-    const k = requestKey('src', 'id-1');
+  it('requestKey: 16 hex characters, the same for the same event of the same sender, different otherwise', () => {
+    const k = requestKey('alice', 'src', 'id-1');
     expect(k).toMatch(/^[0-9a-f]{16}$/);
-    expect(requestKey('src', 'id-1')).toBe(k);
-    expect(requestKey('src', 'id-2')).not.toBe(k);
-    expect(requestKey('src2', 'id-1')).not.toBe(k);
-    // The separator keeps "a" + "b\nc" apart from "a\nb" + "c".
-    expect(requestKey('a', 'b\nc')).not.toBe(requestKey('a\nb', 'c'));
+    expect(requestKey('alice', 'src', 'id-1')).toBe(k);
+    expect(requestKey('alice', 'src', 'id-2')).not.toBe(k);
+    expect(requestKey('alice', 'src2', 'id-1')).not.toBe(k);
+    // Another sender choosing the same source and id gets a key of its own.
+    expect(requestKey('mallory', 'src', 'id-1')).not.toBe(k);
+    // The framing keeps "a" + "b\nc" apart from "a\nb" + "c", in every field.
+    expect(requestKey('s', 'a', 'b\nc')).not.toBe(requestKey('s', 'a\nb', 'c'));
+    expect(requestKey('ab', 'c', 'i')).not.toBe(requestKey('a', 'bc', 'i'));
   });
 
   it('recordedRequests ignores what is not a key', () => {
-    const good = requestKey('s', 'i');
+    const good = requestKey('u', 's', 'i');
     const p = pool({ annotations: { [keys.scaleDownRequests]: `junk ${good}  ABCDEF0123456789` } });
     expect(recordedRequests(p)).toEqual([good]);
     expect(recordedRequests(pool())).toEqual([]);
@@ -58,7 +61,9 @@ describe('recorded scaledownwith targets', () => {
 
   it('withRequest appends once, forgets the oldest beyond the limit, keeps other annotations', () => {
     let p = pool({ annotations: { other: 'x' } });
-    const all = Array.from({ length: REMEMBERED_REQUESTS + 3 }, (_, i) => requestKey('s', `e${i}`));
+    const all = Array.from({ length: REMEMBERED_REQUESTS + 3 }, (_, i) =>
+      requestKey('u', 's', `e${i}`),
+    );
     for (const k of all) p = withRequest(p, k);
     p = withRequest(p, all.at(-1)!);
     expect(recordedRequests(p)).toEqual(all.slice(3));

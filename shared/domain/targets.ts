@@ -39,12 +39,15 @@ export function withTargets(
 }
 
 /**
- * The key of a delivered request (CloudEvent `source` and `id`, which identify an event): 64 bits of
- * two FNV-1a hashes, so the record stays small whatever the ids look like.
+ * The key of a delivered request: who sent it (the authenticated sender, as the API server named it)
+ * and the CloudEvent `source` and `id` that identify the event, as 64 bits of two FNV-1a hashes, so
+ * the record stays small whatever the ids look like. The sender is part of the key because `source`
+ * and `id` are the sender's own words: without it one sender could choose another's ids and have
+ * that sender's next event taken for a redelivery of its own.
  */
-export function requestKey(source: string, id: string): string {
-  // The source's length frames it, so no other (source, id) pair spells the same text.
-  const text = `${String(source.length)}:${source}${id}`;
+export function requestKey(sender: string, source: string, id: string): string {
+  // Each length frames its field, so no other (sender, source, id) triple spells the same text.
+  const text = `${String(sender.length)}:${sender}${String(source.length)}:${source}${id}`;
   // A suffix would only extend the first hash's state; a prefix starts the second from another one.
   return fnv1a(text) + fnv1a(`#${text}`);
 }

@@ -96,6 +96,12 @@ export const NOT_SIGNED = 'the client certificate is not signed by the front-pro
 const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
 const ANY_USAGE = '2.5.29.37.0';
 
+/** True when a certificate may authenticate a client (clientAuth, or any extended usage). */
+export function validForClientAuth(cert: X509Certificate): boolean {
+  const usages = extendedKeyUsages(cert);
+  return usages.includes(CLIENT_AUTH) || usages.includes(ANY_USAGE);
+}
+
 const lower = (s: string): string => s.toLowerCase();
 
 /** Authenticates a request; the reason is a 401 message. */
@@ -111,8 +117,7 @@ export function authenticate(
   if (!signedBy(leaf, proxy.caPem, now)) return { ok: false, message: NOT_SIGNED };
   // As the API server's own request-header authenticator demands: a certificate issued for another
   // purpose (a serving certificate from the same CA) does not make its holder a front proxy.
-  const usages = extendedKeyUsages(leaf);
-  if (!usages.includes(CLIENT_AUTH) && !usages.includes(ANY_USAGE))
+  if (!validForClientAuth(leaf))
     return { ok: false, message: 'the client certificate is not valid for client authentication' };
   const cn = commonName(leaf);
   if (proxy.allowedNames.length > 0 && (cn === undefined || !proxy.allowedNames.includes(cn)))

@@ -1,21 +1,25 @@
 /**
- * Who sent a CloudEvent: Knative Eventing's sender identity (the `authentication-oidc` feature). A
- * sender presents a service-account token issued for the receiver's audience as a bearer token; the
- * API server says whose it is (TokenReview), and that identity's right is a SubjectAccessReview, as
- * for a user of the aggregated API.
+ * Who delivered or sent a CloudEvent, from a service-account token: Knative Eventing's OIDC identity
+ * of the delivery (the `authentication-oidc` feature: the Trigger's token, issued for the receiver's
+ * audience, as a bearer token), or a token the sender carries in the event itself. The API server
+ * says whose it is (TokenReview), and that identity's right is a SubjectAccessReview, as for a user
+ * of the aggregated API.
  * @module
  */
+import type { Context } from 'hono';
 import type { Kube } from '../kube/index.js';
-import type { AccessCheck } from './access.js';
+import type { AccessCheck, AccessRequest } from './access.js';
 import { authorize } from './access.js';
+import type { NodeEnv } from './app.js';
 import { statusFailure } from './status.js';
+import type { Status } from './status.js';
 
 /** Settings of {@link createEventAccessCheck}. */
 export interface EventAccessOptions {
   readonly kube: Kube;
   /** The API group the requests are authorized in. */
   readonly group: string;
-  /** The audience a sender's token must be issued for (this function's, as the sender knows it). */
+  /** The audience the token must be issued for (this function's, as its caller knows it). */
   readonly audience: string;
 }
 
@@ -26,22 +30,38 @@ export function bearerToken(header: string | undefined): string | undefined {
 }
 
 /**
- * An access check of CloudEvent senders: 401 without a token valid for the audience, 503 when the
- * API server cannot say, 403 when the sender may not do the request. Never answers from the token's
- * own claims: only the API server's TokenReview decides whose it is.
+ * Authenticates and authorizes one bearer token: resolves to the refusal, or undefined when the
+ * token's identity may do the request (that identity is then `c.get('caller')`).
  */
-export function createEventAccessCheck(opts: EventAccessOptions): AccessCheck {
-  const { kube, group, audience } = opts;
-  return async function checkSender(c, req) {
-    const token = bearerToken(c.req.header('authorization'));
-    if (token === undefined)
-      return statusFailure(401, "the sender's OIDC token is required (Authorization: Bearer)");
+export type TokenCheck = (
+  c: Context<NodeEnv>,
+  token: string | undefined,
+  req: AccessRequest,
+) => Promise<Status | undefined>;
+
+/** Settings of {@link createTokenCheck}. */
+export interface TokenCheckOptions extends EventAccessOptions {
+  /** Whose token this is, in refusals ("the sender's", "the delivery's"). */
+  readonly whose: string;
+  /** Where the token is expected, in the refusal of a request without one. */
+  readonly where: string;
+}
+
+/**
+ * The check of one token: 401 without a token valid for the audience, 503 when the API server
+ * cannot say, 403 when its identity may not do the request. Never answers from the token's own
+ * claims: only the API server's TokenReview decides whose it is.
+ */
+export function createTokenCheck(opts: TokenCheckOptions): TokenCheck {
+  const { kube, group, audience, whose, where } = opts;
+  return async function checkToken(c, token, req) {
+    if (token === undefined || token === '')
+      return statusFailure(401, `${whose} token is required (${where})`);
     const review = await kube.tokenReview(token, [audience]);
-    if (!review.ok)
-      return statusFailure(503, `cannot verify the sender's token: ${review.message}`);
+    if (!review.ok) return statusFailure(503, `cannot verify ${whose} token: ${review.message}`);
     const { authenticated, audiences, user } = review.value;
     if (!authenticated || user === undefined || !audiences.includes(audience))
-      return statusFailure(401, `the sender's token is not valid for audience "${audience}"`);
+      return statusFailure(401, `${whose} token is not valid for audience "${audience}"`);
     const caller = {
       user: user.username,
       ...(user.uid === undefined ? {} : { uid: user.uid }),
@@ -50,4 +70,17 @@ export function createEventAccessCheck(opts: EventAccessOptions): AccessCheck {
     };
     return authorize(c, kube, group, caller, req);
   };
+}
+
+/**
+ * An access check of a CloudEvent's delivery: the `Authorization: Bearer` token Knative Eventing
+ * presents (a Trigger's OIDC identity, not the event's sender: see functions/scale-down-with/events.ts).
+ */
+export function createEventAccessCheck(opts: EventAccessOptions): AccessCheck {
+  const check = createTokenCheck({
+    ...opts,
+    whose: "the delivery's OIDC",
+    where: 'Authorization: Bearer',
+  });
+  return (c, req) => check(c, bearerToken(c.req.header('authorization')), req);
 }

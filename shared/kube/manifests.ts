@@ -1,6 +1,7 @@
 /**
- * Manifests as raw JSON: get, server-side apply and delete of whole objects vmpool installs (CRDs,
- * APIServices, webhook configurations, Services). Part of the one funnel to the API server.
+ * Manifests as raw JSON: get, create, server-side apply, replace and delete of whole objects vmpool
+ * installs (CRDs, APIServices, webhook configurations, Services). Part of the one funnel to the API
+ * server.
  *
  * Why not client-node's typed `KubernetesObjectApi`: its serializer knows only the model's property
  * names and drops the rest, among them every `x-kubernetes-*` key of a CRD schema. A CRD's
@@ -50,8 +51,18 @@ export interface ApplyOptions {
 /** Raw-JSON access to whole objects. Expected failures are values. */
 export interface Manifests {
   get(ref: ObjectRef): Promise<Outcome<StoredObject>>;
-  /** Server-side apply of the object exactly as given (JSON, no model in between). */
+  /**
+   * Create (POST) of the object exactly as given: an object of that name already there is an
+   * `alreadyExists` failure, never merged into.
+   */
+  create(obj: object): Promise<Outcome<StoredObject>>;
+  /**
+   * Server-side apply of the object exactly as given (JSON, no model in between). A
+   * `metadata.resourceVersion` in it is a precondition: another version is a `conflict` failure.
+   */
   apply(obj: object, opts?: ApplyOptions): Promise<Outcome<StoredObject>>;
+  /** Update (PUT) of the whole object, conditioned on its `metadata.resourceVersion`. */
+  replace(obj: object): Promise<Outcome<StoredObject>>;
   /** Deletes with a uid precondition, so a successor of the same name is never hit. */
   remove(ref: ObjectRef, pre: Preconditions): Promise<Outcome<undefined>>;
   /**
@@ -195,6 +206,23 @@ export function createManifests(kc: KubeConfig, opts: ManifestsOptions = {}): Ma
         body === undefined ? undefined : JSON.stringify(body),
       ),
     get: (ref) => call('GET', ref, '', stored(ref)),
+    create(obj) {
+      const ref = refOf(obj);
+      const path = pathOf(ref);
+      if (path === undefined)
+        return Promise.resolve(
+          failure('invalid', NO_HTTP_STATUS, `${describeRef(ref)}: not a kind vmpool installs`),
+        );
+      // The collection: the object's path without its last segment (its name).
+      const collection = path.slice(0, path.lastIndexOf('/'));
+      const query = `?fieldManager=${encodeURIComponent(fieldManager)}`;
+      return callPath('POST', `${collection}${query}`, stored(ref), JSON.stringify(obj));
+    },
+    replace(obj) {
+      const ref = refOf(obj);
+      const query = `?fieldManager=${encodeURIComponent(fieldManager)}`;
+      return call('PUT', ref, query, stored(ref), JSON.stringify(obj));
+    },
     apply(obj, applyOpts = {}) {
       const ref = refOf(obj);
       const query = `?fieldManager=${encodeURIComponent(fieldManager)}&force=${applyOpts.force === true ? 'true' : 'false'}`;

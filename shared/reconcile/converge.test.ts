@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import type { ReconcileDeps } from './converge.js';
 import { reconcilePool } from './converge.js';
-import { NOW, pool, seededRandom, steady } from '../../test/unit/builders.js';
+import { keys } from '../api/index.js';
+import { withTargets } from '../domain/index.js';
+import { HOUR, MINUTE, NOW, at, pool, seededRandom, steady } from '../../test/unit/builders.js';
+import { memoryKube } from '../../test/unit/memory-kube.js';
 import type { Script } from '../../test/unit/fake-kube.js';
 import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
 import { testLog } from '../../test/logs.js';
@@ -149,4 +152,128 @@ describe('reconcilePool: every outcome of the funnel', () => {
     expect(second).not.toBe(first);
     expect(stored.status?.intent?.creates ?? []).not.toContain(first);
   });
+});
+
+describe('L7: a member protected after the read is never deleted on the stale decision', () => {
+  const protect = (v: VirtualMachine): VirtualMachine => ({
+    ...v,
+    metadata: {
+      ...v.metadata,
+      annotations: { ...v.metadata.annotations, [keys.protected]: 'true' },
+    },
+  });
+  const member = (p: VirtualMachinePool, name: string, o: Parameters<typeof steady>[2] = {}) =>
+    steady(p, name, {
+      created: at(-HOUR * (name.endsWith('a') ? 3 : name.endsWith('b') ? 2 : 1)),
+      ...o,
+    });
+  const three = (p: VirtualMachinePool) =>
+    ['runners-aaaaa', 'runners-bbbbb', 'runners-ccccc'].map((n) => member(p, n));
+
+  /** Each delete path, set up so that its decision removes `victim`. */
+  const paths: Array<{
+    path: string;
+    seed: () => { pool: VirtualMachinePool; vms: VirtualMachine[]; disks: VirtualDisk[] };
+    victim: string;
+  }> = [
+    {
+      path: 'a policy victim of a scale-down',
+      victim: 'runners-ccccc',
+      seed: () => {
+        const p = pool({ replicas: 2 });
+        const m = three(p);
+        return { pool: p, vms: m.map((x) => x.vm), disks: m.flatMap((x) => x.disks) };
+      },
+    },
+    {
+      path: 'a scaledownwith target',
+      victim: 'runners-aaaaa',
+      seed: () => {
+        const p = withTargets(pool({ replicas: 2 }), [
+          { name: 'runners-aaaaa', uid: 'uid-runners-aaaaa' },
+        ]);
+        const m = three(p);
+        return { pool: p, vms: m.map((x) => x.vm), disks: m.flatMap((x) => x.disks) };
+      },
+    },
+    {
+      path: 'healing',
+      victim: 'runners-ccccc',
+      seed: () => {
+        const p = pool({ replicas: 3 });
+        p.spec.healing = { startupTimeout: '5m' };
+        const m = three(p);
+        const stuck = m[2]!.vm;
+        stuck.status = { ...stuck.status, phase: 'Starting', stats: { phasesTransitions: [] } };
+        return { pool: p, vms: m.map((x) => x.vm), disks: m.flatMap((x) => x.disks) };
+      },
+    },
+    {
+      path: 'maxMemberAge',
+      victim: 'runners-aaaaa',
+      seed: () => {
+        const p = pool({ replicas: 3 });
+        p.spec.maxMemberAge = '150m';
+        const m = three(p);
+        return { pool: p, vms: m.map((x) => x.vm), disks: m.flatMap((x) => x.disks) };
+      },
+    },
+    {
+      path: 'a surplus standby member',
+      victim: 'runners-ccccc',
+      seed: () => {
+        const p = pool({ replicas: 1 });
+        p.spec.standby = { replicas: 1, state: 'Stopped' };
+        const m = three(p);
+        for (const x of m.slice(1)) {
+          x.vm.metadata.labels = { ...x.vm.metadata.labels, [keys.standby]: 'true' };
+          x.vm.spec = { ...x.vm.spec, runPolicy: 'AlwaysOff' };
+          x.vm.status = { ...x.vm.status, phase: 'Stopped' };
+        }
+        return { pool: p, vms: m.map((x) => x.vm), disks: m.flatMap((x) => x.disks) };
+      },
+    },
+    {
+      path: 'the delete after drained',
+      victim: 'runners-ccccc',
+      seed: () => {
+        const p = pool({
+          replicas: 2,
+          status: { intent: { deletes: [{ name: 'runners-ccccc', uid: 'uid-runners-ccccc' }] } },
+        });
+        p.spec.scaleDown = { drainTimeout: '10m' };
+        const m = three(p);
+        m[2] = member(p, 'runners-ccccc', {
+          annotations: { [keys.drainRequested]: at(-MINUTE), [keys.drained]: 'true' },
+        });
+        return { pool: p, vms: m.map((x) => x.vm), disks: m.flatMap((x) => x.disks) };
+      },
+    },
+  ];
+
+  it.each(paths)(
+    '$path: the delete answers 409 and the re-plan keeps it',
+    async ({ seed, victim }) => {
+      let raced = false;
+      const mem = memoryKube(seed(), (l, m) => {
+        // The runner takes a job and protects itself between the reconcile's read and its delete.
+        if (l.method === 'deleteVm' && l.name === victim && !raced) {
+          raced = true;
+          m.touch<VirtualMachine>('vm', victim, protect);
+        }
+      });
+      const d: ReconcileDeps = {
+        kube: mem.kube,
+        now: () => NOW,
+        rand: seededRandom(1),
+        log: testLog('converge'),
+        sleep: noSleep,
+      };
+      await reconcilePool(d, 'ci', 'runners');
+      expect(raced).toBe(true);
+      expect(mem.conflicts).toContain(`deleteVm ${victim}`);
+      expect(mem.writes).not.toContain(`deleteVm ${victim}`);
+      expect(mem.store.vm.get(victim)?.metadata.annotations?.[keys.protected]).toBe('true');
+    },
+  );
 });

@@ -18,8 +18,12 @@ export interface ReconcileDeps {
   readonly now: () => Date;
   readonly rand: Rand;
   readonly log: Logger;
-  /** Passes before giving up (the event is then redelivered); default 6. */
+  /** Passes that lost a race or failed before giving up (the event is then redelivered); default 6. */
   readonly maxPasses?: number;
+  /** Passes that acted without a hitch (a burst of creates, say) on top of those; default 100. */
+  readonly maxBursts?: number;
+  /** Most creates one pass records (default the domain's CREATE_BURST; tests make it small). */
+  readonly createBurst?: number;
   /** Sleep between passes after a lost race (jittered); injectable for tests. */
   readonly sleep?: (ms: number) => Promise<void>;
 }
@@ -67,10 +71,14 @@ export async function reconcilePool(
   const { kube, log } = deps;
   const sleep = deps.sleep ?? defaultSleep;
   const maxPasses = deps.maxPasses ?? 6;
+  const maxBursts = deps.maxBursts ?? 100;
+  let bursts = 0;
   let actions = 0;
   let reason = '';
   const foreign = new Set<string>();
-  for (let pass = 1; pass <= maxPasses; pass++) {
+  // A pass that acted without a hitch is progress, not a lost race: a large scale-up goes burst by
+  // burst (each recorded by a pass that read the current desire) without using up the retries.
+  for (let pass = 1; pass <= maxPasses + bursts; pass++) {
     if (pass > 1 && reason !== '')
       await sleep(Math.floor(deps.rand() * 50 * 2 ** Math.min(pass, 5)));
     const got = await kube.getPool(namespace, name);
@@ -93,8 +101,9 @@ export async function reconcilePool(
       reason = f.message;
       continue;
     }
-    const obs = { pool, vms: vms.value, disks: disks.value, foreign };
-    const planned = await planRespectingOutsiders(kube, obs, deps.now(), deps.rand);
+    const burst = deps.createBurst === undefined ? {} : { burst: deps.createBurst };
+    const observed = { pool, vms: vms.value, disks: disks.value, foreign, ...burst };
+    const planned = await planRespectingOutsiders(kube, observed, deps.now(), deps.rand);
     if (!planned.ok) {
       if (planned.reason === 'forbidden') return reportRefused(deps, pool, [planned]);
       reason = planned.message;
@@ -127,6 +136,7 @@ export async function reconcilePool(
     if (ex.failed.length > 0 && (!ex.retry || ex.failed.some((f) => f.reason === 'forbidden')))
       return reportRefused(deps, pool, ex.failed);
     reason = ex.retry ? 'an action lost a race or failed transiently' : '';
+    if (!ex.retry && ex.done > 0 && bursts < maxBursts) bursts++;
   }
   return { kind: 'retry', reason: reason || 'still acting after the last pass' };
 }

@@ -29,6 +29,7 @@ const deleteVm = (name: string): Action => ({
   kind: 'deleteVm',
   name,
   uid: `uid-${name}`,
+  resourceVersion: '7',
   why: 'scaleDown',
 });
 const deleteDisk = (name: string): Action => ({
@@ -135,14 +136,25 @@ describe('execute: every outcome of the funnel', () => {
     },
   );
 
-  it.each(['notFound', 'conflict'] as const)(
-    'a VM delete answered %s is done (gone, or another VM under the name) with no Event',
-    async (reason) => {
-      const { f, out } = await run([deleteVm('runners-aaaaa')], { deleteVm: () => fail(reason) });
-      expect(out).toMatchObject({ done: 1, retry: false });
-      expect(events(f)).toEqual([]);
-    },
-  );
+  it('a VM delete answered notFound is done (gone) with no Event', async () => {
+    const { f, out } = await run([deleteVm('runners-aaaaa')], { deleteVm: () => fail('notFound') });
+    expect(out).toMatchObject({ done: 1, retry: false });
+    expect(events(f)).toEqual([]);
+  });
+
+  it('a VM delete carries the uid and resourceVersion the plan read; a conflict re-plans and stops the pass', async () => {
+    const { f, out } = await run([deleteVm('runners-aaaaa'), deleteDisk('runners-cache-aaaaaa')], {
+      deleteVm: () => fail('conflict'),
+    });
+    expect(f.of('deleteVm')[0]?.args[2]).toEqual({
+      uid: 'uid-runners-aaaaa',
+      resourceVersion: '7',
+    });
+    expect(out).toMatchObject({ done: 0, retry: true, failed: [] });
+    // The member changed since the read (protected, say): nothing after it runs on the stale plan.
+    expect(f.of('deleteDisk')).toEqual([]);
+    expect(events(f)).toEqual([]);
+  });
 
   it('a VM delete that is forbidden fails with a FailedDelete Event', async () => {
     const { f, out } = await run([deleteVm('runners-aaaaa')], {
@@ -152,7 +164,7 @@ describe('execute: every outcome of the funnel', () => {
     expect(events(f)).toEqual(['FailedDelete']);
   });
 
-  it('a disk delete carries uid and resourceVersion; a changed disk (conflict) is left alone', async () => {
+  it('a disk delete carries uid and resourceVersion; a changed disk (conflict) re-plans', async () => {
     const { f, out } = await run([deleteDisk('runners-cache-aaaaaa')], {
       deleteDisk: () => fail('conflict'),
     });
@@ -160,7 +172,7 @@ describe('execute: every outcome of the funnel', () => {
       uid: 'uid-runners-cache-aaaaaa',
       resourceVersion: '3',
     });
-    expect(out).toMatchObject({ done: 1, retry: false });
+    expect(out).toMatchObject({ done: 0, retry: true, failed: [] });
     expect(events(f)).toEqual([]);
   });
 

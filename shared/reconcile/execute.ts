@@ -6,7 +6,14 @@
 import type { Logger } from 'pino';
 import type { VirtualMachinePool } from '../api/index.js';
 import type { Action } from '../domain/index.js';
-import { eventFor, isGate, isMember, recordedTargets, withTargets } from '../domain/index.js';
+import {
+  eventFor,
+  isGate,
+  isMember,
+  recordedTargets,
+  resourceVersionOf,
+  withTargets,
+} from '../domain/index.js';
 import type { Failure, Kube, Outcome, PoolEvent } from '../kube/index.js';
 import { runBounded } from './batch.js';
 
@@ -48,12 +55,13 @@ export function combined(first: PoolEvent, rest: readonly PoolEvent[]): PoolEven
   return { ...first, note };
 }
 
-type Step = 'done' | 'retry' | Failure | { readonly foreign: string };
+/** `stale`: a write conditioned on what the plan read was refused (409); `retry`: anything else transient. */
+type Step = 'done' | 'retry' | 'stale' | Failure | { readonly foreign: string };
 
 function settle<T>(o: Outcome<T>, accept: readonly string[] = []): Step {
   if (o.ok || accept.includes(o.reason)) return 'done';
-  if (o.reason === 'conflict' || o.reason === 'transient' || o.reason === 'notFound')
-    return 'retry';
+  if (o.reason === 'conflict') return 'stale';
+  if (o.reason === 'transient' || o.reason === 'notFound') return 'retry';
   return o;
 }
 
@@ -160,16 +168,19 @@ export async function execute(
         return settle(o);
       }
       case 'deleteVm': {
-        const o = await kube.deleteVm(ns, a.name, { uid: a.uid });
+        // A 409 is a member changed since the plan read it (protected, say) or replaced under its
+        // name: not done, the pass re-plans from a fresh read (L7).
+        const pre = { uid: a.uid, ...resourceVersionOf({ metadata: a }) };
+        const o = await kube.deleteVm(ns, a.name, pre);
         if (o.ok || (o.reason !== 'notFound' && o.reason !== 'conflict'))
           report(a, o.ok, o.ok ? '' : o.message);
-        return settle(o, ['notFound', 'conflict']);
+        return settle(o, ['notFound']);
       }
       case 'deleteDisk': {
         const pre = { uid: a.uid, resourceVersion: a.resourceVersion };
         const o = await kube.deleteDisk(ns, a.name, pre);
         if (o.ok) report(a, true);
-        return settle(o, ['notFound', 'conflict']);
+        return settle(o, ['notFound']);
       }
       case 'dropTargets':
         return dropTargets(kube, pool, a.names);
@@ -187,6 +198,8 @@ export async function execute(
     // A claim lost to GC or another reconcile: creating the VM now would attach a disk it does not
     // hold. A promotion that failed: a standby refill now would outnumber standby.replicas.
     if (group.some(isGate) && out.some((s) => s !== 'done')) break;
+    // A write refused as stale (409) means the pass decided from an old read: stop and re-plan.
+    if (out.includes('stale')) break;
   }
   for (const same of seen.values()) {
     const rest = same.slice(EVENT_BURST);
@@ -203,7 +216,7 @@ export async function execute(
   const skipped = actions.length - steps.length;
   return {
     done: steps.filter((s) => s === 'done').length,
-    retry: skipped > 0 || foreign.length > 0 || steps.some((s) => s === 'retry'),
+    retry: skipped > 0 || foreign.length > 0 || steps.some((s) => s === 'retry' || s === 'stale'),
     failed,
     foreign,
   };

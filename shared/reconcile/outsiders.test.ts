@@ -15,7 +15,9 @@ function deps(script: Script, p: VirtualMachinePool) {
     now: () => NOW,
     rand: seededRandom(1),
     log: testLog('outsiders'),
+    // One pass: the fake API keeps no state, so every further pass would act the same again.
     maxPasses: 1,
+    maxBursts: 0,
     sleep: () => Promise.resolve(),
   };
   return { f, d };

@@ -171,7 +171,7 @@ describe('scaleDownWith: bounded work per request', () => {
   });
 
   it('a redelivered request is answered from the pool, without reading its targets', async () => {
-    const key = requestKey('src', 'id-1');
+    const key = requestKey('sender', 'src', 'id-1');
     const replayed = withRequest(p, key);
     let reads = 0;
     const kube = {

@@ -8,7 +8,11 @@
 import { inject } from 'vitest';
 import { buildGcApp } from '../../functions/disk-gc-tick/app.js';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
-import { buildScaleDownEventsApp } from '../../functions/scale-down-with/events.js';
+import {
+  DEFAULT_SENDER_AUDIENCE,
+  SENDER_TOKEN_EXTENSION,
+  buildScaleDownEventsApp,
+} from '../../functions/scale-down-with/events.js';
 import {
   API_VERSION,
   AWAITING_RESTART,
@@ -192,11 +196,14 @@ async function worker(
     log,
     audience: SENDER_AUDIENCE,
   });
-  // The broker's delivery of a sender's event: its OIDC token for the function's audience.
+  // The broker's delivery of a sender's event: an OIDC token for the function's audience; and the
+  // sender's own token in the event (here the same ServiceAccount plays both).
   const authorization = await senderToken(ns);
+  const carried = (await senderToken(ns, 'chaos-sender', DEFAULT_SENDER_AUDIENCE)).slice(7);
   const sdwEvent = (data: unknown, id: string): RequestInit => {
     const init = eventInit(SCALE_DOWN_WITH_EVENT, data, id);
-    return { ...init, headers: { ...(init.headers as Record<string, string>), authorization } };
+    const headers = { ...(init.headers as Record<string, string>), authorization };
+    return { ...init, headers: { ...headers, [`ce-${SENDER_TOKEN_EXTENSION}`]: carried } };
   };
   const later = (): Date => new Date(Date.now() + 2 * 3600_000);
   const gc = buildGcApp({ kube: await own('disk-gc-tick'), log, now: later });

@@ -63,8 +63,7 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
     `${VM}/virtualmachines:get`,
     `${VM}/virtualmachines:list`,
     'authorization.k8s.io/subjectaccessreviews:create',
-    // The CloudEvent form's sender authentication (shared/http/oidc.ts).
-    'authentication.k8s.io/tokenreviews:create',
+    // Not tokenreviews: the base leaves the CloudEvent form off, and its component grants that.
     'kube-system:/configmaps[extension-apiserver-authentication]:get',
     'kube-system:/configmaps[extension-apiserver-authentication]:list',
     'kube-system:/configmaps[extension-apiserver-authentication]:watch',

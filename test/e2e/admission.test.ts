@@ -8,11 +8,13 @@ import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { POOL_PATH, SCALE_PATH } from '../../functions/scale-validate/app.js';
 import { explicitReplicasMessage, explicitScaleMessage } from '../../shared/domain/admission.js';
-import { GROUP, VERSION } from '../../shared/api/index.js';
+import { GROUP, VERSION, keys } from '../../shared/api/index.js';
 import { startApiserverFacing, reportLatency, type ApiserverFacing } from './apiserver-facing.js';
-import { cluster, create, dropNamespace, newNamespace, read } from './harness.js';
+import { cluster, create, dropNamespace, functionKube, newNamespace, read } from './harness.js';
+import { withTargets } from '../../shared/domain/targets.js';
 import { runnersPool } from '../../local/guide.js';
 import { toYaml } from '../../local/controlplane/kubectl.js';
+import { requestText } from '../../local/controlplane/http.js';
 import { WEBHOOK_TIMEOUT_MS } from '../../shared/reconcile/index.js';
 import { createKube } from '../../shared/kube/index.js';
 import { kubeConfigFor } from '../../shared/kube/config.js';
@@ -110,6 +112,48 @@ describe('the pool webhook', () => {
     expect(await replicas('explicit')).toBe(6);
   });
 
+  describe('a forged Explicit target is refused', () => {
+    const made = [{ name: 'forged-zzzzz', uid: 'made-up' }];
+
+    it('kubectl patch adding a target and lowering spec.replicas: the Explicit message, nothing changed', async () => {
+      await create(
+        'virtualmachinepools',
+        ns,
+        pool('forged', (p) => (p.spec.scaleDownPolicy = 'Explicit')),
+      );
+      const patch = {
+        metadata: { annotations: { [keys.scaleDownTargets]: JSON.stringify(made) } },
+        spec: { replicas: 2 },
+      };
+      const stderr = await refused([
+        'patch',
+        'virtualmachinepool/forged',
+        '--type=merge',
+        '-p',
+        JSON.stringify(patch),
+      ]);
+      expect(stderr).toContain('denied the request');
+      expect(stderr).toContain(explicitReplicasMessage('forged'));
+      expect(stderr).toContain('targets may be added only by system:serviceaccount:');
+      expect(await replicas('forged')).toBe(3);
+    });
+
+    it('even written as scale-down-with, a uid that is no live member is refused', async () => {
+      const sdw = await functionKube('scale-down-with');
+      const got = await sdw.getPool(ns, 'forged');
+      if (!got.ok) throw new Error(got.message);
+      const p = got.value;
+      const wrote = await sdw.updatePool(
+        withTargets({ ...p, spec: { ...p.spec, replicas: 2 } }, made),
+      );
+      expect(wrote.ok).toBe(false);
+      expect(wrote.ok ? '' : wrote.message).toContain(
+        `${explicitReplicasMessage('forged')} Not a scaleDownWith target: target "forged-zzzzz" is not a VirtualMachine in namespace "${ns}"`,
+      );
+      expect(await replicas('forged')).toBe(3);
+    });
+  });
+
   it('lets kubectl patch lower spec.replicas of a NewestFirst pool', async () => {
     await create('virtualmachinepools', ns, pool('patched'));
     await kubectl([
@@ -159,6 +203,24 @@ describe('the pool webhook', () => {
     const p = await read('virtualmachinepools', ns, 'edited');
     const spec = p?.spec as Pool['spec'];
     expect(spec.virtualMachineTemplate.spec.cpu.cores).toBe(4);
+  });
+});
+
+describe('who the webhook answers', () => {
+  it('takes reviews from the kube-apiserver alone: a direct call without its client certificate is refused', async () => {
+    // Every other test here is the API server's call, presenting the plane's webhook client
+    // certificate (local/controlplane/admission-config.ts), and is answered.
+    const direct = await requestText({
+      url: `https://127.0.0.1:${String(facing.webhookPort)}${POOL_PATH}`,
+      ca: facing.caPem,
+      body: {
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        request: { uid: 'direct', operation: 'CREATE' },
+      },
+    });
+    expect(direct.status).toBe(401);
+    expect(direct.body).toContain('a client certificate is required');
   });
 });
 

@@ -10,6 +10,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { inject } from 'vitest';
 import { POOL_PATH, SCALE_PATH, buildValidateApp } from '../../functions/scale-validate/app.js';
 import { buildScaleDownApp } from '../../functions/scale-down-with/app.js';
 import {
@@ -18,7 +19,8 @@ import {
   VERSION,
   scaleDownWithPath as pathUnder,
 } from '../../shared/api/index.js';
-import { serveApp } from '../../shared/http/index.js';
+import { caFile, serveApp } from '../../shared/http/index.js';
+import { WEBHOOK_CLIENT_CN } from '../../local/controlplane/admission-config.js';
 import type { Logger, ServedApp } from '../../shared/http/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import type { Answer, Call } from '../../local/controlplane/http.js';
@@ -35,6 +37,7 @@ import {
   servingCert,
 } from './harness.js';
 import { runnersPool } from '../../local/guide.js';
+import { FUNCTIONS_NAMESPACE } from './rbac.js';
 import { testLog } from '../logs.js';
 
 /** The APIService name: cluster-scoped, so one test file at a time may own it. */
@@ -94,6 +97,11 @@ export interface FacingOptions {
   readonly scaleDownKube?: Kube;
   /** Loggers of the two functions (default silent, or `VMPOOL_E2E_LOG`). */
   readonly log?: (name: string) => Logger;
+  /**
+   * The user scale-validate lets add scaledownwith targets (default: scale-down-with's own
+   * ServiceAccount on this plane, as knative/base's is in a cluster).
+   */
+  readonly recorder?: string;
 }
 
 /**
@@ -128,12 +136,24 @@ export async function startApiserverFacing(
     await dropNamespace(systemNamespace);
   };
   try {
+    // The plane's kube-apiserver presents its webhook client certificate (admission-config.ts):
+    // the webhook takes reviews from it alone, as WEBHOOK_CLIENT_CA_FILE makes it in a cluster.
+    const clientCa = caFile(join(inject('cluster').pkiDir, 'webhook-client-ca.crt'));
     const validate = serveApp(
-      timed(buildValidateApp({ kube: validateKube, log: logOf('scale-validate') }), timings),
+      timed(
+        buildValidateApp({
+          kube: validateKube,
+          log: logOf('scale-validate'),
+          clientCa,
+          clientNames: [WEBHOOK_CLIENT_CN],
+          recorder: opts.recorder ?? `system:serviceaccount:${FUNCTIONS_NAMESPACE}:scale-down-with`,
+        }),
+        timings,
+      ),
       {
         port: 0,
         hostname: '127.0.0.1',
-        tls: { certFile: hook.cert.certPath, keyFile: hook.cert.keyPath },
+        tls: { certFile: hook.cert.certPath, keyFile: hook.cert.keyPath, requestCert: true },
         handleSignals: false,
       },
     );

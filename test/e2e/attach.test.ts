@@ -391,5 +391,33 @@ describe('npm start attached to a cluster with the platform’s CRDs', () => {
       );
       expect(await exists(['apiservice', `v1alpha2.${OWN_SUBRESOURCES_GROUP}`])).toBe(false);
     });
+
+    it('with --take-over of that group it replaces the stand-in’s APIService, and Ctrl-C puts it back as it was', async () => {
+      const name = `v1alpha2.${SUBRESOURCES_GROUP}`;
+      const before = await getJson(['apiservice', name]);
+      const vmpool = await start('--take-over', '--scaledownwith-group', SUBRESOURCES_GROUP);
+      expect(vmpool.lines.join('\n')).toContain(
+        `APIService/${name}: taken over; what was there is put back on Ctrl-C`,
+      );
+      const taken = await getJson(['apiservice', name]);
+      expect(taken.metadata.labels).toMatchObject({ 'app.kubernetes.io/part-of': 'vmpool' });
+      expect(taken.spec).not.toEqual(before.spec);
+
+      await stop();
+      const after = await getJson(['apiservice', name]);
+      expect(after.metadata.uid).toBe(before.metadata.uid);
+      expect(after.spec).toEqual(before.spec);
+      expect(after.metadata.labels).toEqual(before.metadata.labels);
+      await eventually(
+        'the stand-in to answer for its group again',
+        async () =>
+          (
+            await kubectl(['get', '--raw', `/apis/${SUBRESOURCES_GROUP}/v1alpha2`]).catch(() => '')
+          ).includes('virtualmachines/console')
+            ? true
+            : undefined,
+        60_000,
+      );
+    });
   });
 });

@@ -213,8 +213,14 @@ beforeAll(async () => {
   // Prerequisites that are CRDs: Knative's real ones and the cert-manager stand-ins.
   const knative = join(REPO_ROOT, '..', 'shared', 'fixtures', 'knative-crds');
   const certManager = join(REPO_ROOT, 'test', 'fixtures', 'cert-manager');
+  // knative/base ships EventPolicies (Eventing 1.15+), which the shared Knative CRDs lack.
+  const eventPolicy = join(REPO_ROOT, 'test', 'fixtures', 'knative-eventpolicy');
   const fromEnv = process.env.VMPOOL_KNATIVE_CRDS;
-  const dirs = [fromEnv !== undefined && fromEnv !== '' ? fromEnv : knative, certManager];
+  const dirs = [
+    fromEnv !== undefined && fromEnv !== '' ? fromEnv : knative,
+    certManager,
+    eventPolicy,
+  ];
   for (const dir of dirs) await kubectl(['apply', '--server-side', '-f', dir]);
   await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', '--all']);
   co = await adminCheckout({ certs: false });

@@ -20,7 +20,10 @@ import {
   keys,
 } from '../../shared/api/index.js';
 import { ADMISSION_BUDGET } from '../../shared/reconcile/index.js';
-import { DEFAULT_EVENTS_AUDIENCE } from '../../functions/scale-down-with/events.js';
+import {
+  DEFAULT_EVENTS_AUDIENCE,
+  DEFAULT_SENDER_AUDIENCE,
+} from '../../functions/scale-down-with/events.js';
 import { FUNCTIONS } from '../../scripts/build.js';
 import { POOL_PATH, SCALE_PATH } from '../../functions/scale-validate/app.js';
 import { REPO_ROOT } from '../../local/controlplane/binaries.js';
@@ -373,6 +376,36 @@ describe('knative/base', () => {
     expect(rbacVerbs(objects)).toMatchSnapshot('rbac');
   });
 
+  it('grants only what the features it enables use: no TokenReview with the CloudEvent form off', () => {
+    const verbs = Object.values(rbacVerbs(objectsOf('knative/base'))).flat();
+    expect(verbs.filter((v) => v.startsWith('authentication.k8s.io/tokenreviews'))).toEqual([]);
+  });
+
+  it("admits each of its own sources into the Broker with that source's event types only", () => {
+    const objects = objectsOf('knative/base');
+    const policies = byKind(objects, 'EventPolicy');
+    const refOf = (f: { ref?: { kind: string; name: string } }): string =>
+      f.ref === undefined ? 'not a ref' : `${f.ref.kind}/${f.ref.name}`;
+    const admitted = policies.flatMap((p) =>
+      (at(p, 'spec', 'from') as { ref?: { kind: string; name: string } }[]).map(refOf),
+    );
+    const sources = objects
+      .filter((o) => o.kind === 'ApiServerSource' || o.kind === 'PingSource')
+      .map((o) => `${o.kind}/${o.metadata.name}`);
+    expect(admitted.sort()).toEqual(sources.sort());
+    for (const p of policies)
+      expect(at(p, 'spec', 'to')).toEqual([
+        { ref: { apiVersion: 'eventing.knative.dev/v1', kind: 'Broker', name: 'vmpool' } },
+      ]);
+    const filters = Object.fromEntries(
+      policies.map((p) => [p.metadata.name, at(p, 'spec', 'filters')]),
+    );
+    expect(filters).toEqual({
+      'vmpool-ticks': [{ exact: { type: 'dev.knative.sources.ping' } }],
+      'vmpool-watch': [{ prefix: { type: 'dev.knative.apiserver.' } }],
+    });
+  });
+
   it('agrees with the code: bundles, webhook paths, API group, accounts', () => {
     const objects = objectsOf('knative/base');
     const accounts = new Set(
@@ -666,6 +699,7 @@ describe('knative/overlays/scaledownwith-events (on a copy of overlays/example)'
       SCALEDOWNWITH_EVENTS: 'enabled',
       EVENTS_PORT: '8080',
       EVENTS_AUDIENCE: DEFAULT_EVENTS_AUDIENCE,
+      EVENTS_SENDER_AUDIENCE: DEFAULT_SENDER_AUDIENCE,
       PORT: '8443',
     });
     const ports = at(container, 'ports') as { name: string; containerPort: number }[];
@@ -700,18 +734,16 @@ describe('knative/overlays/scaledownwith-events (on a copy of overlays/example)'
     ]);
   });
 
-  it("the EventPolicy lets vmpool's own sources into the Broker next to the senders listed", () => {
+  it('the EventPolicy admits the senders listed, with scaledownwith events only', () => {
     const policy = find('EventPolicy', 'vmpool-broker');
     expect(at(policy, 'spec', 'to')).toEqual([
       { ref: { apiVersion: 'eventing.knative.dev/v1', kind: 'Broker', name: 'vmpool' } },
     ]);
-    const from = (at(policy, 'spec', 'from') as { ref?: { kind: string; name: string } }[]).flatMap(
-      (f) => (f.ref === undefined ? [] : [`${f.ref.kind}/${f.ref.name}`]),
-    );
-    const sources = objectsOf('knative/base')
-      .filter((o) => o.kind === 'ApiServerSource' || o.kind === 'PingSource')
-      .map((o) => `${o.kind}/${o.metadata.name}`);
-    expect(from.sort()).toEqual(sources.sort());
+    // vmpool's own sources come in through knative/base's policies, each with its own types.
+    const from = at(policy, 'spec', 'from') as { ref?: unknown; sub?: string }[];
+    expect(from.filter((f) => f.ref !== undefined)).toEqual([]);
+    expect(from.length).toBeGreaterThan(0);
+    expect(at(policy, 'spec', 'filters')).toEqual([{ exact: { type: SCALE_DOWN_WITH_EVENT } }]);
   });
 
   it('grants no namespace to events by default; scale-down-with may review tokens', () => {

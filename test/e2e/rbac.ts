@@ -6,6 +6,7 @@
  * @module
  */
 import { KubeConfig } from '@kubernetes/client-node';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { REPO_ROOT } from '../../local/controlplane/binaries.js';
@@ -106,9 +107,24 @@ export function relocated(objects: readonly Rendered[]): Rendered[] {
   });
 }
 
-/** Applies the rendered RBAC of knative/base to a plane, {@link relocated} (server-side, idempotent). */
+/**
+ * The grants of the optional component knative/overlays/scaledownwith-events (the TokenReview right
+ * of scale-down-with, which knative/base no longer gives), as a cluster with the component has them:
+ * the chaos suite drives the CloudEvent form as scale-down-with's own ServiceAccount.
+ */
+export function eventsComponentRbac(): Rendered[] {
+  const file = join(REPO_ROOT, 'knative', 'overlays', 'scaledownwith-events', 'events.yaml');
+  return parseAllDocuments(readFileSync(file, 'utf8'))
+    .map((d) => d.toJSON() as Rendered | null)
+    .filter((o): o is Rendered => o !== null && RBAC_KINDS.has(o.kind));
+}
+
+/**
+ * Applies the rendered RBAC of knative/base, and the events component's ({@link
+ * eventsComponentRbac}), to a plane, {@link relocated} (server-side, idempotent).
+ */
 export async function installFunctionRbac(p: PlaneAccess): Promise<void> {
-  const objects = relocated(rbacOf(await renderBase(p.binDir)));
+  const objects = relocated([...rbacOf(await renderBase(p.binDir)), ...eventsComponentRbac()]);
   const namespaces = objects.filter((o) => o.kind === 'Namespace');
   // The namespace first: the ServiceAccounts in it are refused until it exists.
   await kubectl(p, ['apply', '--server-side', '-f', '-'], toYaml(namespaces));

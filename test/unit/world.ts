@@ -103,6 +103,8 @@ export function applyAction(
         ok: true,
       };
     case 'deleteVm':
+      // Preconditioned on what the plan read (L7): a member changed since is left alone.
+      if (stale(vms, a.name, read?.vms)) return { w, ok: false };
       return {
         w: { ...w, vms: vms.filter((v) => !(nameOf(v) === a.name && v.metadata.uid === a.uid)) },
         ok: true,

@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_MAX_REPLICAS, judgeGrowth, parseMaxReplicas } from './growth.js';
+
+describe('judgeGrowth', () => {
+  it('refuses a change above the ceiling, never a change down or one that stays', () => {
+    expect(judgeGrowth('p', 1, 100_000, DEFAULT_MAX_REPLICAS).refusal).toContain(
+      `${DEFAULT_MAX_REPLICAS} replicas`,
+    );
+    expect(judgeGrowth('p', undefined, 10_001, 10_000).refusal).toBeDefined();
+    expect(judgeGrowth('p', 20_000, 15_000, 10_000)).toEqual({});
+    expect(judgeGrowth('p', 20_000, 20_000, 10_000)).toEqual({});
+    expect(judgeGrowth('p', 1, 10_000, 10_000).refusal).toBeUndefined();
+  });
+
+  it('warns above tenfold (and above 100 for small pools), once, without refusing', () => {
+    expect(judgeGrowth('p', 0, 100, 10_000)).toEqual({});
+    expect(judgeGrowth('p', 0, 101, 10_000).warning).toContain('from 0 to 101');
+    expect(judgeGrowth('p', 50, 500, 10_000)).toEqual({});
+    expect(judgeGrowth('p', 50, 501, 10_000).warning).toContain('more than tenfold');
+  });
+});
+
+describe('parseMaxReplicas', () => {
+  it('takes a positive integer, the default when unset, and names a bad value', () => {
+    expect(parseMaxReplicas(undefined)).toBe(DEFAULT_MAX_REPLICAS);
+    expect(parseMaxReplicas(' ')).toBe(DEFAULT_MAX_REPLICAS);
+    expect(parseMaxReplicas('2000')).toBe(2000);
+    for (const bad of ['0', '-3', '1.5', 'many'])
+      expect(String(parseMaxReplicas(bad))).toContain(`not "${bad}"`);
+  });
+});
