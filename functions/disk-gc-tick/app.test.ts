@@ -31,6 +31,8 @@ import { testLog } from '../../test/logs.js';
 
 const PING = 'dev.knative.sources.ping';
 const SELECTOR = { labelSelector: keys.poolUid, limit: '500' };
+/** The list of every VM of a namespace, a pool's or not. */
+const EVERY_VM = { labelSelector: '', limit: '500' };
 
 function build() {
   const metrics = createFunctionMetrics();
@@ -101,7 +103,7 @@ function cluster(): { pools: VirtualMachinePool[]; vms: unknown[]; disks: Virtua
 const unmatched = guardNock();
 
 describe('disk-gc-tick', () => {
-  it('lists disks, pools and VMs cluster-wide, deletes only the expired disk beyond keep → 202', async () => {
+  it('lists disks, pools and VMs cluster-wide, then the namespace VMs, deletes only the expired disk beyond keep → 202', async () => {
     const c = cluster();
     const methods: string[] = [];
     let deleteBody: unknown;
@@ -115,6 +117,9 @@ describe('disk-gc-tick', () => {
       .reply(200, list(c.pools))
       .get(`${BASE}/virtualmachines`)
       .query(SELECTOR)
+      .reply(200, list(c.vms))
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query(EVERY_VM)
       .reply(200, list(c.vms))
       .delete(`${BASE}/namespaces/ci/virtualdisks/runners-cache-expired`, (body: unknown) => {
         deleteBody = body;
@@ -136,8 +141,8 @@ describe('disk-gc-tick', () => {
     expect(await res.text()).toBe('');
     scope.done();
     expect(unmatched.seen).toEqual([]);
-    // Exactly three lists, then one delete and its Event on the pool.
-    expect(methods).toEqual(['GET', 'GET', 'GET', 'DELETE', 'POST']);
+    // Three lists, the VMs of the one namespace with a disk to go, then the delete and its Event.
+    expect(methods).toEqual(['GET', 'GET', 'GET', 'GET', 'DELETE', 'POST']);
     expect(event.reason).toBe('DiskCollected');
     expect(event.note).toContain('free for longer than its template ttl');
     expect(deleteBody).toMatchObject({
@@ -148,6 +153,53 @@ describe('disk-gc-tick', () => {
     expect(metrics.registry.render()).toMatch(
       /vmpool_actions_total\{[^}]*kind="deleteDisk"[^}]*\} 1/,
     );
+  });
+
+  it('a VM outside every pool referencing the expired disk keeps it: no delete → 202', async () => {
+    const c = cluster();
+    // A detached member (no pool-uid label, no controller) still mounts the disk.
+    const detached = vm(c.pools[0]!, 'runners-detch', {
+      refs: [{ kind: 'VirtualDisk', name: 'runners-cache-expired' }],
+    });
+    detached.metadata.labels = {};
+    detached.metadata.ownerReferences = [];
+    const scope = nock(API)
+      .get(`${BASE}/virtualdisks`)
+      .query(SELECTOR)
+      .reply(200, list(c.disks))
+      .get(`${BASE}/virtualmachinepools`)
+      .query({ limit: '500' })
+      .reply(200, list(c.pools))
+      .get(`${BASE}/virtualmachines`)
+      .query(SELECTOR)
+      .reply(200, list(c.vms))
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query(EVERY_VM)
+      .reply(200, list([...c.vms, detached]));
+    const res = await build().app.request('/', binaryEvent(PING));
+    expect(res.status).toBe(202);
+    scope.done();
+    // No DELETE was asked for (guardNock records any request nock did not expect).
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a paused pool loses none of its expired disks: three lists and nothing else → 202', async () => {
+    const c = cluster();
+    const pools = c.pools.map((p) => ({ ...p, spec: { ...p.spec, paused: true } }));
+    const scope = nock(API)
+      .get(`${BASE}/virtualdisks`)
+      .query(SELECTOR)
+      .reply(200, list(c.disks))
+      .get(`${BASE}/virtualmachinepools`)
+      .query({ limit: '500' })
+      .reply(200, list(pools))
+      .get(`${BASE}/virtualmachines`)
+      .query(SELECTOR)
+      .reply(200, list(c.vms));
+    const res = await build().app.request('/', binaryEvent(PING));
+    expect(res.status).toBe(202);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
   });
 
   it('accepts a structured-mode tick as well', async () => {
@@ -178,6 +230,9 @@ describe('disk-gc-tick', () => {
       .reply(200, list(c.pools))
       .get(`${BASE}/virtualmachines`)
       .query(SELECTOR)
+      .reply(200, list(c.vms))
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query(EVERY_VM)
       .reply(200, list(c.vms))
       .delete(`${BASE}/namespaces/ci/virtualdisks/runners-cache-expired`)
       .query(true)

@@ -494,6 +494,10 @@ describe('reconcile-pool: what it answers', () => {
       .get(`${BASE}/namespaces/ci/virtualdisks`)
       .query(true)
       .reply(() => [200, list(survivorDisks())])
+      // Freeing a disk: every VM of the namespace is read first (none outside the pool uses it).
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query({ labelSelector: '', limit: '500' })
+      .reply(() => [200, list(survivor())])
       .put(`${poolPath('ci', 'runners')}/status`)
       .query({ fieldManager: 'vmpool' })
       .reply((_uri, body) => {

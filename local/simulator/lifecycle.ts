@@ -91,11 +91,53 @@ function awaiting(gen: number | undefined, now: number): Obj {
   };
 }
 
-/** The next status of a VirtualDisk, or undefined when nothing changes yet. */
-export function nextDiskStatus(disk: Obj, mem: Memory, now: number): Status {
+/** An entry of a disk's `status.attachedToVirtualMachines`, as the platform writes it. */
+export interface Attachment {
+  readonly name: string;
+  readonly mounted: boolean;
+}
+
+/** Phases in which a VM's process holds its disks: they are mounted. */
+const MOUNTED = new Set(['Starting', 'Running', 'Stopping', 'Migrating', 'Terminating']);
+
+/**
+ * What the platform reports in each disk's `status.attachedToVirtualMachines`, by `namespace/disk`:
+ * every VM of the namespace naming the disk in `spec.blockDeviceRefs`, Terminating ones until they
+ * are gone, `mounted` while the VM runs. Sorted by VM name, so an unchanged world writes nothing.
+ */
+export function attachmentsOf(vms: readonly Obj[]): Map<string, Attachment[]> {
+  const out = new Map<string, Attachment[]>();
+  for (const v of vms) {
+    const meta = v.metadata as Obj;
+    const refs = ((v.spec as Obj | undefined)?.blockDeviceRefs ?? []) as Obj[];
+    const phase = (v.status as Status | undefined)?.phase;
+    for (const r of refs) {
+      if (r.kind !== 'VirtualDisk') continue;
+      const key = `${String(meta.namespace)}/${String(r.name)}`;
+      const list = out.get(key) ?? [];
+      list.push({ name: String(meta.name), mounted: phase !== undefined && MOUNTED.has(phase) });
+      out.set(key, list);
+    }
+  }
+  for (const list of out.values()) list.sort((x, y) => (x.name < y.name ? -1 : 1));
+  return out;
+}
+
+/**
+ * The next status of a VirtualDisk: its phase moves on, and `attached` (the VMs using it) is
+ * reported in `attachedToVirtualMachines`, absent when none does.
+ */
+export function nextDiskStatus(
+  disk: Obj,
+  mem: Memory,
+  now: number,
+  attached: readonly Attachment[] = [],
+): Status {
   const meta = disk.metadata as Obj;
   const spec = (disk.spec ?? {}) as Obj;
   const status = { ...((disk.status ?? {}) as Status) };
+  if (attached.length > 0) status.attachedToVirtualMachines = attached.map((x) => ({ ...x }));
+  else delete status.attachedToVirtualMachines;
   const size = ((spec.persistentVolumeClaim ?? {}) as Obj).size as string | number | undefined;
   status.observedGeneration = meta.generation;
   if (status.phase === undefined) status.phase = 'Pending';

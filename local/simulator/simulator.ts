@@ -14,9 +14,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { GROUP, VERSION } from '../../shared/api/meta.js';
 import {
   DEFAULT_DELAYS,
+  attachmentsOf,
   nextDiskStatus,
   nextVmStatus,
   placeOn,
+  type Attachment,
   type Delays,
   type Memory,
 } from './lifecycle.js';
@@ -156,15 +158,22 @@ export function startSimulator(opts: SimulatorOptions): Simulator {
     await patch(plural, o, [{ op: 'add', path: '/status', value: next }], true);
   };
 
-  /** Moves disks along; answers the phase of every disk by `namespace/name`. */
-  const disks = async (now: number): Promise<Map<string, string>> => {
+  /**
+   * Moves disks along and reports the VMs using each (`attached`, from the VMs of this pass); answers
+   * the phase of every disk by `namespace/name`.
+   */
+  const disks = async (
+    now: number,
+    all: readonly Obj[],
+    attached: ReadonlyMap<string, Attachment[]>,
+  ): Promise<Map<string, string>> => {
     const phases = new Map<string, string>();
     const writes: Promise<void>[] = [];
-    for (const d of await list('virtualdisks')) {
+    for (const d of all) {
       const key = `${String(d.metadata.namespace)}/${String(d.metadata.name)}`;
       if (d.metadata.deletionTimestamp !== undefined) continue;
       const m = memOf(String(d.metadata.uid), now, draw(delays.diskReady));
-      const next = nextDiskStatus(d, m, now);
+      const next = nextDiskStatus(d, m, now, attached.get(key));
       phases.set(key, String(next.phase));
       writes.push(writeStatus('virtualdisks', d, next));
     }
@@ -281,8 +290,9 @@ export function startSimulator(opts: SimulatorOptions): Simulator {
     while (running) {
       const now = Date.now();
       try {
-        const phases = await disks(now);
+        const diskList = await list('virtualdisks');
         const vms = await list('virtualmachines');
+        const phases = await disks(now, diskList, attachmentsOf(vms));
         const loads = loadOf(vms);
         // Each VM's decisions (and jitter draws) are made in list order before its first write, so
         // the writes of a pass go out together without changing what a seed replays.

@@ -50,6 +50,15 @@ export const DiskPhase = z.enum([
   'Migrating',
 ]);
 
+/**
+ * An entry of `status.attachedToVirtualMachines`: a VM the platform sees using the disk (`mounted`
+ * while it is plugged in). The platform's CRD requires neither field, so neither is required here.
+ */
+export const AttachedVm = z.looseObject({
+  name: z.string().optional(),
+  mounted: z.boolean().optional(),
+});
+
 /** A VirtualDisk as read from the API server. */
 export const VirtualDisk = z.looseObject({
   apiVersion: z.string().optional(),
@@ -57,7 +66,11 @@ export const VirtualDisk = z.looseObject({
   metadata: ObjectMeta,
   spec: VirtualDiskSpec.default({}),
   status: z
-    .looseObject({ phase: z.string().optional(), capacity: z.string().optional() })
+    .looseObject({
+      phase: z.string().optional(),
+      capacity: z.string().optional(),
+      attachedToVirtualMachines: z.array(AttachedVm).optional(),
+    })
     .optional(),
 });
 export type VirtualDisk = z.infer<typeof VirtualDisk>;

@@ -20,6 +20,8 @@ export const celMessages = {
   keepTtlOnlyRetain: 'keep and ttl are only valid with onScaleDown: Retain',
   maxUnavailable:
     'rollout.maxUnavailable must be an integer of at least 1 or a percentage from 1% to 100%',
+  maxUnhealthy:
+    'healing.maxUnhealthy must be an integer of at least 1 or a percentage from 1% to 100%',
   keepRequiresTtl:
     'keep requires ttl; without ttl free disks are never garbage-collected, so keep would have no effect',
 } as const;
@@ -149,16 +151,33 @@ export const Standby = z
   );
 export type Standby = z.infer<typeof Standby>;
 
+/** A budget or threshold: an integer of at least 1, or a percentage from 1% to 100%. */
+const intOrPercent = (field: string, message: string) => ({
+  'x-kubernetes-validations': [
+    {
+      rule: `!has(self.${field}) || (type(self.${field}) == int ? self.${field} >= 1 : self.${field}.matches('^(100|[1-9][0-9]?)%$'))`,
+      message,
+    },
+  ],
+});
+
 /** Self-healing of members that never reach Running. */
 export const Healing = z
   .looseObject({
     startupTimeout: goDuration(
       'A member whose runPolicy should keep it running and that is not Running this long (a Go duration, e.g. 10m) after its creation or its last start, or that sits in phase Degraded this long, is deleted and recreated under a fresh name (Events ReplicaUnhealthy, ReplicaReplaced). Members stopped on purpose are never replaced; protected members are reported, not replaced.',
     ),
+    maxUnhealthy: z
+      .union([z.int32(), z.string()])
+      .optional()
+      .describe(
+        'Circuit breaker: when more members than this (an integer, or a percentage of spec.replicas plus standby.replicas, rounded down, at least 1) are unhealthy at once, healing replaces none of them and sets Healing=False (reason TooManyUnhealthy): so many failing together points at a cause replacements cannot fix. Default 50%.',
+      ),
   })
   .describe(
-    'Self-healing: replace members that fail to start. When replacements keep failing, vmpool backs off exponentially (state in status.healing) and sets condition Healing=False.',
-  );
+    'Self-healing: replace members that fail to start, at most rollout.maxUnavailable at a time (default 25% with healing set). When replacements keep failing, vmpool backs off exponentially (state in status.healing) and sets condition Healing=False; when more than maxUnhealthy members are unhealthy at once, it replaces none.',
+  )
+  .meta(intOrPercent('maxUnhealthy', celMessages.maxUnhealthy));
 export type Healing = z.infer<typeof Healing>;
 
 /** Bounds how many members are disrupted at once. */
@@ -168,18 +187,11 @@ export const Rollout = z
       .union([z.int32(), z.string()])
       .optional()
       .describe(
-        'At most this many members (an integer, or a percentage of spec.replicas plus standby.replicas, rounded down, at least 1) are being restarted, replaced or healed at once; the next batch starts when the previous ones are Running on the new revision. Absent: all at once.',
+        'At most this many members (an integer, or a percentage of spec.replicas plus standby.replicas, rounded down, at least 1) are being restarted, replaced or healed at once; the next batch starts when the previous ones are Running on the new revision. Absent: 25% when spec.healing is set, else all at once.',
       ),
   })
   .describe('How template rollouts, healing and lifetime replacements are paced.')
-  .meta({
-    'x-kubernetes-validations': [
-      {
-        rule: "!has(self.maxUnavailable) || (type(self.maxUnavailable) == int ? self.maxUnavailable >= 1 : self.maxUnavailable.matches('^(100|[1-9][0-9]?)%$'))",
-        message: celMessages.maxUnavailable,
-      },
-    ],
-  });
+  .meta(intOrPercent('maxUnavailable', celMessages.maxUnavailable));
 export type Rollout = z.infer<typeof Rollout>;
 
 /** `spec` of a pool. */

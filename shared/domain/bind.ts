@@ -226,7 +226,9 @@ function bindRetain(view: View, ledger: Ledger, vm: string, t: DiskTemplate, ran
 }
 
 /**
- * The best free disk of a template not claimed yet ({@link rankFree}'s order): the pool's disks of
+ * The best free disk of a template not claimed yet ({@link rankFree}'s order), never one in use (a
+ * VM outside the pool or a Terminating member references it, or the platform reports it attached):
+ * the pool's disks of
  * the template are ranked once per plan, and since claims only accumulate, each is skipped at most once.
  */
 function takeFree(view: View, ledger: Ledger, template: string): VirtualDisk | undefined {
@@ -237,9 +239,9 @@ function takeFree(view: View, ledger: Ledger, template: string): VirtualDisk | u
         poolOwned(view.pool, d) &&
         d.metadata.labels?.[keys.diskTemplate] === template &&
         reusable(d) &&
-        !view.liveRefs.has(nameOf(d)),
+        !view.busy.has(nameOf(d)),
     );
-    free = { ranked: rankFree(candidates, view.heldByLeaving), next: 0 };
+    free = { ranked: rankFree(candidates), next: 0 };
     ledger.free.set(template, free);
   }
   for (; free.next < free.ranked.length; free.next++) {

@@ -10,15 +10,45 @@ import { keys } from '../api/index.js';
 import { isUp, stoppedOnPurpose, wantsRunning } from './lifecycle.js';
 import { isTerminating } from './membership.js';
 
-/** At most this many members disrupted at once; Infinity without `maxUnavailable` (all at once). */
+/** The budget of a pool with self-healing and no `rollout.maxUnavailable`: a quarter of its members. */
+export const HEALING_BUDGET = '25%';
+
+/** How many unhealthy members healing tolerates without `spec.healing.maxUnhealthy`: half. */
+export const HEALING_MAX_UNHEALTHY = '50%';
+
+/**
+ * At most this many members disrupted at once: `rollout.maxUnavailable`, else {@link HEALING_BUDGET}
+ * when self-healing is set (so a fault that strands every member is not answered by replacing all
+ * of them at once), else Infinity (all at once, the reference's behaviour).
+ */
 export function maxUnavailableOf(pool: VirtualMachinePool): number {
-  const v = pool.spec.rollout?.maxUnavailable;
-  if (v === undefined) return Infinity;
+  const v =
+    pool.spec.rollout?.maxUnavailable ??
+    (pool.spec.healing === undefined ? undefined : HEALING_BUDGET);
+  return v === undefined ? Infinity : scaledOf(v, sizeOf(pool));
+}
+
+/**
+ * Healing's circuit breaker: with more unhealthy members than this, healing replaces none
+ * (`spec.healing.maxUnhealthy`, default {@link HEALING_MAX_UNHEALTHY}).
+ */
+export function maxUnhealthyOf(pool: VirtualMachinePool): number {
+  return scaledOf(pool.spec.healing?.maxUnhealthy ?? HEALING_MAX_UNHEALTHY, sizeOf(pool));
+}
+
+/** The members a pool asks for: `spec.replicas` plus `standby.replicas`. */
+export function sizeOf(pool: VirtualMachinePool): number {
+  return (pool.spec.replicas ?? 0) + (pool.spec.standby?.replicas ?? 0);
+}
+
+/**
+ * An integer or a percentage of `total` (rounded down), at least 1. A malformed value (admission
+ * refuses it) is read as 1, the most careful reading of a budget and of a breaker alike.
+ */
+function scaledOf(v: number | string, total: number): number {
   if (typeof v === 'number') return Number.isInteger(v) && v >= 1 ? v : 1;
   const pct = /^(\d{1,3})%$/.exec(v);
-  // A malformed value (admission refuses it) is read as the most careful budget, not the loosest.
   if (pct === null) return 1;
-  const total = (pool.spec.replicas ?? 0) + (pool.spec.standby?.replicas ?? 0);
   return Math.max(1, Math.floor((total * Math.min(100, Number(pct[1]))) / 100));
 }
 

@@ -205,51 +205,31 @@ describe('placeRef', () => {
 });
 
 /** The disk a binding reuses: the first of the ranking. */
-const chooseFree = (c: readonly VirtualDisk[], held: ReadonlySet<string>) => rankFree(c, held)[0];
+const chooseFree = (c: readonly VirtualDisk[]) => rankFree(c)[0];
 
 describe('chooseFree', () => {
-  const none = new Set<string>();
-
   it('returns undefined with no candidates', () => {
-    expect(chooseFree([], none)).toBeUndefined();
+    expect(chooseFree([])).toBeUndefined();
   });
 
-  it.each<[string, VirtualDisk[], Set<string>, string]>([
+  it.each<[string, VirtualDisk[], string]>([
     [
       'Ready before not Ready, whatever the age',
       [
         disk(p, 'pending', { phase: 'Pending', freeSince: at(-MINUTE) }),
         disk(p, 'ready', { freeSince: at(-10 * HOUR) }),
       ],
-      new Set(),
       'ready',
     ],
     [
       'most recently freed first',
       [disk(p, 'older', { freeSince: at(-2 * HOUR) }), disk(p, 'newer', { freeSince: at(-HOUR) })],
-      new Set(),
       'newer',
     ],
     [
       'unstamped counts as freed just now',
       [disk(p, 'stamped', { freeSince: at(-MINUTE) }), disk(p, 'unstamped')],
-      new Set(),
       'unstamped',
-    ],
-    [
-      'not held by a leaving member before held',
-      [disk(p, 'held', { freeSince: at(-MINUTE) }), disk(p, 'loose', { freeSince: at(-HOUR) })],
-      new Set(['held']),
-      'loose',
-    ],
-    [
-      'Ready but held still beats not-Ready',
-      [
-        disk(p, 'held', { freeSince: at(-HOUR) }),
-        disk(p, 'pending', { phase: 'Pending', freeSince: at(-MINUTE) }),
-      ],
-      new Set(['held']),
-      'held',
     ],
     [
       'ties broken by name',
@@ -258,12 +238,11 @@ describe('chooseFree', () => {
         disk(p, 'a', { freeSince: at(-HOUR) }),
         disk(p, 'c', { freeSince: at(-HOUR) }),
       ],
-      new Set(),
       'a',
     ],
-  ])('%s', (_, candidates, held, want) => {
-    expect(nameOf(chooseFree(candidates, held)!)).toBe(want);
-    expect(nameOf(chooseFree([...candidates].reverse(), held)!)).toBe(want);
+  ])('%s', (_, candidates, want) => {
+    expect(nameOf(chooseFree(candidates)!)).toBe(want);
+    expect(nameOf(chooseFree([...candidates].reverse())!)).toBe(want);
   });
 
   it('returns one of the candidates, independent of their order', () => {
@@ -272,7 +251,6 @@ describe('chooseFree', () => {
         name: fc.stringMatching(/^[a-z]{1,4}$/),
         ready: fc.boolean(),
         freed: fc.option(fc.integer({ min: 0, max: 100 }), { nil: undefined }),
-        held: fc.boolean(),
       }),
       { minLength: 1, maxLength: 8 },
     );
@@ -285,10 +263,9 @@ describe('chooseFree', () => {
             ...(s.freed === undefined ? {} : { freeSince: at(-s.freed * MINUTE) }),
           }),
         );
-        const held = new Set(uniq.filter((s) => s.held).map((s) => s.name));
-        const got = chooseFree(ds, held);
+        const got = chooseFree(ds);
         expect(ds).toContain(got);
-        expect(chooseFree([...ds].reverse(), held)).toBe(got);
+        expect(chooseFree([...ds].reverse())).toBe(got);
         if (ds.some((d) => d.status?.phase === 'Ready')) expect(got?.status?.phase).toBe('Ready');
       }),
     );

@@ -150,26 +150,19 @@ export function freedAt(disk: VirtualDisk): number | undefined {
 }
 
 /**
- * Free disks in the order they are reused: Ready before others, not held by a leaving member before
- * held, most recently freed first (an unstamped disk was freed just now), then by name so concurrent
- * planners agree. A plan that binds many members ranks the candidates once and takes them in turn;
- * each disk's keys are read once, not per comparison.
+ * Free disks in the order they are reused: Ready before others, most recently freed first (an
+ * unstamped disk was freed just now), then by name so concurrent planners agree. (A disk a leaving
+ * member still holds is in use, not a candidate.) A plan that binds many members ranks the candidates
+ * once and takes them in turn; each disk's keys are read once, not per comparison.
  */
-export function rankFree(
-  candidates: readonly VirtualDisk[],
-  heldByLeaving: ReadonlySet<string>,
-): VirtualDisk[] {
+export function rankFree(candidates: readonly VirtualDisk[]): VirtualDisk[] {
   const keyed = candidates.map((d) => ({
     d,
-    k: [
-      d.status?.phase === 'Ready' ? 0 : 1,
-      heldByLeaving.has(nameOf(d)) ? 1 : 0,
-      -(freedAt(d) ?? Number.MAX_SAFE_INTEGER),
-    ] as const,
+    k: [d.status?.phase === 'Ready' ? 0 : 1, -(freedAt(d) ?? Number.MAX_SAFE_INTEGER)] as const,
     name: nameOf(d),
   }));
   keyed.sort((a, b) => {
-    for (let i = 0; i < 3; i++) if (a.k[i] !== b.k[i]) return (a.k[i] ?? 0) - (b.k[i] ?? 0);
+    for (let i = 0; i < 2; i++) if (a.k[i] !== b.k[i]) return (a.k[i] ?? 0) - (b.k[i] ?? 0);
     return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
   });
   return keyed.map((x) => x.d);

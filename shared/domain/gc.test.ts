@@ -12,7 +12,7 @@ import {
   runnersDiskTemplates,
   vm,
 } from '../../test/unit/builders.js';
-import { planGc, usedDisks } from './gc.js';
+import { collectNamespaces, planGc, usedDisks } from './gc.js';
 
 function poolWith(
   reclaim: DiskTemplate['reclaim'],
@@ -189,15 +189,6 @@ describe('planGc', () => {
     expect(planGc([r.p ?? ttl30], r.vms ?? [], [r.d ?? d], NOW).collect).toEqual([]);
   });
 
-  it('collects a disk still referenced by a Terminating member (it is free)', () => {
-    const d = disk(ttl30, 'runners-cache-bbbbbb', { freeSince: at(-HOUR) });
-    const leaving = vm(ttl30, 'runners-aaaaa', {
-      terminating: true,
-      refs: [{ kind: 'VirtualDisk', name: 'runners-cache-bbbbbb' }],
-    });
-    expect(names(planGc([ttl30], [leaving], [d], NOW))).toEqual(['runners-cache-bbbbbb']);
-  });
-
   it('ignores an invalid ttl instead of collecting', () => {
     const p = poolWith({ onScaleDown: 'Retain', keep: 0, ttl: '1d' });
     const d = disk(p, 'runners-cache-bbbbbb', { freeSince: at(-100 * HOUR) });
@@ -228,30 +219,75 @@ describe('planGc', () => {
     expect(names(planGc([ttl30], [], [d], NOW))).toEqual(['runners-cache-bbbbbb']);
   });
 
-  it("counts only a pool's own members as users of its disks, among many pools", () => {
+  it('a VM of another pool naming the disk keeps it (L3: any VM), one in another namespace does not', () => {
     const other = poolWith(
       { onScaleDown: 'Retain', keep: 0, ttl: '30m' },
       { name: 'other', uid: 'other-uid' },
     );
     const d = disk(ttl30, 'runners-cache-bbbbbb', { freeSince: at(-HOUR) });
-    // A member of another pool naming the disk does not keep it: it is not this pool's member.
     const stranger = vm(other, 'other-aaaaa', {
       refs: [{ kind: 'VirtualDisk', name: 'runners-cache-bbbbbb' }],
     });
-    const mine = vm(ttl30, 'runners-aaaaa', {
-      refs: [{ kind: 'VirtualDisk', name: 'runners-cache-bbbbbb' }],
-    });
-    expect(names(planGc([ttl30, other], [stranger], [d], NOW))).toEqual(['runners-cache-bbbbbb']);
-    expect(planGc([ttl30, other], [stranger, mine], [d], NOW).collect).toEqual([]);
+    const afar = { ...stranger, metadata: { ...stranger.metadata, namespace: 'elsewhere' } };
+    expect(planGc([ttl30, other], [stranger], [d], NOW).collect).toEqual([]);
+    expect(names(planGc([ttl30, other], [afar], [d], NOW))).toEqual(['runners-cache-bbbbbb']);
   });
 
-  it('usedDisks: live members refs plus intent bindings, not Terminating members nor strangers', () => {
+  it('a VM outside every pool (a detached member) keeps the disk it references past ttl', () => {
+    const d = disk(ttl30, 'runners-cache-bbbbbb', { freeSince: at(-5 * HOUR) });
+    const member = vm(ttl30, 'runners-detch', {
+      refs: [{ kind: 'VirtualDisk', name: 'runners-cache-bbbbbb' }],
+    });
+    // Detached as a ReplicaSet detaches: the pool-uid label and the controller reference gone.
+    const detached = {
+      ...member,
+      metadata: { ...member.metadata, labels: {}, ownerReferences: [] },
+    };
+    expect(planGc([ttl30], [detached], [d], NOW).collect).toEqual([]);
+    expect(collectNamespaces(planGc([ttl30], [], [d], NOW))).toEqual(['ci']);
+  });
+
+  it('a disk the platform reports attached (status.attachedToVirtualMachines) is never collected', () => {
+    const d = disk(ttl30, 'runners-cache-bbbbbb', { freeSince: at(-5 * HOUR) });
+    d.status = { ...d.status, attachedToVirtualMachines: [{ name: 'someone', mounted: false }] };
+    expect(planGc([ttl30], [], [d], NOW).collect).toEqual([]);
+  });
+
+  it('a disk a Terminating member still references is never collected', () => {
+    const d = disk(ttl30, 'runners-cache-bbbbbb', { freeSince: at(-5 * HOUR) });
+    const leaving = vm(ttl30, 'runners-gonee', {
+      terminating: true,
+      refs: [{ kind: 'VirtualDisk', name: 'runners-cache-bbbbbb' }],
+    });
+    expect(planGc([ttl30], [leaving], [d], NOW).collect).toEqual([]);
+  });
+
+  it('a paused pool loses none of its expired free disks, and sets no wake-up', () => {
+    const paused: VirtualMachinePool = { ...ttl30, spec: { ...ttl30.spec, paused: true } };
+    const disks = [
+      disk(paused, 'runners-cache-bbbbbb', { freeSince: at(-5 * HOUR) }),
+      disk(paused, 'runners-cache-cccccc', { freeSince: at(-20 * MINUTE) }),
+    ];
+    expect(planGc([paused], [], disks, NOW)).toEqual({ collect: [], nextWakeMs: undefined });
+    expect(names(planGc([ttl30], [], disks, NOW))).toEqual(['runners-cache-bbbbbb']);
+  });
+
+  it('collects only disks the pool controls: the pool-uid label alone is not enough', () => {
+    const d = disk(ttl30, 'runners-cache-bbbbbb', { freeSince: at(-5 * HOUR) });
+    const foreign = { ...d, metadata: { ...d.metadata, ownerReferences: [] } };
+    expect(planGc([ttl30], [], [foreign], NOW).collect).toEqual([]);
+  });
+
+  it('usedDisks: every VM of the namespace, Terminating or a stranger, plus intent bindings', () => {
     const p: VirtualMachinePool = {
       ...ttl30,
       status: { intent: { bindings: [{ vm: 'n', template: 'cache', disk: 'bound' }] } },
     };
     const stranger = vm(pool({ uid: 'x' }), 's', {
       refs: [{ kind: 'VirtualDisk', name: 'strange' }],
+    });
+    const afar = vm(pool({ uid: 'y', namespace: 'far' }), 'f', {
+      refs: [{ kind: 'VirtualDisk', name: 'far' }],
     });
     const vms = [
       vm(p, 'a', {
@@ -262,8 +298,9 @@ describe('planGc', () => {
       }),
       vm(p, 'b', { terminating: true, refs: [{ kind: 'VirtualDisk', name: 'leaving' }] }),
       stranger,
+      afar,
     ];
-    expect([...usedDisks(p, vms)].sort()).toEqual(['bound', 'live']);
+    expect([...usedDisks(p, vms)].sort()).toEqual(['bound', 'leaving', 'live', 'strange']);
   });
 });
 
@@ -284,7 +321,7 @@ describe('planGc laws (L3)', () => {
     ),
   });
 
-  it('never collects a disk referenced by a live member or bound in intent, nor one of the keep most recently freed reusable disks', () => {
+  it('never collects a disk referenced by a live or Terminating member or bound in intent, nor one of the keep most recently freed reusable disks', () => {
     fc.assert(
       fc.property(scenario, (s) => {
         const base = poolWith({ onScaleDown: 'Retain', keep: s.keep, ttl: `${s.ttlMin}m` });
@@ -318,8 +355,8 @@ describe('planGc laws (L3)', () => {
           }),
         ];
         const collected = new Set(planGc([p], vms, disks, NOW).collect.map((c) => c.name));
-        for (const n of [...live, ...bound]) expect(collected.has(n)).toBe(false);
-        const used = new Set([...live, ...bound]);
+        for (const n of [...live, ...leaving, ...bound]) expect(collected.has(n)).toBe(false);
+        const used = new Set([...live, ...leaving, ...bound]);
         const warm = disks
           .filter((d) => !used.has(d.metadata.name!) && d.metadata.deletionTimestamp === undefined)
           .filter(

@@ -1,13 +1,16 @@
 /**
  * Garbage collection of free Retain disks: the `keep` most recently freed stay warm, the rest go once
- * free for longer than `ttl`. A disk a live member references or a pool's intent binds is never free.
+ * free for longer than `ttl`. A disk in use (in-use.ts: any VM of the namespace references it, or
+ * the platform reports it attached) or bound by a pool's intent is never free, and a paused pool
+ * loses nothing.
  * @module
  */
 import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import { keys } from '../api/index.js';
-import { diskRefs, freedAt, policyOf, poolOwned, reusable } from './disks.js';
+import { freedAt, policyOf, poolOwned, reusable } from './disks.js';
 import { parseDuration } from './duration.js';
-import { byPool, isTerminating, membersOf, nameOf, poolKey } from './membership.js';
+import { attached, referencedBy } from './in-use.js';
+import { byPool, isTerminating, nameOf, poolKey } from './membership.js';
 
 /** A disk to delete, with the preconditions that make the delete safe. */
 export interface Collect {
@@ -28,8 +31,10 @@ export interface GcPlan {
 }
 
 /**
- * Plans a GC pass over the cluster-wide lists of pools, pool VMs and pool disks. Only disks stamped
- * `free-since` are considered: the reconcile stamps them once nothing uses them.
+ * Plans a GC pass over the cluster-wide lists of pools, VMs and pool disks. Only disks stamped
+ * `free-since` are considered: the reconcile stamps them once nothing uses them. Every VM in `vms`
+ * keeps the disks it references in its namespace, whoever it belongs to: the pool-labelled VMs, and
+ * the namespace's other VMs where a disk would go ({@link collectNamespaces}).
  */
 export function planGc(
   pools: readonly VirtualMachinePool[],
@@ -41,12 +46,19 @@ export function planGc(
   let nextWakeMs: number | undefined;
   // Grouped once: a pool's disks and VMs are then found without scanning the cluster's per pool.
   const disksByPool = byPool(disks);
-  const vmsByPool = byPool(vms);
+  const vmsByNamespace = new Map<string, VirtualMachine[]>();
+  for (const vm of vms) {
+    const ns = vm.metadata.namespace ?? '';
+    const group = vmsByNamespace.get(ns);
+    if (group === undefined) vmsByNamespace.set(ns, [vm]);
+    else group.push(vm);
+  }
   for (const pool of pools) {
-    const key = poolKey(pool);
-    const poolDisks = disksByPool.get(key);
+    const poolDisks = disksByPool.get(poolKey(pool));
     if (poolDisks === undefined || pool.metadata.deletionTimestamp !== undefined) continue;
-    const used = usedDisks(pool, vmsByPool.get(key) ?? []);
+    // Paused means nothing of the pool is deleted, its free disks included.
+    if (pool.spec.paused === true) continue;
+    const used = usedDisks(pool, vmsByNamespace.get(pool.metadata.namespace ?? '') ?? []);
     for (const t of pool.spec.virtualDiskTemplates) {
       if (policyOf(t) !== 'Retain' || t.reclaim?.ttl === undefined) continue;
       const ttl = parseDuration(t.reclaim.ttl);
@@ -58,6 +70,7 @@ export function planGc(
             d.metadata.labels?.[keys.diskTemplate] === t.name &&
             !isTerminating(d) &&
             !used.has(nameOf(d)) &&
+            !attached(d) &&
             freedAt(d) !== undefined,
         )
         .sort((a, b) => (freedAt(b) ?? 0) - (freedAt(a) ?? 0) || (nameOf(a) < nameOf(b) ? -1 : 1));
@@ -85,11 +98,21 @@ export function planGc(
   return { collect, nextWakeMs };
 }
 
-/** Disks referenced by the pool's non-Terminating members or bound by its recorded intent. */
+/**
+ * Disks referenced by any of `vms` (the VMs of the pool's namespace: members, Terminating ones and
+ * strangers alike) or bound by the pool's recorded intent.
+ */
 export function usedDisks(pool: VirtualMachinePool, vms: readonly VirtualMachine[]): Set<string> {
-  const used = new Set<string>();
-  for (const m of membersOf(pool, vms))
-    if (!isTerminating(m)) for (const d of diskRefs(m)) used.add(d);
+  const used = referencedBy(vms.filter((vm) => vm.metadata.namespace === pool.metadata.namespace));
   for (const b of pool.status?.intent?.bindings ?? []) used.add(b.disk);
   return used;
+}
+
+/**
+ * The namespaces whose VMs a pass must read before deleting what `plan` collects: the pool-labelled
+ * list it was planned from does not show a VM outside every pool (a detached member, a VM a disk was
+ * hot-plugged into).
+ */
+export function collectNamespaces(plan: GcPlan): string[] {
+  return [...new Set(plan.collect.map((c) => c.namespace))].sort();
 }

@@ -9,6 +9,7 @@ export * from './disks.js';
 export * from './duration.js';
 export * from './gc.js';
 export * from './growth.js';
+export * from './in-use.js';
 export * from './hash.js';
 export * from './json.js';
 export * from './malformed.js';

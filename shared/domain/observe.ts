@@ -14,12 +14,16 @@ import type {
 import { keys } from '../api/index.js';
 import { templateHash } from './hash.js';
 import { isStandby } from './lifecycle.js';
+import { attached } from './in-use.js';
 import { isMember, isTerminating, nameOf } from './membership.js';
 import { CREATE_BURST } from './scale.js';
 import { recordedTargets } from './targets.js';
 import { isProtected } from './victims.js';
 
-/** What a reconcile read: the pool and every VM and disk carrying its pool-uid label. */
+/**
+ * What a reconcile read: the pool and every VM and disk carrying its pool-uid label; `vms` may also
+ * hold the namespace's other VMs (the disks they reference are in use, see in-use.ts).
+ */
 export interface Observed {
   readonly pool: VirtualMachinePool;
   readonly vms: readonly VirtualMachine[];
@@ -65,6 +69,11 @@ export interface View {
   readonly liveRefs: ReadonlySet<string>;
   /** Disks only a Terminating member still references (free soon). */
   readonly heldByLeaving: ReadonlySet<string>;
+  /**
+   * Disks in use (L3), never bound to a member, stamped free, pruned or collected: referenced by a
+   * live or Terminating member or by any other VM read, or reported attached by the platform.
+   */
+  readonly busy: ReadonlySet<string>;
   /** Recorded creates not yet observed, minus those a VM outside the pool turned out to hold. */
   readonly pendingCreates: readonly string[];
   /** Recorded victims of scale-downs still live under the recorded uid and not protected since. */
@@ -98,9 +107,16 @@ export function observe(obs: Observed): View {
   const liveRefs = new Set<string>();
   const heldByTerminating = new Set<string>();
   const vmNames = new Set<string>();
+  const busy = new Set<string>();
+  // Names of VMs not labelled for the pool (read with the namespace): taken, never the pool's.
+  const outside = new Set<string>();
   for (const vm of obs.vms) {
-    vmNames.add(nameOf(vm));
-    if (!isMember(pool, vm)) continue;
+    if (vm.metadata.labels?.[keys.poolUid] === pool.metadata.uid) vmNames.add(nameOf(vm));
+    else outside.add(nameOf(vm));
+    if (!isMember(pool, vm)) {
+      for (const r of vm.spec.blockDeviceRefs ?? []) if (r.kind === 'VirtualDisk') busy.add(r.name);
+      continue;
+    }
     members.push(vm);
     const terminating = isTerminating(vm);
     if (!terminating) live.set(nameOf(vm), vm);
@@ -121,7 +137,7 @@ export function observe(obs: Observed): View {
   const warnings: string[] = [];
   for (const n of intent.creates ?? []) {
     if (vmNames.has(n)) continue;
-    if (!foreign.has(n)) pendingCreates.push(n);
+    if (!foreign.has(n) && !outside.has(n)) pendingCreates.push(n);
     else warnings.push(`VirtualMachine ${n} exists and is not the pool's: creating another name`);
   }
 
@@ -130,6 +146,7 @@ export function observe(obs: Observed): View {
   const taken: Set<string> = vmNames;
   for (const n of pendingCreates) taken.add(n);
   for (const n of foreign) taken.add(n);
+  for (const n of outside) taken.add(n);
   const templates = pool.spec.virtualDiskTemplates;
   const templateByName = new Map(templates.map((t) => [t.name, t]));
   const diskByName = new Map<string, VirtualDisk>();
@@ -138,6 +155,7 @@ export function observe(obs: Observed): View {
   for (const disk of obs.disks) {
     const name = nameOf(disk);
     diskByName.set(name, disk);
+    if (attached(disk)) busy.add(name);
     const labels = disk.metadata.labels;
     if (isTerminating(disk) || labels?.[keys.poolUid] !== pool.metadata.uid) continue;
     const template = templateByName.get(labels?.[keys.diskTemplate] ?? '');
@@ -158,6 +176,7 @@ export function observe(obs: Observed): View {
     poolDisk,
     liveRefs,
     heldByLeaving: heldByTerminating,
+    busy: new Set([...busy, ...liveRefs, ...heldByTerminating]),
     pendingCreates,
     pendingDeletes: (intent.deletes ?? []).filter((d) => d.reason === undefined && mayGo(d)),
     pendingReplacements: (intent.deletes ?? []).filter(

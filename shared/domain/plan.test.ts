@@ -553,24 +553,20 @@ describe('plan: Retain disks', () => {
     expect(updates['runners-cache-usedup']?.why).toEqual(['inUse']);
   });
 
-  it('treats the Retain disk of a Terminating member as free but prefers one nobody holds', () => {
-    const p = pool({ replicas: 2 });
+  it('treats the Retain disk of a Terminating member as in use until it is gone (L3)', () => {
+    const p = pool({ replicas: 3 });
     const leaving = steady(p, 'runners-gonee', {
       terminating: true,
       cache: 'runners-cache-leavng',
     });
-    const pl = plan(
-      observe(
-        p,
-        [steady(p, 'runners-aaaaa'), leaving],
-        [disk(p, 'runners-cache-idleee', { freeSince: at(-HOUR) })],
-      ),
-      NOW,
-      rand(),
+    const pl = plan(observe(p, [steady(p, 'runners-aaaaa'), leaving]), NOW, rand());
+    // The one create gets a new cache disk: the held one is neither bound nor stamped free.
+    expect(of(pl, 'createVm')).toHaveLength(1);
+    expect(of(pl, 'claimDisk')).toEqual([]);
+    expect(pl.status.intent?.bindings?.map((b) => b.disk)).not.toContain('runners-cache-leavng');
+    expect(of(pl, 'updateDisk').map((u) => u.disk.metadata.name)).not.toContain(
+      'runners-cache-leavng',
     );
-    // replicas 2 with a Terminating member: nothing to create yet, but the held disk counts as free.
-    expect(of(pl, 'createVm')).toEqual([]);
-    expect(of(pl, 'updateDisk').map((u) => u.disk.metadata.name)).toContain('runners-cache-leavng');
   });
 
   it('recreates a Retain disk a live member references but that vanished, under the same name', () => {

@@ -1,9 +1,12 @@
 /**
  * Disks the pool no longer wants: those of a removed template are detached from live members and
- * deleted once nothing references them; free pool-owned disks of a template now under Delete go.
+ * deleted once nothing uses them; free pool-owned disks of a template now under Delete go. Only
+ * disks the pool controls (its controller ownerReference, or a member's) are ever deleted: the
+ * pool-uid label alone is anybody's to set.
  * @module
  */
-import type { BlockDeviceRef } from '../api/index.js';
+import type { BlockDeviceRef, VirtualDisk } from '../api/index.js';
+import { controllerOf } from '../api/index.js';
 import type { DeleteDisk } from './actions.js';
 import { policyOf, poolOwned } from './disks.js';
 import { nameOf } from './membership.js';
@@ -25,6 +28,7 @@ export function pruneDisks(
   const refs = new Map(planned);
   const deletes: DeleteDisk[] = [];
   const warnings: string[] = [];
+  const controls = controllers(view);
   for (const { disk: d, template: t } of view.poolDisks) {
     const name = nameOf(d);
     let remove: DeleteDisk['why'] | undefined;
@@ -46,10 +50,9 @@ export function pruneDisks(
             mine.filter((_, j) => j !== i),
           );
       }
-      if (!referenced) remove = 'removedTemplate';
+      if (!referenced && !view.busy.has(name) && controls(d)) remove = 'removedTemplate';
     } else if (
-      !view.liveRefs.has(name) &&
-      !view.heldByLeaving.has(name) &&
+      !view.busy.has(name) &&
       !claimed.has(name) &&
       policyOf(t) === 'Delete' &&
       poolOwned(view.pool, d)
@@ -66,4 +69,12 @@ export function pruneDisks(
       });
   }
   return { deletes, refs, warnings };
+}
+
+/** Whether a disk's controller is the pool or one of its members (Terminating ones included). */
+function controllers(view: View): (d: VirtualDisk) => boolean {
+  const uids = new Set(view.members.map((m) => m.metadata.uid));
+  uids.add(view.pool.metadata.uid);
+  uids.delete(undefined);
+  return (d) => uids.has(controllerOf(d.metadata)?.uid);
 }

@@ -48,9 +48,19 @@ function member(
 }
 const HOUR_AGO = 60 * MINUTE;
 
-function healingPool(o: { replicas?: number; timeout?: string; budget?: number | string } = {}) {
+function healingPool(
+  o: {
+    replicas?: number;
+    timeout?: string;
+    budget?: number | string;
+    maxUnhealthy?: number | string;
+  } = {},
+) {
   const p = pool({ replicas: o.replicas ?? 2 });
-  p.spec.healing = { startupTimeout: o.timeout ?? '5m' };
+  p.spec.healing = {
+    startupTimeout: o.timeout ?? '5m',
+    ...(o.maxUnhealthy === undefined ? {} : { maxUnhealthy: o.maxUnhealthy }),
+  };
   if (o.budget !== undefined) p.spec.rollout = { maxUnavailable: o.budget };
   return p;
 }
@@ -105,7 +115,8 @@ describe('self-healing', () => {
   });
 
   it('replaces a member Degraded that long, and never one stopped on purpose', () => {
-    const p = healingPool({ replicas: 4 });
+    // A budget of 4: the Stopped member under AlwaysOn counts as down, and would take the default 1.
+    const p = healingPool({ replicas: 4, budget: 4 });
     const degraded = member(p, 'runners-aaaaa', 'Degraded', {
       history: [
         ['Running', -HOUR_AGO],
@@ -172,7 +183,7 @@ describe('self-healing', () => {
   });
 
   it('heals at most rollout.maxUnavailable at once, counting replacements in progress', () => {
-    const p = healingPool({ replicas: 3, budget: 1 });
+    const p = healingPool({ replicas: 3, budget: 1, maxUnhealthy: '100%' });
     const sick = ['runners-aaaaa', 'runners-bbbbb', 'runners-ccccc'].map((n) =>
       member(p, n, 'Starting', { created: -10 * MINUTE }),
     );

@@ -1,13 +1,21 @@
 /**
  * A plan step after the count: which members are replaced under a fresh name, within the disruption
  * budget. Self-healing (`spec.healing.startupTimeout`) replaces members that never reach Running,
- * with an exponential back-off recorded in the pool; lifetime (`spec.maxMemberAge`) replaces the
- * oldest members. Protected and leaving members are never replaced; members stopped on purpose are
- * never unhealthy.
+ * with an exponential back-off recorded in the pool, and none while more than `maxUnhealthy` are
+ * unhealthy at once (a circuit breaker, as the node lifecycle controller stops evicting from a zone
+ * mostly down); lifetime (`spec.maxMemberAge`) replaces the oldest members. Protected and leaving
+ * members are never replaced; members stopped on purpose are never unhealthy.
  * @module
  */
 import type { HealingState, VirtualMachine } from '../api/index.js';
-import { disruptionLoad, disruptionOf, maxUnavailableOf } from './budget.js';
+import {
+  disruptionLoad,
+  disruptionOf,
+  HEALING_MAX_UNHEALTHY,
+  maxUnavailableOf,
+  maxUnhealthyOf,
+  sizeOf,
+} from './budget.js';
 import type { Departure } from './count.js';
 import { parseDuration } from './duration.js';
 import type { ActionEvent } from './events.js';
@@ -69,21 +77,25 @@ export function decideReplace(view: View, input: ReplaceInput, now: Date): Repla
   const prev = pool.status?.healing;
   const open = input.staying.filter((m) => !isProtected(m));
   const ill = open.filter(sick).sort(byTrying);
+  const unhealthy = view.members.filter(sick).length;
+  const tolerated = maxUnhealthyOf(pool);
+  // The breaker: so many failing at once is the platform's or the template's fault, not theirs.
+  const tripped = timeoutMs !== undefined && unhealthy > tolerated;
   const nextRound =
     prev === undefined || timeoutMs === undefined ? t : nextRoundAt(prev, timeoutMs);
-  const heal = t >= nextRound ? ill.slice(0, Math.max(0, limit - busy)) : [];
+  const heal = !tripped && t >= nextRound ? ill.slice(0, Math.max(0, limit - busy)) : [];
   busy += heal.length;
   broken -= heal.length;
   const expired = expiring(view, open, heal, t);
   const expire = expired.due.slice(0, Math.max(0, limit - busy - broken));
   busy += expire.length;
 
-  const unhealthy = view.members.filter(sick).length;
   const healing = nextHealing(prev, heal.length, healthy(view, input, open), now);
   const starting = open.map((m) =>
     timeoutMs === undefined ? undefined : unhealthyAt(m, timeoutMs),
   );
-  const blocked = ill.length > heal.length ? nextRound : undefined;
+  // A tripped breaker waits for members to change (each change is an event), not for a deadline.
+  const blocked = ill.length > heal.length && !tripped ? nextRound : undefined;
   const due = [...starting, expired.next, blocked].filter(
     (x): x is number => x !== undefined && x > t,
   );
@@ -92,6 +104,17 @@ export function decideReplace(view: View, input: ReplaceInput, now: Date): Repla
     timeout,
     unhealthy,
     kept: input.staying.filter((m) => isProtected(m) && sick(m)).length,
+    ...(tripped
+      ? {
+          tripped: {
+            size: sizeOf(pool),
+            tolerated,
+            setting: String(
+              pool.spec.healing?.maxUnhealthy ?? `${HEALING_MAX_UNHEALTHY} (default)`,
+            ),
+          },
+        }
+      : {}),
     ...(healing === undefined || timeoutMs === undefined
       ? {}
       : { state: healing, next: nextRoundAt(healing, timeoutMs) }),

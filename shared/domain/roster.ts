@@ -70,7 +70,7 @@ export interface Decided {
 export function order(d: Decided): Action[] {
   const { disks, leave, standby } = d;
   const inUse =
-    disks.claimed.size === 0 ? d.view.liveRefs : new Set([...d.view.liveRefs, ...disks.claimed]);
+    disks.claimed.size === 0 ? d.view.busy : new Set([...d.view.busy, ...disks.claimed]);
   const claimedNow = new Set(disks.claims.map((c) => nameOf(c.disk)));
   const actions: Action[] = [
     ...disks.claims,

@@ -344,11 +344,44 @@ describe('validatePool', () => {
       (p) => (p.spec.healing = { startupTimeout: '0' }),
       ['spec.healing.startupTimeout'],
     ],
+    ['maxUnhealthy 3', (p) => (p.spec.healing = { startupTimeout: '5m', maxUnhealthy: 3 }), []],
+    [
+      'maxUnhealthy 40%',
+      (p) => (p.spec.healing = { startupTimeout: '5m', maxUnhealthy: '40%' }),
+      [],
+    ],
+    [
+      'maxUnhealthy 0',
+      (p) => (p.spec.healing = { startupTimeout: '5m', maxUnhealthy: 0 }),
+      ['spec.healing.maxUnhealthy'],
+    ],
+    [
+      'maxUnhealthy half',
+      (p) => (p.spec.healing = { startupTimeout: '5m', maxUnhealthy: 'half' }),
+      ['spec.healing.maxUnhealthy'],
+    ],
+    [
+      'maxUnhealthy 101%',
+      (p) => (p.spec.healing = { startupTimeout: '5m', maxUnhealthy: '101%' }),
+      ['spec.healing.maxUnhealthy'],
+    ],
     ['maxMemberAge 24h', (p) => (p.spec.maxMemberAge = '24h'), []],
     ['maxMemberAge a day', (p) => (p.spec.maxMemberAge = 'a day'), ['spec.maxMemberAge']],
   ])('%s', (_, set, fields) => {
     const p = pool();
     set(p);
     expect(validatePool(p).map((v) => v.field)).toEqual(fields);
+  });
+
+  it('names the breaker rule in its refusal', () => {
+    const p = pool();
+    p.spec.healing = { startupTimeout: '5m', maxUnhealthy: '0%' };
+    expect(validatePool(p)).toEqual([
+      {
+        field: 'spec.healing.maxUnhealthy',
+        message:
+          'healing.maxUnhealthy must be an integer of at least 1 or a percentage from 1% to 100%',
+      },
+    ]);
   });
 });

@@ -75,7 +75,7 @@ function validateDepth(pool: VirtualMachinePool): Violation[] {
     .map(([field]) => ({ field, message: tooDeepMessage(field) }));
 }
 
-/** Healing, lifetime and the rollout budget: positive durations, a budget of at least one. */
+/** Healing, lifetime and the rollout budget: positive durations, a budget and a breaker of at least one. */
 function validateLifecycle(pool: VirtualMachinePool): Violation[] {
   const out: Violation[] = [];
   const positive = (field: string, text: string | undefined): void => {
@@ -87,15 +87,17 @@ function validateLifecycle(pool: VirtualMachinePool): Violation[] {
   };
   positive('healing.startupTimeout', pool.spec.healing?.startupTimeout);
   positive('maxMemberAge', pool.spec.maxMemberAge);
-  const budget = pool.spec.rollout?.maxUnavailable;
-  const fine =
-    budget === undefined ||
-    (typeof budget === 'number'
-      ? Number.isInteger(budget) && budget >= 1
-      : /^(100|[1-9][0-9]?)%$/.test(budget));
-  if (!fine)
+  if (!intOrPercent(pool.spec.rollout?.maxUnavailable))
     out.push({ field: 'spec.rollout.maxUnavailable', message: celMessages.maxUnavailable });
+  if (!intOrPercent(pool.spec.healing?.maxUnhealthy))
+    out.push({ field: 'spec.healing.maxUnhealthy', message: celMessages.maxUnhealthy });
   return out;
+}
+
+/** Absent, an integer of at least 1, or a percentage from 1% to 100% (the CRD's CEL rule). */
+function intOrPercent(v: number | string | undefined): boolean {
+  if (v === undefined) return true;
+  return typeof v === 'number' ? Number.isInteger(v) && v >= 1 : /^(100|[1-9][0-9]?)%$/.test(v);
 }
 
 function validateRefs(pool: VirtualMachinePool): Violation[] {

@@ -6,10 +6,11 @@
 import type { Logger } from 'pino';
 import type { PoolStatus, VirtualMachinePool } from '../api/index.js';
 import type { Plan, Rand } from '../domain/index.js';
-import { holdBlocked, plan, sameStatus, selectorOf } from '../domain/index.js';
+import { holdBlocked, sameStatus, selectorOf } from '../domain/index.js';
 import type { Failure, Kube } from '../kube/index.js';
 import { blockMalformed, failClosedUnlessPersisted, reportRefused } from './blocked.js';
 import { execute } from './execute.js';
+import { planRespectingOutsiders } from './outsiders.js';
 
 /** Everything a reconcile needs from outside: the API server, the clock and randomness. */
 export interface ReconcileDeps {
@@ -107,7 +108,13 @@ export async function reconcilePool(
     if (unseen.length > 0) return blockMalformed(deps, pool, unseen);
     const burst = deps.createBurst === undefined ? {} : { burst: deps.createBurst };
     const observed = { pool, vms: vms.value, disks: disks.value, foreign, ...burst };
-    const p = plan(observed, deps.now(), deps.rand);
+    const planned = await planRespectingOutsiders(kube, observed, deps.now(), deps.rand);
+    if (!planned.ok) {
+      if (planned.reason === 'forbidden') return reportRefused(deps, pool, [planned]);
+      reason = planned.message;
+      continue;
+    }
+    const p = planned.value;
     for (const w of p.warnings) log.warn({ pool: `${namespace}/${name}` }, w);
     const status = statusToWrite(pool, p);
     if (status !== undefined) {

@@ -1,11 +1,14 @@
 /**
- * One disk-GC pass over the whole cluster: three lists, then preconditioned deletes.
+ * One disk-GC pass over the whole cluster: three lists (and the VMs of the namespaces where a disk
+ * would go), then preconditioned deletes.
  * @module
  */
 import type { Logger } from 'pino';
+import type { VirtualMachine } from '../api/index.js';
 import { keys } from '../api/index.js';
 import type { Collect } from '../domain/index.js';
 import {
+  collectNamespaces,
   eventFor,
   forbiddenMessage,
   heldByMalformed,
@@ -34,7 +37,9 @@ export type GcOutcome =
 /**
  * Disks are listed first: a disk claimed or stamped after that list changes its resourceVersion, so
  * the preconditioned delete of the old one fails; bindings and references made before it are seen
- * by the pool and VM lists that follow (those two in parallel: neither needs the other).
+ * by the pool and VM lists that follow (those two in parallel: neither needs the other). A pass that
+ * would delete something then reads every VM of those disks' namespaces and plans again, so a VM
+ * outside every pool keeps what it references (L3); a pass with nothing to delete pays nothing more.
  */
 export async function collectDisks(kube: Kube, now: Date, log: Logger): Promise<GcOutcome> {
   const selector = keys.poolUid;
@@ -60,10 +65,30 @@ export async function collectDisks(kube: Kube, now: Date, log: Logger): Promise<
     if (claims !== undefined) log.warn({ pool: `${ns}/${nameOf(p)}` }, malformedMessage(claims));
     return claims === undefined;
   });
-  const free = disks.value.filter(
-    (d) => !held.disks.has(`${d.metadata.namespace ?? ''}/${d.metadata.name ?? ''}`),
-  );
-  const gc = planGc(collectable, vms.value, free, now);
+  const diskKey = (d: { metadata: { namespace?: string; name?: string } }): string =>
+    `${d.metadata.namespace ?? ''}/${d.metadata.name ?? ''}`;
+  const free = disks.value.filter((d) => !held.disks.has(diskKey(d)));
+  let gc = planGc(collectable, vms.value, free, now);
+  const namespaces = collectNamespaces(gc);
+  if (namespaces.length > 0) {
+    // An empty selector: every VM of the namespace, a pool's or not.
+    const all = await runBounded(namespaces, PARALLEL, (ns) => kube.listVms(ns, ''));
+    const everyVm: VirtualMachine[] = [];
+    const skipped = [];
+    for (const l of all) {
+      if (!l.ok) return failed(l);
+      everyVm.push(...l.value);
+      skipped.push(...(l.malformed ?? []));
+    }
+    // A VM outside the pools that does not parse holds what it names, or its whole namespace.
+    const more = heldByMalformed(skipped);
+    gc = planGc(
+      collectable.filter((p) => !more.namespaces.has(p.metadata.namespace ?? '')),
+      [...vms.value, ...everyVm],
+      free.filter((d) => !more.disks.has(diskKey(d))),
+      now,
+    );
+  }
   let denied: Failure | undefined;
   const poolOf = new Map(pools.value.map((p) => [`${p.metadata.namespace ?? ''}/${nameOf(p)}`, p]));
   const results = await runBounded(gc.collect, PARALLEL, async (c) => {

@@ -94,6 +94,13 @@ describe('pool CRD against a real kube-apiserver', () => {
       },
     ],
     [
+      'healing maxUnhealthy 0%',
+      celMessages.maxUnhealthy,
+      (p) => {
+        (p.spec as Mutable).healing = { startupTimeout: '5m', maxUnhealthy: '0%' };
+      },
+    ],
+    [
       'osType Legacy',
       celMessages.noLegacy,
       (p) => {

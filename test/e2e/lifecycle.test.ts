@@ -207,6 +207,44 @@ describe('self-healing', () => {
   });
 });
 
+describe('healing circuit breaker', () => {
+  it('an all-unhealthy pool trips the breaker: it loses at most one member and says why', async () => {
+    await createPool('allbad', 4, { healing: { startupTimeout: '4s' } }, (p) => {
+      Object.assign(p.spec.virtualMachineTemplate, {
+        metadata: { labels: { [NEVER_START]: 'true' } },
+      });
+    });
+    const replaced = async () =>
+      (await user().events('ReplicaReplaced')).filter((m) => m.includes('"allbad-'));
+    const tripped = await eventually(
+      'Healing=False TooManyUnhealthy',
+      async () => {
+        const c = condition(await user().status('allbad'), 'Healing');
+        return c?.reason === 'TooManyUnhealthy' ? c : undefined;
+      },
+      60_000,
+    );
+    expect(tripped.status).toBe('False');
+    expect(tripped.message).toMatch(/^[34] of 4 replicas are not Running within startupTimeout 4s/);
+    expect(tripped.message).toContain('spec.healing.maxUnhealthy 50% (default) tolerates (2)');
+    await user().kubectl([
+      'get',
+      'vmpool',
+      'allbad',
+      '-o',
+      'jsonpath={.status.conditions[?(@.type=="Healing")].message}',
+    ]);
+    // Well past the timeout and a back-off round: still at most one replaced, four members kept.
+    await new Promise((r) => setTimeout(r, 10_000));
+    expect((await replaced()).length).toBeLessThanOrEqual(1);
+    await eventually('four members (a replaced one is recreated)', async () =>
+      (await live('allbad')).length === 4 ? true : undefined,
+    );
+    expect(condition(await user().status('allbad'), 'Healing')?.reason).toBe('TooManyUnhealthy');
+    await user().kubectl(['delete', 'vmpool', 'allbad', '--wait=false']);
+  });
+});
+
 /** Watches a pool's members and keeps the most found not Running at any one event. */
 async function restartWatch(pool: string) {
   const phases = new Map<string, string>();

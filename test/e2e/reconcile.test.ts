@@ -346,6 +346,130 @@ describe('reconcile-pool end to end', () => {
     expect(collected.length).toBeGreaterThanOrEqual(1);
   });
 
+  it('a foreign VM referencing a free Retain disk keeps it from reuse and from GC past ttl', async () => {
+    await create(
+      'virtualmachinepools',
+      ns,
+      pool('foreign', (p) => {
+        p.spec.replicas = 2;
+        p.spec.virtualDiskTemplates[1]!.reclaim = { onScaleDown: 'Retain', keep: 0, ttl: '2s' };
+      }),
+    );
+    await converged('foreign', 2);
+    await kubectl(['scale', 'virtualmachinepool/foreign', '--replicas=1']);
+    const [kept] = await converged('foreign', 1);
+    const freed = await eventually('a free-since stamp on the freed cache disk', async () =>
+      (await disks('foreign')).find(
+        (d) => d.template === 'cache' && d.freeSince !== undefined && !kept!.refs.includes(d.name),
+      ),
+    );
+    // Somebody's own VM (no pool label, no owner) mounts the free disk.
+    const body = runnersVm(ns, 'someones-vm');
+    body.spec.blockDeviceRefs = [{ kind: 'VirtualDisk', name: freed.name }];
+    await create('virtualmachines', ns, body);
+    try {
+      await eventually(
+        'the platform reports it attached and vmpool clears free-since',
+        async () => {
+          const d = await read('virtualdisks', ns, freed.name);
+          const attachedTo = (
+            (d?.status ?? {}) as { attachedToVirtualMachines?: { name: string }[] }
+          ).attachedToVirtualMachines;
+          const stamp = ((d?.metadata.annotations ?? {}) as Record<string, string>)[keys.freeSince];
+          return attachedTo?.some((a) => a.name === 'someones-vm') === true && stamp === undefined
+            ? true
+            : undefined;
+        },
+      );
+      // Past ttl, a GC pass leaves it.
+      await new Promise((r) => setTimeout(r, 3000));
+      expect(await stack.ping(stack.gcUrl, {})).toBe(202);
+      await new Promise((r) => setTimeout(r, 1000));
+      expect((await disks('foreign')).find((d) => d.name === freed.name)?.terminating).toBe(false);
+      // A scale-up makes a new cache disk rather than take the mounted one.
+      await kubectl(['scale', 'virtualmachinepool/foreign', '--replicas=2']);
+      const two = await converged('foreign', 2);
+      expect(two.flatMap((m) => m.refs)).not.toContain(freed.name);
+      const after = (await disks('foreign')).find((d) => d.name === freed.name);
+      expect(after).toMatchObject({ uid: freed.uid, terminating: false });
+    } finally {
+      await kubectl(['delete', 'vm', 'someones-vm', '--wait=false']);
+    }
+  });
+
+  it('a detached member keeps its disks', async () => {
+    await create(
+      'virtualmachinepools',
+      ns,
+      pool('detach', (p) => {
+        p.spec.replicas = 2;
+        p.spec.virtualDiskTemplates[1]!.reclaim = { onScaleDown: 'Retain', keep: 0, ttl: '2s' };
+      }),
+    );
+    const [gone] = await converged('detach', 2);
+    const own = gone!.refs.filter((r) => r !== 'tools-iso');
+    // The ReplicaSet detach pattern: the pool's labels taken off the VM.
+    await kubectl(['label', 'vm', gone!.name, `${keys.poolUid}-`, `${keys.pool}-`]);
+    const two = await converged('detach', 2);
+    expect(two.map((m) => m.name)).not.toContain(gone!.name);
+    // Past ttl, and after a GC pass, the detached VM still has both its disks, neither stamped free.
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(await stack.ping(stack.gcUrl, {})).toBe(202);
+    await new Promise((r) => setTimeout(r, 1000));
+    const ds = await disks('detach');
+    for (const name of own)
+      expect(ds.find((d) => d.name === name)).toMatchObject({
+        terminating: false,
+        freeSince: undefined,
+      });
+    expect(two.flatMap((m) => m.refs).filter((r) => own.includes(r))).toEqual([]);
+    const vm = await read('virtualmachines', ns, gone!.name);
+    expect(vm?.metadata.deletionTimestamp).toBeUndefined();
+    await kubectl(['delete', 'vm', gone!.name, '--wait=false']);
+  });
+
+  it("a paused pool's expired disks survive disk GC, and go once it is unpaused", async () => {
+    await create(
+      'virtualmachinepools',
+      ns,
+      pool('pausedgc', (p) => {
+        p.spec.replicas = 2;
+        p.spec.virtualDiskTemplates[1]!.reclaim = { onScaleDown: 'Retain', keep: 0, ttl: '2s' };
+      }),
+    );
+    await converged('pausedgc', 2);
+    await kubectl(['scale', 'virtualmachinepool/pausedgc', '--replicas=1']);
+    const [kept] = await converged('pausedgc', 1);
+    const freed = await eventually('a free-since stamp on the freed cache disk', async () =>
+      (await disks('pausedgc')).find(
+        (d) => d.template === 'cache' && d.freeSince !== undefined && !kept!.refs.includes(d.name),
+      ),
+    );
+    await kubectl([
+      'patch',
+      'virtualmachinepool/pausedgc',
+      '--type=merge',
+      '-p',
+      '{"spec":{"paused":true}}',
+    ]);
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(await stack.ping(stack.gcUrl, {})).toBe(202);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect((await disks('pausedgc')).find((d) => d.name === freed.name)?.terminating).toBe(false);
+    await kubectl([
+      'patch',
+      'virtualmachinepool/pausedgc',
+      '--type=merge',
+      '-p',
+      '{"spec":{"paused":false}}',
+    ]);
+    expect(await stack.ping(stack.gcUrl, {})).toBe(202);
+    await eventually('the expired disk collected once unpaused', async () => {
+      const d = (await disks('pausedgc')).find((x) => x.name === freed.name);
+      return d === undefined || d.terminating ? true : undefined;
+    });
+  });
+
   it('a VM with an out-of-range bootOrder stops nothing but its own pool (issue 23)', async () => {
     await create(
       'virtualmachinepools',

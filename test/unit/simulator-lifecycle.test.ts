@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { AWAITING_RESTART } from '../../shared/api/vm.js';
-import { nextDiskStatus, nextVmStatus, type Memory } from '../../local/simulator/lifecycle.js';
+import {
+  attachmentsOf,
+  nextDiskStatus,
+  nextVmStatus,
+  type Memory,
+} from '../../local/simulator/lifecycle.js';
 import { seededRandom } from '../../local/simulator/rng.js';
 
 type Vm = { metadata: Record<string, unknown>; spec: Record<string, unknown>; status?: object };
@@ -112,6 +117,34 @@ describe('simulator lifecycle', () => {
     const pending = { ...d, status: { phase: 'Pending' } };
     expect(nextDiskStatus(pending, mem, 100).phase).toBe('Pending');
     expect(nextDiskStatus(pending, mem, 200)).toMatchObject({ phase: 'Ready', capacity: '10Gi' });
+  });
+
+  it('reports the VMs naming a disk in attachedToVirtualMachines, as the platform does', () => {
+    const at = (name: string, phase: string | undefined, disks: string[], namespace = 'ci') => ({
+      metadata: { name, namespace },
+      spec: { blockDeviceRefs: disks.map((n) => ({ kind: 'VirtualDisk', name: n })) },
+      ...(phase === undefined ? {} : { status: { phase } }),
+    });
+    const attached = attachmentsOf([
+      at('b-vm', 'Stopped', ['shared', 'b-root']),
+      at('a-vm', 'Running', ['shared']),
+      at('new-vm', undefined, ['fresh']),
+      at('far', 'Running', ['shared'], 'other'),
+    ]);
+    expect(attached.get('ci/shared')).toEqual([
+      { name: 'a-vm', mounted: true },
+      { name: 'b-vm', mounted: false },
+    ]);
+    expect(attached.get('ci/fresh')).toEqual([{ name: 'new-vm', mounted: false }]);
+    expect(attached.get('other/shared')).toEqual([{ name: 'far', mounted: true }]);
+    const d = { metadata: { generation: 1 }, spec: {}, status: { phase: 'Ready' } };
+    const mem: Memory = { since: 0, delay: 0 };
+    const used = nextDiskStatus(d, mem, 0, attached.get('ci/shared'));
+    expect(used.attachedToVirtualMachines).toHaveLength(2);
+    // Released: the field goes, as the platform leaves it empty.
+    expect(nextDiskStatus({ ...d, status: used }, mem, 0, [])).not.toHaveProperty(
+      'attachedToVirtualMachines',
+    );
   });
 
   it('replays the same jitter under the same seed', () => {

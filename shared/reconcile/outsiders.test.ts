@@ -1,0 +1,97 @@
+import { describe, expect, it } from 'vitest';
+import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
+import { keys } from '../api/index.js';
+import type { ReconcileDeps } from './converge.js';
+import { reconcilePool } from './converge.js';
+import { HOUR, NOW, at, disk, pool, seededRandom, steady, vm } from '../../test/unit/builders.js';
+import type { Script } from '../../test/unit/fake-kube.js';
+import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
+import { testLog } from '../../test/logs.js';
+
+function deps(script: Script, p: VirtualMachinePool) {
+  const f = fakeKube(script, p);
+  const d: ReconcileDeps = {
+    kube: f.kube,
+    now: () => NOW,
+    rand: seededRandom(1),
+    log: testLog('outsiders'),
+    // One pass: the fake API keeps no state, so every further pass would act the same again.
+    maxPasses: 1,
+    maxBursts: 0,
+    sleep: () => Promise.resolve(),
+  };
+  return { f, d };
+}
+
+/** A member detached from the pool (label and controller removed) that still mounts `disk`. */
+function detached(p: VirtualMachinePool, disk: string): VirtualMachine {
+  const v = vm(p, 'runners-detch', { refs: [{ kind: 'VirtualDisk', name: disk }] });
+  v.metadata.labels = {};
+  v.metadata.ownerReferences = [];
+  return v;
+}
+
+/** A pool of 2 with one steady member and one free Retain disk. */
+function world() {
+  const p = pool({ replicas: 2 });
+  const a = steady(p, 'runners-aaaaa');
+  const free = disk(p, 'runners-cache-ffffff', { freeSince: at(-HOUR) });
+  const disks: VirtualDisk[] = [...a.disks, free];
+  return { p, member: a.vm, disks };
+}
+
+const selectors = (calls: readonly { args: readonly unknown[] }[]) => calls.map((c) => c.args[1]);
+
+describe('reconcile: VMs outside the pool keep their disks', () => {
+  it('a scale-up reads the namespace and leaves a free disk a detached member mounts alone', async () => {
+    const { p, member, disks } = world();
+    const { f, d } = deps(
+      {
+        listVms: ([, selector]) =>
+          ok(selector === '' ? [member, detached(p, 'runners-cache-ffffff')] : [member]),
+        listDisks: () => ok(disks),
+      },
+      p,
+    );
+    await reconcilePool(d, 'ci', 'runners');
+    expect(selectors(f.of('listVms'))).toEqual([`${keys.poolUid}=pool-uid-1`, '']);
+    // The new member got a new cache disk; the mounted one was not bound (its stamp is cleared: in use).
+    const created = f.of('createDisk').map((c) => (c.args[1] as VirtualDisk).metadata.name);
+    expect(created.some((n) => n?.startsWith('runners-cache-'))).toBe(true);
+    const status = (f.of('updatePoolStatus')[0]?.args[0] as VirtualMachinePool).status;
+    expect(status?.intent?.bindings?.map((b) => b.disk)).not.toContain('runners-cache-ffffff');
+  });
+
+  it('without an outsider the free disk is claimed, after the same one extra list', async () => {
+    const { p, member, disks } = world();
+    const { f, d } = deps({ listVms: () => ok([member]), listDisks: () => ok(disks) }, p);
+    await reconcilePool(d, 'ci', 'runners');
+    expect(selectors(f.of('listVms'))).toEqual([`${keys.poolUid}=pool-uid-1`, '']);
+    const touched = f.of('updateDisk').map((c) => (c.args[0] as VirtualDisk).metadata.name);
+    expect(touched).toContain('runners-cache-ffffff');
+  });
+
+  it('a pool at rest reads only its own VMs (no namespace list)', async () => {
+    const p = pool({ replicas: 1 });
+    const a = steady(p, 'runners-aaaaa');
+    const converged = { ...p, status: undefined };
+    const { f, d } = deps({ listVms: () => ok([a.vm]), listDisks: () => ok(a.disks) }, converged);
+    await reconcilePool(d, 'ci', 'runners');
+    expect(selectors(f.of('listVms'))).toEqual([`${keys.poolUid}=pool-uid-1`]);
+  });
+
+  it('a refused namespace list acts on nothing and is reported as refused', async () => {
+    const { p, member, disks } = world();
+    const { f, d } = deps(
+      {
+        listVms: ([, selector]) => (selector === '' ? fail('forbidden') : ok([member])),
+        listDisks: () => ok(disks),
+      },
+      p,
+    );
+    const out = await reconcilePool(d, 'ci', 'runners');
+    expect(out.kind).toBe('failed');
+    expect(f.of('createVm')).toEqual([]);
+    expect(f.of('updateDisk')).toEqual([]);
+  });
+});
