@@ -311,6 +311,12 @@ describe('disk-gc-tick', () => {
       .get(`${BASE}/virtualmachines`)
       .query(SELECTOR)
       .reply(200, list(c.vms));
+    // Where something is to be collected, every VM of the namespace is read once more.
+    for (const ns of new Set(gone.map(([n]) => n)))
+      scope = scope
+        .get(`${BASE}/namespaces/${ns}/virtualmachines`)
+        .query(EVERY_VM)
+        .reply(200, list(c.vms.filter((v) => v.metadata.namespace === ns)));
     for (const [ns, name] of gone)
       scope = scope
         .delete(`${BASE}/namespaces/${ns}/virtualdisks/${name}`)
