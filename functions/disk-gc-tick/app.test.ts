@@ -1,6 +1,6 @@
 import nock from 'nock';
 import { describe, expect, it } from 'vitest';
-import type { VirtualDisk, VirtualMachinePool } from '../../shared/api/index.js';
+import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../../shared/api/index.js';
 import { keys } from '../../shared/api/index.js';
 import { createFunctionMetrics } from '../../shared/http/index.js';
 import {
@@ -316,7 +316,7 @@ describe('disk-gc-tick', () => {
       scope = scope
         .get(`${BASE}/namespaces/${ns}/virtualmachines`)
         .query(EVERY_VM)
-        .reply(200, list(c.vms.filter((v) => v.metadata.namespace === ns)));
+        .reply(200, list(c.vms.filter((v) => (v as VirtualMachine).metadata.namespace === ns)));
     for (const [ns, name] of gone)
       scope = scope
         .delete(`${BASE}/namespaces/${ns}/virtualdisks/${name}`)
