@@ -137,6 +137,15 @@ async function platformSettled(kube: Kube, ns: string, pool: string): Promise<bo
     ) &&
     disks.value.every(
       (d) => d.metadata.deletionTimestamp !== undefined || d.status?.phase === 'Ready',
+    ) &&
+    // The platform reports a disk attached until the VM that had it is gone: a disk it still lists
+    // for a VM no longer there is platform state yet to settle, not vmpool's.
+    disks.value.every((d) =>
+      (d.status?.attachedToVirtualMachines ?? []).every((a) =>
+        vms.value.some(
+          (v) => v.metadata.name === a.name && v.metadata.deletionTimestamp === undefined,
+        ),
+      ),
     )
   );
 }

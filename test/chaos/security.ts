@@ -53,7 +53,12 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
     'events.k8s.io/events:create',
   ],
   // review: getPool (/scale), dryRunCreateVm (a dry-run create needs create).
-  'scale-validate': [`${VM}/virtualmachinepools:get`, `${VM}/virtualmachines:create`],
+  // get: the VMs an added scaledownwith target names (Explicit cannot be forged).
+  'scale-validate': [
+    `${VM}/virtualmachinepools:get`,
+    `${VM}/virtualmachines:create`,
+    `${VM}/virtualmachines:get`,
+  ],
   // scaleDownWith: getPool, getVm, updatePool; poolVictims: getPool, listVms; subjectAccessReview;
   // getConfigMapData (front proxy), through the built-in extension-apiserver-authentication-reader
   // Role.
