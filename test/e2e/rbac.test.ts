@@ -288,6 +288,8 @@ describe('each function refused when knative/base loses a grant it needs', () =>
       facing = await startApiserverFacing(ns, {
         validateKube: validate.kube,
         scaleDownKube: scaleDown.kube,
+        // scale-down-with acts as its stand-in account here: the one the webhook takes targets from.
+        recorder: `system:serviceaccount:${FUNCTIONS_NAMESPACE}:scale-down-with-denied`,
         log: (name) => testLog(name, 'trace', lines),
       });
     });
