@@ -79,7 +79,9 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
       promoted,
       replaced: replace.victims.filter((d) => !isReplica(nameOf(d.vm))),
       removals: leave.deletes,
-      burst: view.burst,
+      // One burst for the replicas and the standby together.
+      burst: Math.max(0, view.burst - count.creates.length),
+      bound: view.bound,
       taken: count.creates.length === 0 ? view.taken : new Set([...view.taken, ...count.creates]),
     },
     rand,
