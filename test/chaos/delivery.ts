@@ -569,7 +569,10 @@ function fleetNote(
 }
 
 /** A template edit: a label every member must receive, and a spec change on every other revision. */
-function retemplate<P extends { spec: { virtualMachineTemplate: object } }>(p: P, rev: number): P {
+export function retemplate<P extends { spec: { virtualMachineTemplate: object } }>(
+  p: P,
+  rev: number,
+): P {
   const t = p.spec.virtualMachineTemplate as {
     metadata?: { labels?: Record<string, string> };
     spec?: { cpu?: { cores?: number } };
