@@ -100,7 +100,8 @@ async function trial(
   if (kind !== 'scale-down') m.spec.rollout = { maxUnavailable: 2 };
   if (kind === 'expiry') m.spec.maxMemberAge = '4s';
   if (kind === 'healing') {
-    m.spec.healing = { startupTimeout: '2s' };
+    // Every member is unhealthy: a circuit breaker allowed to trip would leave nothing to race.
+    m.spec.healing = { startupTimeout: '2s', maxUnhealthy: '100%' };
     template.metadata.labels[NEVER_START] = 'true';
   }
   await createPool(ns, m);
