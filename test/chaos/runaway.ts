@@ -132,10 +132,13 @@ async function trial(
   if (mode === 'pause') {
     const p = await direct.getPool(ns, pool);
     const intent = p.ok ? p.value.status?.intent : undefined;
-    // Creates made before the pause stay recorded until a pass after it; none may be left to make.
+    // Creates made before the pause stay recorded until a pass after it; none may be left to make
+    // but those a Retain disk was recorded for (kept, L3: another reconcile may be making them;
+    // a paused pool makes none of them itself).
     await obs.sync();
+    const bound = new Set((intent?.bindings ?? []).map((b) => b.vm));
     const recorded = [...(intent?.creates ?? []), ...(intent?.standbyCreates ?? [])];
-    const left = recorded.filter((n) => !obs.vms.has(n));
+    const left = recorded.filter((n) => !obs.vms.has(n) && !bound.has(n));
     if (left.length > 0) say(`paused, still ${left.length} creates recorded: ${left.join(' ')}`);
     await editPool(direct, ns, pool, (q) => ({
       ...q,
