@@ -5,6 +5,8 @@ import { parse } from 'yaml';
 import { ObjectMeta } from './meta.js';
 import { VirtualDisk } from './disk.js';
 import { VirtualMachine } from './vm.js';
+import { VirtualMachinePool } from './pool.js';
+import { pool } from '../../test/unit/builders.js';
 
 type Json = Record<string, unknown>;
 
@@ -57,5 +59,13 @@ describe('models accept what the served schemas store', () => {
     const meta = JSON.parse('{"name":"v","generation":9007199254740993}') as unknown;
     expect(ObjectMeta.safeParse(meta).success).toBe(true);
     expect(ObjectMeta.safeParse({ name: 'v', generation: 1.5 }).success).toBe(false);
+  });
+});
+
+describe('healing.maxUnhealthy', () => {
+  it('takes any integer the CRD stores (no int32 bound): a pool with a huge one is still readable', () => {
+    const p = pool();
+    p.spec.healing = { startupTimeout: '5m', maxUnhealthy: 2 ** 40 };
+    expect(VirtualMachinePool.safeParse(JSON.parse(JSON.stringify(p))).success).toBe(true);
   });
 });

@@ -3,7 +3,7 @@
  * @module
  */
 import { z } from 'zod';
-import { Condition, ObjectMeta } from './meta.js';
+import { Condition, Integer, ObjectMeta } from './meta.js';
 import { VirtualMachineSpec } from './vm.js';
 import { VirtualDiskSpec } from './disk.js';
 
@@ -168,7 +168,7 @@ export const Healing = z
       'A member whose runPolicy should keep it running and that is not Running this long (a Go duration, e.g. 10m) after its creation or its last start, or that sits in phase Degraded this long, is deleted and recreated under a fresh name (Events ReplicaUnhealthy, ReplicaReplaced). Members stopped on purpose are never replaced; protected members are reported, not replaced.',
     ),
     maxUnhealthy: z
-      .union([z.int32(), z.string()])
+      .union([Integer, z.string()])
       .optional()
       .describe(
         'Circuit breaker: when more members than this (an integer, or a percentage of spec.replicas plus standby.replicas, rounded down, at least 1) are unhealthy at once, healing replaces none of them and sets Healing=False (reason TooManyUnhealthy): so many failing together points at a cause replacements cannot fix. Default 50%.',

@@ -90,6 +90,15 @@ describe('decidePoolWrite (pool CREATE/UPDATE)', () => {
       true,
     ],
     [
+      'decrease by 2 covered by one member named twice',
+      withRecorded(explicit(1), [
+        { name: 'a', uid: 'ua' },
+        { name: 'a', uid: 'ua' },
+      ]),
+      explicit(3),
+      false,
+    ],
+    [
       'decrease by 2 covered by 1 target only',
       withRecorded(explicit(1), [{ name: 'a', uid: 'ua' }]),
       explicit(3),

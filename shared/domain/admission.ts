@@ -54,7 +54,12 @@ export function decidePoolWrite(
   const decrease = (old.spec.replicas ?? 0) - (pool.spec.replicas ?? 0);
   if (decrease <= 0) return ALLOW;
   const before = new Set(recordedTargets(old).map((t) => t.uid));
-  const added = recordedTargets(pool).filter((t) => !before.has(t.uid)).length;
+  // Distinct members: one named twice covers one replica, not two.
+  const added = new Set(
+    recordedTargets(pool)
+      .filter((t) => !before.has(t.uid))
+      .map((t) => t.uid),
+  ).size;
   return added >= decrease
     ? ALLOW
     : { allowed: false, message: explicitReplicasMessage(pool.metadata.name ?? '') };

@@ -92,6 +92,7 @@ export function decideCount(
       promotable: promotable.map(nameOf),
       taken: view.taken,
       burst: view.burst,
+      bound: view.bound,
     },
     rand,
   );

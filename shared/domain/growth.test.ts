@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_MAX_REPLICAS, judgeGrowth, parseMaxReplicas } from './growth.js';
+import { DEFAULT_MAX_REPLICAS, judgeGrowth, parseMaxReplicas, replicaGrowthOf } from './growth.js';
 
 describe('judgeGrowth', () => {
   it('refuses a change above the ceiling, never a change down or one that stays', () => {
@@ -27,5 +27,26 @@ describe('parseMaxReplicas', () => {
     expect(parseMaxReplicas('2000')).toBe(2000);
     for (const bad of ['0', '-3', '1.5', 'many'])
       expect(String(parseMaxReplicas(bad))).toContain(`not "${bad}"`);
+  });
+});
+
+describe('replicaGrowthOf', () => {
+  const review = (object: unknown, oldObject?: unknown) =>
+    ({
+      uid: 'u',
+      kind: { group: 'g', version: 'v', kind: 'VirtualMachinePool' },
+      resource: { group: 'g', version: 'v', resource: 'virtualmachinepools' },
+      name: 'p',
+      operation: oldObject === undefined ? 'CREATE' : 'UPDATE',
+      object,
+      ...(oldObject === undefined ? {} : { oldObject }),
+    }) as const;
+
+  it('counts a pool’s standby with its replicas: the standby cannot go around the ceiling', () => {
+    const g = replicaGrowthOf(review({ spec: { replicas: 1, standby: { replicas: 100 } } }), 50);
+    expect(g.refusal).toContain('spec.replicas + spec.standby.replicas: 101 is above');
+    expect(
+      replicaGrowthOf(review({ spec: { replicas: 40, standby: { replicas: 5 } } }), 50),
+    ).toEqual({});
   });
 });

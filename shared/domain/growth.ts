@@ -39,12 +39,13 @@ export function judgeGrowth(
   from: number | undefined,
   to: number,
   maxReplicas: number,
+  field = 'spec.replicas',
 ): Growth {
   const was = from ?? 0;
   if (to <= was) return {};
   if (to > maxReplicas)
     return {
-      refusal: `spec.replicas: ${to} is above the largest pool this cluster allows, ${maxReplicas} replicas (set by the cluster admin: ${MAX_REPLICAS_ENV} of the scale-validate webhook)`,
+      refusal: `${field}: ${to} is above the largest pool this cluster allows, ${maxReplicas} replicas (set by the cluster admin: ${MAX_REPLICAS_ENV} of the scale-validate webhook)`,
     };
   if (to <= WARN_FACTOR * Math.max(was, WARN_FLOOR)) return {};
   return {
@@ -52,23 +53,30 @@ export function judgeGrowth(
   };
 }
 
-/** The replicas a pool or Scale object in a review asks for, if it says. */
-function replicasOf(o: unknown): number | undefined {
-  const spec = (o as { spec?: { replicas?: unknown } } | null | undefined)?.spec;
-  return typeof spec?.replicas === 'number' ? spec.replicas : undefined;
+/** The VMs a pool or Scale object in a review asks for (replicas plus a pool's standby), if it says. */
+function sizeOf(o: unknown): { readonly vms: number; readonly standby: boolean } | undefined {
+  const spec = (o as { spec?: { replicas?: unknown; standby?: { replicas?: unknown } } } | null)
+    ?.spec;
+  if (typeof spec?.replicas !== 'number') return undefined;
+  const standby = spec.standby?.replicas;
+  return typeof standby === 'number' && standby > 0
+    ? { vms: spec.replicas + standby, standby: true }
+    : { vms: spec.replicas, standby: false };
 }
 
 /**
- * The growth an AdmissionReview asks for (a pool CREATE or UPDATE, or a `/scale` UPDATE); other
- * requests, and objects without a number of replicas, grow nothing (validation speaks of those).
+ * The growth an AdmissionReview asks for (a pool CREATE or UPDATE, or a `/scale` UPDATE): a pool's
+ * replicas and standby together; other requests, and objects without a number of replicas, grow
+ * nothing (validation speaks of those).
  */
 export function replicaGrowthOf(req: AdmissionRequest, maxReplicas: number): Growth {
   if (req.resource.resource !== 'virtualmachinepools') return {};
   const sub = req.subResource ?? '';
   if (sub !== '' && sub !== 'scale') return {};
   if (req.operation !== 'CREATE' && req.operation !== 'UPDATE') return {};
-  const to = replicasOf(req.object);
+  const to = sizeOf(req.object);
   if (to === undefined) return {};
-  const from = req.operation === 'UPDATE' ? replicasOf(req.oldObject) : undefined;
-  return judgeGrowth(req.name ?? '', from, to, maxReplicas);
+  const from = req.operation === 'UPDATE' ? sizeOf(req.oldObject)?.vms : undefined;
+  const field = to.standby ? 'spec.replicas + spec.standby.replicas' : 'spec.replicas';
+  return judgeGrowth(req.name ?? '', from, to.vms, maxReplicas, field);
 }

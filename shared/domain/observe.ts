@@ -88,6 +88,8 @@ export interface View {
   readonly standbyCreates: ReadonlySet<string>;
   /** Recorded bindings, as stored. */
   readonly recordedBindings: readonly Binding[];
+  /** Names a binding was recorded for: such a pending create is never dropped. */
+  readonly bound: ReadonlySet<string>;
   /** scaledownwith targets recorded on the pool, and those still live. */
   readonly targets: readonly RecordedTarget[];
   readonly liveTargets: readonly RecordedTarget[];
@@ -190,6 +192,7 @@ export function observe(obs: Observed): View {
     ),
     standbyCreates: new Set((intent.standbyCreates ?? []).filter((n) => pending.has(n))),
     recordedBindings: intent.bindings ?? [],
+    bound: new Set((intent.bindings ?? []).map((b) => b.vm)),
     targets,
     liveTargets: targets.filter(isLive),
     burst: obs.burst ?? CREATE_BURST,

@@ -858,8 +858,17 @@ describe('plan: laws as properties', () => {
 });
 
 describe('a mistaken scale taken back (L1 at each instant)', () => {
+  /** A pool whose members have only Delete disks: no Retain disk is recorded for a create. */
+  const deleteOnly = (replicas: number) => {
+    const p = pool({ replicas });
+    p.spec.virtualDiskTemplates = p.spec.virtualDiskTemplates.filter(
+      (t) => t.reclaim?.onScaleDown !== 'Retain',
+    );
+    return p;
+  };
+
   it('a scale to 100,000 records one burst; taken back to 1, the next pass drops it and creates nothing', () => {
-    const p = pool({ replicas: 100_000 });
+    const p = deleteOnly(100_000);
     const m = steady(p, 'runners-aaaaa');
     const first = plan(observe(p, [m]), NOW, rand());
     expect(of(first, 'createVm')).toHaveLength(CREATE_BURST);
@@ -873,6 +882,18 @@ describe('a mistaken scale taken back (L1 at each instant)', () => {
     const after = plan(observe(back, [m, ...landed]), NOW, rand());
     expect(of(after, 'createVm')).toEqual([]);
     expect(of(after, 'deleteVm')).toHaveLength(300);
+  });
+
+  it('creates with a Retain disk recorded for them are kept (L3) but never added to', () => {
+    const p = pool({ replicas: 1_000 });
+    const m = steady(p, 'runners-aaaaa');
+    const first = plan(observe(p, [m]), NOW, rand());
+    expect(first.status.intent?.bindings).toHaveLength(CREATE_BURST);
+    const back = { ...stored(p, first), spec: { ...p.spec, replicas: 1 } };
+    const next = plan(observe(back, [m]), NOW, rand());
+    // Another reconcile may be making them: their disks stay theirs; nothing fresh is recorded.
+    expect(next.status.intent?.creates).toEqual(first.status.intent?.creates);
+    expect(next.status.intent?.bindings).toEqual(first.status.intent?.bindings);
   });
 
   it('a pool deleted while a burst is recorded does nothing more', () => {

@@ -53,7 +53,12 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
   if (pool.metadata.deletionTimestamp !== undefined) return idle(pool.status ?? {}, false);
   const view = observe(obs);
   const split = splitStandby(view);
-  if (pool.spec.paused === true) return paused(split, view.pendingCreates, now);
+  if (pool.spec.paused === true)
+    return paused(
+      split,
+      view.pendingCreates.filter((n) => !view.bound.has(n)),
+      now,
+    );
 
   const count = decideCount(split.active, rand, promotable(split));
   const promoted = new Set(count.promotions.map((r) => r.name));
@@ -79,7 +84,9 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
       promoted,
       replaced: replace.victims.filter((d) => !isReplica(nameOf(d.vm))),
       removals: leave.deletes,
-      burst: view.burst,
+      // One burst for the replicas and the standby together.
+      burst: Math.max(0, view.burst - count.creates.length),
+      bound: view.bound,
       taken: count.creates.length === 0 ? view.taken : new Set([...view.taken, ...count.creates]),
     },
     rand,
@@ -126,7 +133,8 @@ function idle(status: PoolStatus, writeStatus: boolean): Plan {
 /**
  * `spec.paused`: nothing is created, deleted or updated; status still reports the members, with
  * `Paused=True`. Recorded creates not made yet are dropped (a pause stops creation within the burst
- * under way; unpausing records fresh ones), the rest of the intent is kept for unpausing.
+ * under way; unpausing records fresh ones), but for those with a disk recorded for them (see the
+ * scale step); the rest of the intent is kept for unpausing.
  */
 function paused(split: Split, pending: readonly string[], now: Date): Plan {
   const { pool } = split.active;
@@ -145,7 +153,7 @@ function paused(split: Split, pending: readonly string[], now: Date): Plan {
   return idle(status, !sameStatus(status, prev));
 }
 
-/** An intent without the creates in `drop` and the bindings recorded for them. */
+/** An intent without the creates in `drop` (none of them bound to a disk). */
 function withoutCreates(intent: Intent, drop: ReadonlySet<string>): Intent {
   if (drop.size === 0) return intent;
   const keep = (n: string): boolean => !drop.has(n);
@@ -155,9 +163,6 @@ function withoutCreates(intent: Intent, drop: ReadonlySet<string>): Intent {
     ...(intent.standbyCreates === undefined
       ? {}
       : { standbyCreates: intent.standbyCreates.filter(keep) }),
-    ...(intent.bindings === undefined
-      ? {}
-      : { bindings: intent.bindings.filter((b) => keep(b.vm)) }),
   };
 }
 

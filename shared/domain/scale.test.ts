@@ -278,3 +278,27 @@ describe('decideScale: intent never outlives the desire that made it', () => {
     expect(d).toMatchObject({ dropped: pending(4), creates: [], victims: [] });
   });
 });
+
+describe('decideScale: which pending creates may go', () => {
+  const pending = (n: number) =>
+    Array.from({ length: n }, (_, i) => `runners-q${String(i).padStart(4, '0')}`);
+
+  it('never drops a create with a disk recorded for it: another reconcile may be making it now', () => {
+    const names = pending(4);
+    const d = decideScale(
+      input({ desired: 1, members: [old], pendingCreates: names, bound: new Set([names[3]!]) }),
+      seededRandom(1),
+    );
+    expect(d.dropped).toEqual(names.slice(0, 3));
+  });
+
+  it('drops an intent recorded beyond one burst down to the burst (the latest first)', () => {
+    const names = pending(30);
+    const d = decideScale(
+      input({ desired: 100, members: [old], pendingCreates: names, burst: 10 }),
+      seededRandom(1),
+    );
+    expect(d.dropped).toEqual(names.slice(10));
+    expect(d.creates).toEqual([]);
+  });
+});

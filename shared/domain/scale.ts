@@ -38,6 +38,11 @@ export interface ScaleInput {
   readonly taken: ReadonlySet<string>;
   /** Most pending creates to record (default {@link CREATE_BURST}). */
   readonly burst?: number;
+  /**
+   * Pending creates with a disk recorded for them: never dropped, since another reconcile may be
+   * creating the VM right now, and a dropped binding would free its disk for a second member (L3).
+   */
+  readonly bound?: ReadonlySet<string>;
 }
 
 /** The scale decision. */
@@ -81,17 +86,16 @@ export function decideScale(input: ScaleInput, rand: Rand): ScaleDecision {
     input.desired -
     terminating -
     leaving.length;
-  // A create not made yet is the cheapest surplus: unrecorded, it never happens (the latest first).
-  const drop = Math.min(Math.max(0, over - (input.held ?? 0)), input.pendingCreates.length);
-  const dropped = drop === 0 ? [] : input.pendingCreates.slice(-drop);
-  const pending = input.pendingCreates.length - drop;
+  const burst = input.burst ?? CREATE_BURST;
+  const dropped = droppedCreates(input, Math.max(0, over - (input.held ?? 0)), burst);
+  const pending = input.pendingCreates.length - dropped.length;
   const count = input.members.length + pending;
-  const surplus = over - drop - (input.held ?? 0);
+  const surplus = over - dropped.length - (input.held ?? 0);
   if (surplus < 0) {
     const cancelled = (input.cancellable ?? []).slice(0, -surplus);
     const room = Math.max(0, input.desired - count);
     const promoted = (input.promotable ?? []).slice(0, room);
-    const fresh = Math.min(room - promoted.length, (input.burst ?? CREATE_BURST) - pending);
+    const fresh = Math.min(room - promoted.length, burst - pending);
     const creates = fresh > 0 ? freshNames(input.pool, fresh, input.taken, rand) : [];
     return { ...none, creates, dropped, cancelled, promoted };
   }
@@ -99,6 +103,21 @@ export function decideScale(input: ScaleInput, rand: Rand): ScaleDecision {
   const { staying, candidates } = scaleDownCandidates(input.members, input.leaving);
   const victims = rankVictims(candidates, input.policy, staying, surplus);
   return { ...none, dropped, victims, blocked: surplus - victims.length };
+}
+
+/**
+ * The pending creates to drop: `surplus` of them that the desire no longer asks for, then any beyond
+ * one burst (an intent recorded before bursts existed); the latest first, never a bound one. A
+ * create not made yet is the cheapest surplus: unrecorded, it never happens.
+ */
+function droppedCreates(input: ScaleInput, surplus: number, burst: number): string[] {
+  const bound = input.bound ?? new Set<string>();
+  const free = input.pendingCreates.filter((n) => !bound.has(n));
+  const forDesire = Math.min(surplus, free.length);
+  const left = input.pendingCreates.length - forDesire;
+  const forBurst = Math.min(Math.max(0, left - burst), free.length - forDesire);
+  const n = forDesire + forBurst;
+  return n === 0 ? [] : free.slice(-n);
 }
 
 /** Steps a name's suffix through the alphabet until it is free: randomness that repeats still ends. */

@@ -29,8 +29,10 @@ export interface StandbyInput {
   readonly replaced: readonly Departure[];
   /** This plan's removals of replicas, which may return to the standby instead. */
   readonly removals: readonly DeleteVm[];
-  /** Most pending creates to record. */
+  /** Most fresh creates to record (what the replicas left of the burst). */
   readonly burst: number;
+  /** Pending creates with a disk recorded for them: never dropped (see the scale step). */
+  readonly bound: ReadonlySet<string>;
   /** Names never to use for a new member. */
   readonly taken: ReadonlySet<string>;
 }
@@ -74,10 +76,13 @@ export function decideStandby(input: StandbyInput, rand: Rand): StandbyPlan {
     terminating -
     live.filter((m) => out.has(nameOf(m))).length;
   // Pending creates the standby no longer wants are dropped before any member is chosen to go.
-  const drop = Math.min(Math.max(0, over), split.standbyCreates.length);
-  const pending = split.standbyCreates.slice(0, split.standbyCreates.length - drop);
+  const droppable = split.standbyCreates.filter((n) => !input.bound.has(n));
+  const drop = new Set(
+    droppable.slice(droppable.length - Math.min(Math.max(0, over), droppable.length)),
+  );
+  const pending = split.standbyCreates.filter((n) => !drop.has(n));
   const total = count + pending.length;
-  const surplus = over - drop;
+  const surplus = over - drop.size;
   const keep = live.filter((m) => !out.has(nameOf(m)));
   const chosen = surplus > 0 ? leastReady(keep, input.hash, standbyPhase(pool), surplus) : [];
   const room = Math.max(0, want - total);

@@ -114,6 +114,7 @@ export async function reconcilePool(
       reason = planned.message;
       continue;
     }
+    if (!('value' in planned)) return blockMalformed(deps, pool, planned.unseen);
     const p = planned.value;
     for (const w of p.warnings) log.warn({ pool: `${namespace}/${name}` }, w);
     const status = statusToWrite(pool, p);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
-import { keys } from '../api/index.js';
+import { keys, malformedOf } from '../api/index.js';
 import type { ReconcileDeps } from './converge.js';
 import { reconcilePool } from './converge.js';
 import { HOUR, NOW, at, disk, pool, seededRandom, steady, vm } from '../../test/unit/builders.js';
@@ -93,5 +93,60 @@ describe('reconcile: VMs outside the pool keep their disks', () => {
     expect(out.kind).toBe('failed');
     expect(f.of('createVm')).toEqual([]);
     expect(f.of('updateDisk')).toEqual([]);
+  });
+});
+
+describe('reconcile: a VM of the namespace that does not parse', () => {
+  const unreadable = (refs: unknown) =>
+    malformedOf(
+      'VirtualMachine',
+      { metadata: { name: 'odd', namespace: 'ci' }, spec: { blockDeviceRefs: refs } },
+      'spec.runPolicy: Invalid option',
+    );
+
+  it('keeps the free disk it names from being bound, though the model could not read it', async () => {
+    const { p, member, disks } = world();
+    const { f, d } = deps(
+      {
+        listVms: ([, selector]) =>
+          selector === ''
+            ? {
+                ok: true,
+                value: [member],
+                malformed: [unreadable([{ kind: 'VirtualDisk', name: 'runners-cache-ffffff' }])],
+              }
+            : ok([member]),
+        listDisks: () => ok(disks),
+      },
+      p,
+    );
+    await reconcilePool(d, 'ci', 'runners');
+    // The new member gets a new cache disk, not the one the unreadable VM names.
+    const made = f.of('createVm').map((c) => c.args[1] as VirtualMachine);
+    expect(made).toHaveLength(1);
+    const refs = (made[0]?.spec.blockDeviceRefs ?? []).map((r) => r.name);
+    expect(refs).not.toContain('runners-cache-ffffff');
+    expect(refs.some((n) => n.startsWith('runners-cache-'))).toBe(true);
+  });
+
+  it('whose references cannot be read at all: the pool acts on nothing and says why', async () => {
+    const { p, member, disks } = world();
+    const { f, d } = deps(
+      {
+        listVms: ([, selector]) =>
+          selector === ''
+            ? { ok: true, value: [member], malformed: [unreadable('garbage')] }
+            : ok([member]),
+        listDisks: () => ok(disks),
+      },
+      p,
+    );
+    await reconcilePool(d, 'ci', 'runners');
+    expect(f.of('createVm')).toEqual([]);
+    expect(f.of('updateDisk')).toEqual([]);
+    const status = f.of('updatePoolStatus').at(-1)?.args[0] as VirtualMachinePool | undefined;
+    expect(status?.status?.conditions?.find((c) => c.type === 'Synced')?.reason).toBe(
+      'MalformedMember',
+    );
   });
 });

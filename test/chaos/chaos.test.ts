@@ -6,4 +6,6 @@ chaosSuite({
   crashStride: 1,
   faultTrials: Number(process.env.VMPOOL_CHAOS_FAULT_TRIALS ?? 120),
   fuzzRuns: 1000,
+  runawayTrials: Number(process.env.VMPOOL_CHAOS_RUNAWAY_TRIALS ?? 12),
+  raceTrials: Number(process.env.VMPOOL_CHAOS_RACE_TRIALS ?? 16),
 });

@@ -89,6 +89,8 @@ export interface DeliveryFigures {
   /** Fleet control seen: members deleted after a drain (drained or timed out), surplus held. */
   fleet: Record<string, number>;
   watchEvents: number;
+  /** Creates and promotions judged against the desire at their revision (L1 at each instant). */
+  desireChecks: number;
   violations: string[];
 }
 
@@ -118,7 +120,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  * The simulated platform is at rest for a pool: no member Terminating, every member Running with its
  * spec observed, and every disk of the pool Ready.
  */
-async function platformSettled(kube: Kube, ns: string, pool: string): Promise<boolean> {
+export async function platformSettled(kube: Kube, ns: string, pool: string): Promise<boolean> {
   const [vms, disks] = await Promise.all([
     kube.listVms(ns, `${keys.pool}=${pool}`),
     kube.listDisks(ns, `${keys.pool}=${pool}`),
@@ -168,6 +170,7 @@ export async function runDeliveryChaos(opts: DeliveryOptions): Promise<DeliveryF
     mutations: {},
     fleet: {},
     watchEvents: 0,
+    desireChecks: 0,
     violations: [],
   };
   const perWorker = Array.from(
@@ -557,6 +560,7 @@ async function worker(
           restarting,
         );
     fig.watchEvents += obs.events;
+    fig.desireChecks += obs.desire.checked;
     fig.terminatingSeen += obs.terminatingSeen;
     await sim?.stop();
     obs.checkDiskDeletions();
@@ -581,7 +585,10 @@ function fleetNote(
 }
 
 /** A template edit: a label every member must receive, and a spec change on every other revision. */
-function retemplate<P extends { spec: { virtualMachineTemplate: object } }>(p: P, rev: number): P {
+export function retemplate<P extends { spec: { virtualMachineTemplate: object } }>(
+  p: P,
+  rev: number,
+): P {
   const t = p.spec.virtualMachineTemplate as {
     metadata?: { labels?: Record<string, string> };
     spec?: { cpu?: { cores?: number } };
@@ -591,7 +598,8 @@ function retemplate<P extends { spec: { virtualMachineTemplate: object } }>(p: P
   return p;
 }
 
-interface Storm {
+/** The deliveries of one trial, and how many events were dropped or duplicated. */
+export interface Storm {
   readonly sends: Array<{ delay: number; init: RequestInit }>;
   readonly dropped: number;
   readonly duplicated: number;
@@ -601,7 +609,7 @@ interface Storm {
  * The deliveries of one trial: events of every shape ApiServerSource and PingSource send (stale
  * payloads included), some dropped, some duplicated with the same id, each after a random delay.
  */
-function stormOf(dice: Rng, ns: string, pool: string, obs: Observer): Storm {
+export function stormOf(dice: Rng, ns: string, pool: string, obs: Observer): Storm {
   const sends: Array<{ delay: number; init: RequestInit }> = [];
   let dropped = 0;
   let duplicated = 0;

@@ -5,6 +5,7 @@
  * @module
  */
 import { keys } from '../../shared/api/index.js';
+import type { VirtualMachine } from '../../shared/api/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import type { Rng } from './kit.js';
 import type { Seen } from './observer.js';
@@ -65,9 +66,23 @@ export async function annotateVm(
   key: string,
   value: string | undefined,
 ): Promise<boolean> {
+  return (await noteVm(kube, namespace, name, key, value)) !== undefined;
+}
+
+/**
+ * Sets (or removes) an annotation with an update conditioned on the version just read, re-reading
+ * on conflict: the VM as that write stored it, or undefined when no write succeeded.
+ */
+export async function noteVm(
+  kube: Kube,
+  namespace: string,
+  name: string,
+  key: string,
+  value: string | undefined,
+): Promise<VirtualMachine | undefined> {
   for (let i = 0; i < 20; i++) {
     const got = await kube.getVm(namespace, name);
-    if (!got.ok) return false;
+    if (!got.ok) return undefined;
     const annotations = { ...got.value.metadata.annotations };
     if (value === undefined) delete annotations[key];
     else annotations[key] = value;
@@ -75,10 +90,10 @@ export async function annotateVm(
       ...got.value,
       metadata: { ...got.value.metadata, annotations },
     });
-    if (wrote.ok) return true;
-    if (wrote.reason !== 'conflict') return false;
+    if (wrote.ok) return wrote.value;
+    if (wrote.reason !== 'conflict') return undefined;
   }
-  return false;
+  return undefined;
 }
 
 /** `members` as they look after `name` got `key: value` (`undefined` removes it). */

@@ -118,6 +118,17 @@ export async function createPool(
   });
 }
 
+/** Deletes a pool (the garbage collector then deletes what it owns), on the shared plane. */
+export async function deletePool(namespace: string, name: string): Promise<void> {
+  await adminKubeConfig().makeApiClient(CustomObjectsApi).deleteNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: 'virtualmachinepools',
+    namespace,
+    name,
+  });
+}
+
 /**
  * Applies `edit` to the live pool with a conditioned update, re-reading on conflict (as kubectl
  * does); returns the stored pool.

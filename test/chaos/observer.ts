@@ -9,6 +9,9 @@
 import { CustomObjectsApi, Watch } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { GROUP, VERSION, keys } from '../../shared/api/index.js';
+import { CREATE_BURST } from '../../shared/domain/index.js';
+import { DesireLedger, desireOf } from './desire.js';
+import type { PoolSeen } from './desire.js';
 import { adminKubeConfig } from './kit.js';
 
 /** An object as the watch delivers it. */
@@ -75,6 +78,13 @@ export function diskRefsOf(o: Seen): string[] {
 export class Observer {
   readonly vms = new Map<string, Seen>();
   readonly disks = new Map<string, Seen>();
+  /** Pools of the namespace (their spec is the desire the ledger records). */
+  readonly pools = new Map<string, Seen>();
+  /**
+   * L1 against the desire at each instant, judged at each {@link sync}; its `burst` is the create
+   * burst of the functions under test (set it when they run with a small one).
+   */
+  readonly desire = new DesireLedger(CREATE_BURST);
   readonly violations: string[] = [];
   readonly vmDeletions: Deletion[] = [];
   readonly diskDeletions: Deletion[] = [];
@@ -113,7 +123,11 @@ export class Observer {
    */
   static async start(namespace: string, kc: KubeConfig = adminKubeConfig()): Promise<Observer> {
     const o = new Observer(namespace, kc);
-    await Promise.all([o.watch('virtualmachines', o.vms), o.watch('virtualdisks', o.disks)]);
+    await Promise.all([
+      o.watch('virtualmachines', o.vms),
+      o.watch('virtualdisks', o.disks),
+      o.watch('virtualmachinepools', o.pools),
+    ]);
     return o;
   }
 
@@ -173,7 +187,10 @@ export class Observer {
     return [...this.disks.values()].filter((d) => poolOf(d) === pool);
   }
 
-  /** Waits until the observer has seen everything a fresh list returns. */
+  /**
+   * Waits until the observer has seen everything a fresh list returns, then judges L1 against the
+   * desire at each instant up to the pools' list (their history is complete up to there).
+   */
   async sync(timeoutMs = 15_000): Promise<void> {
     const api = this.kc.makeApiClient(CustomObjectsApi);
     const listed = async (plural: string): Promise<Map<string, string>> => {
@@ -182,23 +199,30 @@ export class Observer {
         version: VERSION,
         plural,
         namespace: this.namespace,
-      })) as { items: Seen[] };
-      return new Map(l.items.map((i) => [i.metadata.name, i.metadata.resourceVersion]));
+      })) as { items: Seen[]; metadata: { resourceVersion: string } };
+      const m = new Map(l.items.map((i) => [i.metadata.name, i.metadata.resourceVersion]));
+      if (plural === 'virtualmachinepools') listedPools = Number(l.metadata.resourceVersion);
+      return m;
     };
+    let listedPools = 0;
     const same = (want: Map<string, string>, have: Map<string, Seen>): boolean =>
       want.size === have.size &&
       [...want].every(([n, rv]) => have.get(n)?.metadata.resourceVersion === rv);
-    const [vms, disks] = await Promise.all([listed('virtualmachines'), listed('virtualdisks')]);
+    const all = (): Promise<Array<Map<string, string>>> =>
+      Promise.all(['virtualmachines', 'virtualdisks', 'virtualmachinepools'].map(listed));
+    const caughtUp = ([vms, disks, pools]: Array<Map<string, string>>): boolean =>
+      same(vms!, this.vms) && same(disks!, this.disks) && same(pools!, this.pools);
+    const lists = await all();
     const deadline = Date.now() + timeoutMs;
-    while (!same(vms, this.vms) || !same(disks, this.disks)) {
+    while (!caughtUp(lists)) {
       if (Date.now() > deadline) {
         // Objects may have changed after the list (the garbage collector): list again once.
-        const [v2, d2] = await Promise.all([listed('virtualmachines'), listed('virtualdisks')]);
-        if (same(v2, this.vms) && same(d2, this.disks)) return;
+        if (caughtUp(await all())) break;
         throw new Error(`observer of ${this.namespace} did not catch up with a list`);
       }
       await new Promise((r) => setTimeout(r, 10));
     }
+    this.violations.push(...this.desire.check(listedPools));
   }
 
   /**
@@ -251,7 +275,9 @@ export class Observer {
     }
     const pool = poolOf(o);
     if (pool === '') return;
+    const before = this.partition.get(name);
     this.checkL1(pool, type, o);
+    this.recordAddition(pool, type, o, before);
     this.checkFrozen(pool, type, o);
     this.checkBudget(pool, o, live);
     if (live) {
@@ -294,6 +320,31 @@ export class Observer {
       this.violations.push(
         `L1: ${pool} has ${spares} standby members after ${type} ${name}, standby ${held.standby}`,
       );
+  }
+
+  /** A create, promotion or return, for the ledger to judge against the desire at its revision. */
+  private recordAddition(pool: string, type: string, o: Seen, before: boolean | undefined): void {
+    const standby = isStandbySeen(o);
+    if (type === 'DELETED' || before === standby) return;
+    if (before === undefined && o.metadata.deletionTimestamp !== undefined) return;
+    const all = this.members(pool);
+    const spares = all.filter(isStandbySeen).length;
+    const kind =
+      before === undefined ? (standby ? 'standby' : 'create') : standby ? 'return' : 'promote';
+    this.desire.add({
+      pool,
+      name: o.metadata.name,
+      rv: rvOf(o),
+      kind,
+      replicas: all.length - spares,
+      spares,
+    });
+  }
+
+  private onPool(type: string, o: Seen, listedAt?: number): void {
+    const gone = type === 'DELETED';
+    const rv = gone && listedAt !== undefined ? listedAt : rvOf(o);
+    this.desire.desire(o.metadata.name, desireOf(o as unknown as PoolSeen, gone, rv));
   }
 
   private checkFrozen(pool: string, type: string, o: Seen): void {
@@ -358,6 +409,7 @@ export class Observer {
     if (type === 'DELETED') into.delete(o.metadata.name);
     else into.set(o.metadata.name, o);
     if (plural === 'virtualmachines') this.onVm(type, o);
+    else if (plural === 'virtualmachinepools') this.onPool(type, o, listedAt);
     else this.onDisk(type, o, listedAt);
   }
 

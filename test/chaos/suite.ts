@@ -9,6 +9,8 @@ import { runDeliveryChaos } from './delivery.js';
 import { startFaultProxy } from './faults.js';
 import { runHostileInput } from './hostile.js';
 import { runProcessRestarts } from './restarts.js';
+import { runProtectionRace } from './protect.js';
+import { runRunaway } from './runaway.js';
 import { effectiveGrants, extraGrants, renderBase, tlsVersions } from './security.js';
 import { CHAOS_SEED, adminKubeConfig, secondsSince, table } from './kit.js';
 
@@ -19,6 +21,10 @@ export interface ChaosSizes {
   readonly crashStride: number;
   readonly faultTrials: number;
   readonly fuzzRuns: number;
+  /** Runaway-intent trials (the desire taken back while a large scale-up executes). */
+  readonly runawayTrials: number;
+  /** Trials of protection racing deletions (scale-down, rollout, healing, expiry in turn). */
+  readonly raceTrials: number;
 }
 
 export function chaosSuite(sizes: ChaosSizes): void {
@@ -49,12 +55,54 @@ export function chaosSuite(sizes: ChaosSizes): void {
           ['mutations', JSON.stringify(f.mutations)],
           ['fleet control', JSON.stringify(f.fleet)],
           ['watch events observed', f.watchEvents],
+          ['additions judged against the desire at their revision', f.desireChecks],
           ['violations', f.violations.length],
           ['time', secondsSince(t0)],
         ]),
       );
       expect(f.violations).toEqual([]);
       expect(f.trials).toBe(sizes.trials);
+    });
+
+    it(`1b. runaway intent: ${sizes.runawayTrials} trials taking the desire back mid scale-up (L1)`, async () => {
+      const t0 = performance.now();
+      const f = await runRunaway({ trials: sizes.runawayTrials, seed: CHAOS_SEED });
+      console.log(
+        table(`runaway intent (create burst ${f.burst}, scale-ups to ${f.peak})`, [
+          ...f.trials.map((r): [string, string] => [
+            `${r.pool} ${r.mode}`,
+            `${r.atDrop} members at the drop, desire ${r.after} after: ${r.createsAfter} creates after the drop (at most ${r.allowed})${r.converged ? ', converged' : ', NOT converged'}`,
+          ]),
+          ['deliveries', f.deliveries],
+          ['additions judged against the desire at their revision', f.checked],
+          ['  of which above it inside the burst after a drop', f.graced],
+          ['violations', f.violations.length],
+          ...f.violations.slice(0, 20).map((v, i): [string, string] => [`violation ${i + 1}`, v]),
+          ['time', secondsSince(t0)],
+        ]),
+      );
+      expect(f.violations).toEqual([]);
+      expect(f.trials.length).toBe(sizes.runawayTrials);
+    });
+
+    it(`1c. protection racing deletions: ${sizes.raceTrials} trials (L7)`, async () => {
+      const t0 = performance.now();
+      const f = await runProtectionRace({ trials: sizes.raceTrials, seed: CHAOS_SEED });
+      console.log(
+        table('protection racing scale-downs, rollouts, healing and expiry', [
+          ...f.trials.map((r): [string, string] => [
+            `${r.pool} ${r.kind}`,
+            `${r.protections} members protected, ${r.deleted} deleted meanwhile (${r.stale} deletes refused 409), ${r.lost} protected ones deleted${r.converged === undefined ? '' : r.converged ? ', converged' : ', NOT converged'}`,
+          ]),
+          ['deliveries', f.deliveries],
+          ['protected members deleted (violations)', f.trials.reduce((n, r) => n + r.lost, 0)],
+          ['violations', f.violations.length],
+          ...f.violations.slice(0, 20).map((v, i): [string, string] => [`violation ${i + 1}`, v]),
+          ['time', secondsSince(t0)],
+        ]),
+      );
+      expect(f.violations).toEqual([]);
+      expect(f.trials.length).toBe(sizes.raceTrials);
     });
 
     it('2. crash injection after every API call of every path (L4)', async () => {

@@ -4,4 +4,11 @@
  */
 import { chaosSuite } from '../chaos/suite.js';
 
-chaosSuite({ trials: 60, crashStride: 4, faultTrials: 12, fuzzRuns: 100 });
+chaosSuite({
+  trials: 60,
+  crashStride: 4,
+  faultTrials: 12,
+  fuzzRuns: 100,
+  runawayTrials: 3,
+  raceTrials: 4,
+});

@@ -1,7 +1,9 @@
 /**
- * Issue-23 promises through the user's own path: `npm start` on its embedded plane and kubectl as a
- * user types it. A mistaken scale is refused or taken back before it costs the cluster, and a
- * runner that protects itself while a scale-down is under way is never deleted.
+ * The fleet's promises through the user's own path: `npm start` on its embedded plane (the platform
+ * simulated, disk GC ticking every second) and kubectl as a user types it. A mistaken scale is
+ * refused or taken back before it costs the cluster; a runner that protects itself while a
+ * scale-down runs is never deleted; a disk another VM uses is neither reused nor collected; a paused
+ * pool loses no disk; an all-unhealthy pool trips the healing breaker; an odd VM stops no pool.
  */
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,11 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, keys } from '../../shared/api/index.js';
 import { CREATE_BURST, DEFAULT_MAX_REPLICAS } from '../../shared/domain/index.js';
 import { runKubectlFull } from '../../local/controlplane/kubectl.js';
-import { runnersPool } from '../../local/guide.js';
+import { runnersPool, runnersVm } from '../../local/guide.js';
 import type { NpmStart } from './npm-start.js';
 import { npmStart, stoppedCleanly } from './npm-start.js';
 
 const NS = 'runaway';
+/** VMs carrying this label never start in the simulator (`--never-start-label`). */
+const NEVER_START = 'sim.vmpool.io/never-start';
 let run: NpmStart | undefined;
 let kubectlBin = '';
 let kubeconfig = '';
@@ -35,6 +39,63 @@ async function refusal(args: string[]): Promise<string> {
 
 interface Vm {
   metadata: { name: string; resourceVersion: string; deletionTimestamp?: string };
+  spec?: { blockDeviceRefs?: Array<{ kind: string; name: string }> };
+}
+
+interface Disk {
+  metadata: { name: string; annotations?: Record<string, string>; labels?: Record<string, string> };
+}
+
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+}
+
+async function disks(pool: string): Promise<Disk[]> {
+  const { out } = await kubectl([
+    'get',
+    'vd',
+    '-n',
+    NS,
+    '-l',
+    `${keys.pool}=${pool}`,
+    '-o',
+    'json',
+  ]);
+  return (JSON.parse(out) as { items: Disk[] }).items;
+}
+
+async function condition(pool: string, type: string): Promise<Condition | undefined> {
+  const { out } = await kubectl(['get', 'vmpool', '-n', NS, pool, '-o', 'json']);
+  const st = (JSON.parse(out) as { status?: { conditions?: Condition[] } }).status;
+  return st?.conditions?.find((c) => c.type === type);
+}
+
+/** Live members' names once there are exactly `n`. */
+async function settled(pool: string, n: number): Promise<string[]> {
+  return until(`${String(n)} live members of ${pool}`, 120_000, async () => {
+    const all = await vms(pool);
+    const live = all.filter((v) => v.metadata.deletionTimestamp === undefined);
+    return all.length === n && live.length === n ? live.map((v) => v.metadata.name) : undefined;
+  });
+}
+
+/** The guide's pool (a Delete root disk, a Retain cache disk kept `keep`, free for `ttl`). */
+function retaining(name: string, replicas: number, keep: number, ttl: string) {
+  const p = runnersPool(NS, name);
+  p.spec.replicas = replicas;
+  for (const t of p.spec.virtualDiskTemplates) t.spec.persistentVolumeClaim.size = '1Gi';
+  p.spec.virtualDiskTemplates[1]!.reclaim = { onScaleDown: 'Retain', keep, ttl };
+  return { apiVersion: API_VERSION, ...p };
+}
+
+/** The pool's Retain disks stamped free. */
+async function freeDisks(pool: string): Promise<string[]> {
+  return (await disks(pool))
+    .filter((d) => d.metadata.annotations?.[keys.freeSince] !== undefined)
+    .map((d) => d.metadata.name);
 }
 
 async function vms(pool: string): Promise<Vm[]> {
@@ -72,7 +133,13 @@ function diskless(name: string, replicas: number) {
 }
 
 beforeAll(async () => {
-  run = npmStart(['--no-sample']);
+  run = npmStart([
+    '--no-sample',
+    '--gc-seconds',
+    '1',
+    '--never-start-label',
+    `${NEVER_START}=true`,
+  ]);
   await run.waitFor(/vmpool is running/, 240_000);
   const hint = await run.waitFor(/export KUBECONFIG=/);
   kubeconfig = hint.replace(/.*export KUBECONFIG=/, '').trim();
@@ -173,5 +240,138 @@ describe('a mistaken scale through npm start and kubectl', () => {
     );
     expect(protectedOk.length).toBeGreaterThan(0);
     for (const name of protectedOk) expect(left.has(name)).toBe(true);
+  }, 300_000);
+});
+
+describe('disks, healing and isolation through npm start and kubectl', () => {
+  it('a free Retain disk a VM outside the pool references is neither reused nor collected past its ttl', async () => {
+    await kubectl(['apply', '-f', '-'], JSON.stringify(retaining('foreign', 2, 0, '2s')));
+    await settled('foreign', 2);
+    await kubectl(['scale', '-n', NS, 'vmpool/foreign', '--replicas=1']);
+    await settled('foreign', 1);
+    const [free] = await until('a freed cache disk', 60_000, async () => {
+      const f = await freeDisks('foreign');
+      return f.length === 1 ? f : undefined;
+    });
+    // Somebody's VM takes the free disk (no pool label, no owner): it is in use now.
+    await kubectl(
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: API_VERSION,
+        kind: 'VirtualMachine',
+        metadata: { name: 'outsider', namespace: NS },
+        spec: {
+          ...runnersPool(NS).spec.virtualMachineTemplate.spec,
+          blockDeviceRefs: [{ kind: 'VirtualDisk', name: free }],
+        },
+      }),
+    );
+    await kubectl(['scale', '-n', NS, 'vmpool/foreign', '--replicas=2']);
+    const members = await settled('foreign', 2);
+    await sleep(5000); // past the 2 s ttl, with a GC tick every second
+    const left = (await disks('foreign')).map((d) => d.metadata.name);
+    expect(left).toContain(free);
+    const refs = (await vms('foreign')).flatMap((v) =>
+      (v.spec?.blockDeviceRefs ?? []).map((r) => r.name),
+    );
+    expect(members).toHaveLength(2);
+    expect(refs).not.toContain(free);
+  }, 300_000);
+
+  it("a paused pool's expired free disks survive disk GC, and go once it is unpaused", async () => {
+    await kubectl(['apply', '-f', '-'], JSON.stringify(retaining('frozen', 2, 0, '2s')));
+    await settled('frozen', 2);
+    await kubectl(['scale', '-n', NS, 'vmpool/frozen', '--replicas=1']);
+    await settled('frozen', 1);
+    const [free] = await until('a freed cache disk', 60_000, async () => {
+      const f = await freeDisks('frozen');
+      return f.length === 1 ? f : undefined;
+    });
+    await kubectl([
+      'patch',
+      'vmpool',
+      '-n',
+      NS,
+      'frozen',
+      '--type=merge',
+      '-p',
+      '{"spec":{"paused":true}}',
+    ]);
+    await sleep(5000);
+    expect((await disks('frozen')).map((d) => d.metadata.name)).toContain(free);
+    await kubectl([
+      'patch',
+      'vmpool',
+      '-n',
+      NS,
+      'frozen',
+      '--type=merge',
+      '-p',
+      '{"spec":{"paused":false}}',
+    ]);
+    await until('the expired disk collected after unpausing', 60_000, async () =>
+      (await disks('frozen')).some((d) => d.metadata.name === free) ? undefined : true,
+    );
+  }, 300_000);
+
+  it('an all-unhealthy pool trips the healing breaker: it loses at most one member and says why', async () => {
+    const p = retaining('allbad', 4, 5, '30m');
+    Object.assign(p.spec, { healing: { startupTimeout: '4s' } });
+    Object.assign(p.spec.virtualMachineTemplate, {
+      metadata: { labels: { [NEVER_START]: 'true' } },
+    });
+    await kubectl(['apply', '-f', '-'], JSON.stringify(p));
+    const seen = new Set<string>();
+    const tripped = await until('Healing=False TooManyUnhealthy', 90_000, async () => {
+      for (const v of await vms('allbad')) seen.add(v.metadata.name);
+      const c = await condition('allbad', 'Healing');
+      return c?.reason === 'TooManyUnhealthy' ? c : undefined;
+    });
+    expect(tripped.status).toBe('False');
+    expect(tripped.message).toContain('maxUnhealthy');
+    // Well past the timeout: at most one member was replaced (one new name beside the first four).
+    const t0 = Date.now();
+    while (Date.now() - t0 < 10_000) {
+      for (const v of await vms('allbad')) seen.add(v.metadata.name);
+      await sleep(500);
+    }
+    console.error(`[runaway] healing breaker: ${seen.size} members ever seen of a pool of 4`);
+    expect(seen.size).toBeLessThanOrEqual(5);
+    expect((await condition('allbad', 'Healing'))?.reason).toBe('TooManyUnhealthy');
+  }, 300_000);
+
+  it('a VM with a bootOrder above int32 under a pool-uid label stops no pool', async () => {
+    await kubectl(['apply', '-f', '-'], JSON.stringify(diskless('boot', 1)));
+    await kubectl(['apply', '-f', '-'], JSON.stringify(diskless('bystander', 1)));
+    await settled('boot', 1);
+    await settled('bystander', 1);
+    const { out } = await kubectl([
+      'get',
+      'vmpool',
+      '-n',
+      NS,
+      'boot',
+      '-o',
+      'jsonpath={.metadata.uid}',
+    ]);
+    const odd = runnersVm(NS, 'boot-odd');
+    await kubectl(
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: API_VERSION,
+        ...odd,
+        metadata: { ...odd.metadata, labels: { [keys.poolUid]: out } },
+        spec: {
+          ...odd.spec,
+          blockDeviceRefs: [{ kind: 'VirtualDisk', name: 'boot-odd-root', bootOrder: 2 ** 40 }],
+        },
+      }),
+    );
+    await kubectl(['scale', '-n', NS, 'vmpool/bystander', '--replicas=3']);
+    await settled('bystander', 3);
+    // The odd VM is listed with boot's members (it carries the pool-uid label): boot reads it and goes on.
+    await kubectl(['scale', '-n', NS, 'vmpool/boot', '--replicas=3']);
+    await settled('boot', 3);
+    expect((await condition('boot', 'Synced'))?.reason).not.toBe('MalformedMember');
   }, 300_000);
 });
