@@ -7,6 +7,12 @@
  *   npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample] [--take-over]
  *             [--scaledownwith-group GROUP] [--scaledownwith-user USER]
  *             [simulator flags: local/simulator/flags.ts]
+ *   npm start -- --kubeconfig FILE --uninstall
+ *
+ * Any stop stops everything: SIGINT or SIGTERM to npm, tsx or this node process, the end of npm or
+ * tsx however they end (this process watches them), and SIGKILL of this process (the children's
+ * watchdogs kill them and remove their data). Registrations go first. `--uninstall` removes the
+ * registrations a dead run left (local/registrations.ts) and nothing else.
  *
  * Where the API server calls this process (a local plane), each function acts as a ServiceAccount
  * name of its own, `system:serviceaccount:vmpool-local:<function>` (local/identities.ts), and the
@@ -19,7 +25,7 @@
 import { pingInit } from '../local/events.js';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { buildGcApp } from '../functions/disk-gc-tick/app.js';
@@ -41,6 +47,10 @@ import type { Kube } from '../shared/kube/index.js';
 import { ANY_RECORDER } from '../shared/domain/index.js';
 import { impersonatedGroups, impersonating, serviceAccountUser } from '../local/identities.js';
 import { startPoolSources } from '../local/controlplane/adapter.js';
+import { onLaunchersGone, removeWhenGone } from '../local/controlplane/process.js';
+import { recordRun } from '../local/controlplane/runs.js';
+import type { RunRecord } from '../local/controlplane/runs.js';
+import { removeRunRegistrations } from '../local/registrations.js';
 import {
   REPO_ROOT,
   buildSeconds,
@@ -76,6 +86,7 @@ const { values: flags } = parseArgs({
     ...simulatorFlags,
     'no-sample': { type: 'boolean', default: false },
     'take-over': { type: 'boolean', default: false },
+    uninstall: { type: 'boolean', default: false },
     'scaledownwith-group': { type: 'string' },
     'scaledownwith-user': { type: 'string' },
     'resync-seconds': { type: 'string', default: '30' },
@@ -86,7 +97,7 @@ const { values: flags } = parseArgs({
 
 if (flags.help) {
   console.log(
-    `usage: npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample] [--take-over] [--scaledownwith-group GROUP] [--scaledownwith-user USER] ${SIMULATOR_USAGE}`,
+    `usage: npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample] [--take-over] [--scaledownwith-group GROUP] [--scaledownwith-user USER] ${SIMULATOR_USAGE}\n       npm start -- --kubeconfig FILE --uninstall`,
   );
   process.exit(0);
 }
@@ -106,15 +117,30 @@ const say = (line: string): void => {
  */
 const stoppers: Array<{
   readonly name: string;
+  /** Runs last: the control plane. */
   readonly plane?: true;
+  /** Runs first, alone: the registrations that point the API server at this process. */
+  readonly first?: true;
   readonly run: () => unknown;
 }> = [];
-/** Ctrl-C's budget: past it, whatever is left is killed and the process exits anyway. */
-const STOP_BUDGET_MS = 1500;
+/**
+ * A stop's budget: past it, whatever is left is killed and the process exits anyway (npm and tsx
+ * exit right after, within the 3 s a stop is promised).
+ */
+const STOP_BUDGET_MS = 2200;
 
 async function main(): Promise<void> {
   const t0 = Date.now();
   const attach = flags.kubeconfig !== undefined;
+  // SIGTERM to npm alone ends npm and leaves tsx and this process; so do SIGKILLs of either.
+  onLaunchersGone((pid) => {
+    say(`the process that started this one (pid ${String(pid)}) is gone: stopping`);
+    void stop(0);
+  });
+  if (flags.uninstall) {
+    await uninstall();
+    return;
+  }
   let kubeconfigPath: string;
   let cp: ControlPlane | undefined;
   if (attach) {
@@ -135,8 +161,30 @@ async function main(): Promise<void> {
         say(`control plane: ${l}`);
       },
     });
+    // Recorded so a later `npm run cluster -- down` finds it should this run die without its stop.
+    const plane = cp;
+    run = {
+      owner: process.pid,
+      server: cp.server,
+      startedAt: new Date().toISOString(),
+      processes: Object.entries(cp.pids).map(([name, pid]) => ({
+        name,
+        pid,
+        binDir: plane.binDir,
+      })),
+      dirs: [cp.dir],
+    };
+    const record = recordRun(run);
+    removeWhenGone([record]);
     // The embedded plane's data is removed on stop: killing it at once saves its graceful exit.
-    stoppers.push({ name: 'control plane', plane: true, run: () => cp?.stop({ graceMs: 0 }) });
+    stoppers.push({
+      name: 'control plane',
+      plane: true,
+      run: async () => {
+        await cp?.stop({ graceMs: 0 });
+        rmSync(record, { force: true });
+      },
+    });
     kubeconfigPath = cp.kubeconfigPath;
   }
   process.env.KUBECONFIG = kubeconfigPath;
@@ -211,6 +259,8 @@ async function main(): Promise<void> {
 
   // HTTPS for the two endpoints the kube-apiserver calls: a CA of our own for this run.
   const pki = mkdtempSync(join(tmpdir(), 'vmpool-start-'));
+  removeWhenGone([pki]);
+  remember({ dirs: [pki] });
   stoppers.push({
     name: 'certificates',
     run: () => {
@@ -313,11 +363,15 @@ async function main(): Promise<void> {
       namespace: LOCAL_NAMESPACE,
       group,
     });
+    // What a run that died without its stop left points at a dead process: removed first.
+    for (const line of await removeRunRegistrations(manifests, LOCAL_NAMESPACE))
+      say(`left by an earlier run: ${line}`);
     const applied: Array<{ readonly ref: ObjectRef; readonly previous?: StoredObject }> = [];
     // Undone on stop, newest first, and only while still vmpool's: removed, or what a take-over
     // replaced put back.
     stoppers.push({
       name: 'webhook and APIService',
+      first: true,
       run: async () => {
         for (const { ref, previous } of applied.reverse()) {
           const problem =
@@ -371,6 +425,10 @@ async function main(): Promise<void> {
       name: 'vmpool',
     });
     stoppers.push({ name: 'adapters', run: () => Promise.all(adapters.map((a) => a.stop())) });
+    remember({
+      processes: adapters.map((a) => ({ name: 'adapter', pid: a.pid, binDir: adapterBin })),
+      dirs: adapters.map((a) => dirname(a.logPath)),
+    });
     say('Knative ApiServerSource adapters feeding reconcile-pool');
   } else {
     const bridge = startBridge(kc, reconcileUrl, say);
@@ -424,6 +482,25 @@ async function main(): Promise<void> {
   });
 }
 
+/**
+ * `--uninstall`: removes the registrations a run left (webhook configuration, APIService, Service),
+ * only those vmpool made, never a pool, a VM or a disk; then exits.
+ */
+async function uninstall(): Promise<void> {
+  const path = flags.kubeconfig;
+  if (path === undefined) throw new Error('--uninstall needs --kubeconfig FILE');
+  if (!existsSync(path)) throw new Error(`--kubeconfig ${path}: no such file`);
+  const kc = new KubeConfig();
+  kc.loadFromFile(path);
+  const lines = await removeRunRegistrations(
+    createManifests(kc, { fieldManager: FIELD_MANAGER }),
+    LOCAL_NAMESPACE,
+  );
+  for (const line of lines) say(line);
+  say(lines.length === 0 ? 'uninstall: no registration of vmpool found' : 'uninstall: done');
+  process.exit(lines.some((l) => !l.startsWith('removed ')) ? 1 : 0);
+}
+
 /** What the operator can do when an object of vmpool's name is somebody else's, by kind. */
 const TODO: Readonly<Record<string, string>> = {
   ValidatingWebhookConfiguration:
@@ -437,6 +514,20 @@ const TODO: Readonly<Record<string, string>> = {
 function must(r: Installed): Extract<Installed, { ok: true }> {
   if (!r.ok) throw new Error(r.message);
   return r;
+}
+
+/** What this run started, as recorded for `npm run cluster -- down` (embedded plane only). */
+let run: RunRecord | undefined;
+
+/** Adds processes or directories to the run's record. */
+function remember(more: { processes?: RunRecord['processes']; dirs?: string[] }): void {
+  if (run === undefined) return;
+  run = {
+    ...run,
+    processes: [...run.processes, ...(more.processes ?? [])],
+    dirs: [...run.dirs, ...(more.dirs ?? [])],
+  };
+  recordRun(run);
 }
 
 /** The namespace of npm start's own objects (wiring.ts) and of its functions' identities. */
@@ -538,9 +629,12 @@ async function stop(code: number): Promise<void> {
     }
     log.debug(`stopped the ${step.name} in ${Math.round(performance.now() - t)} ms`);
   };
-  await Promise.all(stoppers.filter((s) => s.plane !== true).map(timed));
+  // The registrations first: while they point at this process, a stopped backend stalls the
+  // cluster's garbage collector and namespace deletion (APIService) and refuses pool writes (webhook).
+  await Promise.all(stoppers.filter((s) => s.first === true).map(timed));
+  await Promise.all(stoppers.filter((s) => s.plane !== true && s.first !== true).map(timed));
   for (const s of stoppers.filter((x) => x.plane === true)) await timed(s);
-  say(`stopped in ${Math.round(performance.now() - t0)} ms`);
+  say(`stopped in ${String(Math.round(performance.now() - t0))} ms`);
   process.exit(code);
 }
 process.on('SIGINT', () => void stop(0));
