@@ -627,7 +627,7 @@ async function stop(code: number): Promise<void> {
     } catch (err) {
       log.warn({ err: String(err) }, `stopping the ${step.name} failed`);
     }
-    log.debug(`stopped the ${step.name} in ${Math.round(performance.now() - t)} ms`);
+    say(`stopped the ${step.name} in ${String(Math.round(performance.now() - t))} ms`);
   };
   // The registrations first: while they point at this process, a stopped backend stalls the
   // cluster's garbage collector and namespace deletion (APIService) and refuses pool writes (webhook).
