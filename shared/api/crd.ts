@@ -163,7 +163,15 @@ export function poolCrd(): Schema {
               name: 'Protected',
               type: 'integer',
               jsonPath: '.status.protectedReplicas',
-              description: 'Surplus replicas a scale-down keeps because they are protected.',
+              description: 'Live members annotated protected (scale-in protection).',
+              priority: 1,
+            },
+            {
+              name: 'Held',
+              type: 'integer',
+              jsonPath: '.status.heldReplicas',
+              description:
+                'Surplus replicas a scale-down keeps because only protected members could leave.',
               priority: 1,
             },
             {
