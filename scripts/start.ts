@@ -474,8 +474,13 @@ async function main(): Promise<void> {
         : 'sample pool not ready after 2 minutes; see the logs',
     );
   }
+  const version = await manifests.request('GET', '/version');
+  const gitVersion = version.ok
+    ? (version.value as { gitVersion?: unknown }).gitVersion
+    : undefined;
   printTryThis({
     kubeconfig: kubeconfigPath,
+    ...(typeof gitVersion === 'string' ? { serverVersion: gitVersion } : {}),
     ...(cp === undefined ? {} : { binDir: cp.binDir }),
     ...(local ? { group } : {}),
     sample: !flags['no-sample'],
@@ -567,41 +572,60 @@ interface Started {
   readonly group?: string;
   /** The sample pool was created. */
   readonly sample: boolean;
+  /** The API server's version (`/version`), for the word on version skew. */
+  readonly serverVersion?: string;
 }
 
+/**
+ * The closing hints, written as the README writes them: plain `kubectl …`, with `PATH` set once at
+ * the top of the block (the plane's own kubectl, the plugin), then a word on version skew.
+ */
 function printTryThis(run: Started): void {
-  const k = run.binDir === undefined ? 'kubectl' : join(run.binDir, 'kubectl');
   const ns = SAMPLE_NAMESPACE;
-  const plugin = join(REPO_ROOT, 'dist', 'kubectl-vmpool.mjs');
+  const pluginBuilt = existsSync(join(REPO_ROOT, 'dist', 'kubectl-vmpool.mjs'));
+  const path = [
+    ...(run.binDir === undefined ? [] : [run.binDir]),
+    ...(pluginBuilt ? [join(REPO_ROOT, 'dist', 'bin')] : []),
+  ];
+  const why = [
+    ...(run.binDir === undefined ? [] : ["the plane's own kubectl"]),
+    ...(pluginBuilt ? ['the kubectl plugin'] : []),
+  ];
+  const server = run.serverVersion ?? 'the API server';
   const lines = [
     '',
     'vmpool is running. In another shell:',
     `  export KUBECONFIG=${run.kubeconfig}`,
+    ...(path.length === 0
+      ? []
+      : [`  export PATH=${path.join(':')}:$PATH      # ${why.join(', ')}`]),
     ...(run.sample
       ? [
-          `  ${k} get vmpool,vm,vd -n ${ns}`,
-          `  ${k} scale virtualmachinepool/runners -n ${ns} --replicas=5`,
-          `  ${k} delete vm -n ${ns} <one of the VMs>      # replaced under a fresh name`,
+          `  kubectl get vmpool,vm,vd -n ${ns}`,
+          `  kubectl scale virtualmachinepool/runners -n ${ns} --replicas=5`,
+          `  kubectl delete vm -n ${ns} <one of the VMs>      # replaced under a fresh name`,
           ...(run.group === undefined
             ? []
             : [
-                `  echo '{"targets": ["<a VM name>"]}' | ${k} create --raw ${scaleDownWithPath(run.group, ns, 'runners')} -f -`,
+                `  echo '{"targets": ["<a VM name>"]}' | kubectl create --raw ${scaleDownWithPath(run.group, ns, 'runners')} -f -`,
               ]),
         ]
       : [
-          `  ${k} get vmpool,vm,vd -A`,
-          `  ${k} apply -f <a pool manifest>      # the user guide's examples work as they are`,
+          '  kubectl get vmpool,vm,vd -A',
+          "  kubectl apply -f <a pool manifest>      # the user guide's examples work as they are",
         ]),
-    ...(existsSync(plugin)
+    ...(pluginBuilt
       ? [
-          `  export PATH=${join(REPO_ROOT, 'dist', 'bin')}:$PATH      # the kubectl plugin`,
           run.sample
-            ? `  ${k} vmpool status runners -n ${ns}; ${k} vmpool victims runners -n ${ns} --count 2`
-            : `  ${k} vmpool status <pool> -n <namespace>`,
+            ? `  kubectl vmpool status runners -n ${ns}; kubectl vmpool victims runners -n ${ns} --count 2`
+            : '  kubectl vmpool status <pool> -n <namespace>',
         ]
       : [
           '  (npm run build also makes the kubectl plugin: kubectl vmpool status|victims|scale-down-with)',
         ]),
+    run.binDir === undefined
+      ? `The API server is ${server}: a kubectl within one minor version of it is supported (Kubernetes' version skew policy); \`kubectl version\` shows both.`
+      : `The plane's kubectl is ${server}, as its API server. A kubectl of your own (without the PATH line) works within one minor version of it (Kubernetes' version skew policy); \`kubectl version\` shows both.`,
     'Ctrl-C stops everything.',
     '',
   ];

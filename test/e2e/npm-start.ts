@@ -139,6 +139,19 @@ export function npmStart(args: readonly string[], env: NodeJS.ProcessEnv = {}): 
   };
 }
 
+/**
+ * The kubectl the hints mean: `kubectl` looked up in the directories of their `export PATH=…` line,
+ * as a shell that ran that line would (the system's `kubectl` when the line names none).
+ */
+export async function hintedKubectlBin(run: NpmStart): Promise<string> {
+  await run.waitFor(/vmpool is running/);
+  const line = run.lines.find((l) => /^\s*export PATH=/.test(l));
+  const dirs = (line?.replace(/^\s*export PATH=/, '').split(/\s/)[0] ?? '')
+    .split(':')
+    .filter((d) => d !== '$PATH' && d !== '');
+  return dirs.map((d) => join(d, 'kubectl')).find((p) => existsSync(p)) ?? 'kubectl';
+}
+
 /** PIDs of processes (other than this one) whose command line or environment mentions `marker`. */
 export function leftovers(marker: string): number[] {
   const out: number[] = [];

@@ -3,7 +3,6 @@
  * user types it. A mistaken scale is refused or taken back before it costs the cluster, and a
  * runner that protects itself while a scale-down is under way is never deleted.
  */
-import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, keys } from '../../shared/api/index.js';
@@ -11,7 +10,7 @@ import { CREATE_BURST, DEFAULT_MAX_REPLICAS } from '../../shared/domain/index.js
 import { runKubectlFull } from '../../local/controlplane/kubectl.js';
 import { runnersPool } from '../../local/guide.js';
 import type { NpmStart } from './npm-start.js';
-import { npmStart, stoppedCleanly } from './npm-start.js';
+import { hintedKubectlBin, npmStart, stoppedCleanly } from './npm-start.js';
 
 const NS = 'runaway';
 let run: NpmStart | undefined;
@@ -76,9 +75,7 @@ beforeAll(async () => {
   await run.waitFor(/vmpool is running/, 240_000);
   const hint = await run.waitFor(/export KUBECONFIG=/);
   kubeconfig = hint.replace(/.*export KUBECONFIG=/, '').trim();
-  const get = await run.waitFor(/ get vmpool,vm,vd -A/);
-  kubectlBin = get.trim().split(/\s+/)[0] ?? 'kubectl';
-  if (!kubectlBin.includes('/')) kubectlBin = join(dirname(kubeconfig), 'kubectl');
+  kubectlBin = await hintedKubectlBin(run);
   await kubectl(['create', 'namespace', NS]);
 }, 300_000);
 

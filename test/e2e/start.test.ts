@@ -18,6 +18,7 @@ import { keys } from '../../shared/api/index.js';
 import { runKubectl } from '../../local/controlplane/kubectl.js';
 import type { Family, NpmStart } from './npm-start.js';
 import {
+  hintedKubectlBin,
   leftovers,
   noLeftovers,
   npmStart,
@@ -44,7 +45,7 @@ async function hintedKubectl(
   const kubeconfig = (await run.waitFor(/export KUBECONFIG=/))
     .replace(/.*export KUBECONFIG=/, '')
     .trim();
-  const bin = (await run.waitFor(/ get vmpool,vm,vd /)).trim().split(/\s+/)[0] ?? 'kubectl';
+  const bin = await hintedKubectlBin(run);
   return (args, input) => runKubectl(bin, kubeconfig, args, input);
 }
 
@@ -66,6 +67,15 @@ describe('npm start on the embedded plane', () => {
     expect(text).not.toContain('runners');
     expect(text).not.toContain('vmpool-demo');
     expect(text).toContain('get vmpool,vm,vd -A');
+    // As the README writes them: PATH set once, then plain `kubectl …`, and a word on version skew.
+    const hints = run.lines.slice(run.lines.findIndex((l) => l.includes('vmpool is running')));
+    expect(hints.filter((l) => l.includes('export PATH=')).length).toBe(1);
+    // Command lines (a note in parentheses is not one).
+    const commands = hints.filter((l) => /^ {2}[^ (]/.test(l) && l.includes('kubectl'));
+    expect(commands.length).toBeGreaterThan(1);
+    for (const c of commands) expect(c).toMatch(/^ {2}(export PATH=\S+ +# .*kubectl|kubectl )/);
+    expect(text).toMatch(/The plane's kubectl is v\d+\.\d+\.\d+.*version skew policy/);
+    expect(await hintedKubectlBin(run)).toMatch(/\/kubectl$/);
     const ms = await ctrlC(run);
     running = undefined;
     console.error(`[start] Ctrl-C to npm's exit: ${String(ms)} ms`);
