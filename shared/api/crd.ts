@@ -69,6 +69,20 @@ function schemaOf(model: z.ZodType): Schema {
   return structural(raw, false);
 }
 
+/**
+ * The spec schema without `minimum: 0` on `replicas`: the API server already refuses a negative
+ * `specReplicasPath` of a CRD with a scale subresource ("should be a non-negative integer"), so the
+ * schema's bound only added a second message for the same mistake.
+ */
+function withoutReplicasMinimum(spec: Schema): Schema {
+  const props = spec.properties as Record<string, Schema> | undefined;
+  const replicas = props?.replicas;
+  if (props === undefined || replicas === undefined) return spec;
+  const rest = { ...replicas };
+  delete rest.minimum;
+  return { ...spec, properties: { ...props, replicas: rest } };
+}
+
 /** The VirtualMachinePool CRD as a plain object (apply it as JSON or YAML). */
 export function poolCrd(): Schema {
   return {
@@ -202,7 +216,7 @@ export function poolCrd(): Schema {
                 // The API server refuses anything but `type` here (metadata is its own schema).
                 metadata: { type: 'object' },
                 spec: {
-                  ...schemaOf(PoolSpec),
+                  ...withoutReplicasMinimum(schemaOf(PoolSpec)),
                   description: 'The desired pool: how many replicas, of what, with which disks.',
                 },
                 status: {
