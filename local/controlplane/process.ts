@@ -54,20 +54,33 @@ export interface StartOptions {
 }
 
 /**
+ * `up PID` in sh: the process runs, and is not a zombie (an orphan's exit is reaped by PID 1, which
+ * may take its time, and a zombie still answers `kill -0`). Without /proc, `kill -0`.
+ */
+const UP = [
+  'up() {',
+  '  if [ -r "/proc/$1/stat" ]; then s=$(sed "s/.*) //" "/proc/$1/stat" 2>/dev/null | cut -c1)',
+  '  else kill -0 "$1" 2>/dev/null; return; fi',
+  '  [ -n "$s" ] && [ "$s" != Z ]',
+  '}',
+].join('\n');
+
+/**
  * A shell that polls the parent and the child; when the parent is gone (even after SIGKILL, when no
  * exit hook runs, or an orphaned vitest worker) it kills the child's group and removes `cleanup`
  * (data thrown away needs no graceful exit); without `cleanup` the group gets SIGTERM and a second.
  */
 function startWatchdog(child: number, cleanup?: string): void {
   const script = [
+    UP,
     'p=$1; c=$2; d=$3',
-    'while kill -0 "$p" 2>/dev/null && kill -0 "$c" 2>/dev/null; do sleep 0.2; done',
-    'kill -0 "$c" 2>/dev/null || exit 0',
+    'while up "$p" && up "$c"; do sleep 0.2; done',
+    'up "$c" || exit 0',
     // Data that is removed next needs no graceful exit; otherwise a second for one.
     '[ -n "$d" ] || kill -TERM -"$c" 2>/dev/null',
-    'for i in 1 2 3 4 5; do [ -n "$d" ] && break; kill -0 "$c" 2>/dev/null || break; sleep 0.2; done',
+    'for i in 1 2 3 4 5; do [ -n "$d" ] && break; up "$c" || break; sleep 0.2; done',
     'kill -KILL -"$c" 2>/dev/null',
-    'for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$c" 2>/dev/null || break; sleep 0.1; done',
+    'for i in 1 2 3 4 5 6 7 8 9 10; do up "$c" || break; sleep 0.1; done',
     '[ -n "$d" ] && rm -rf "$d"',
     'exit 0',
   ].join('\n');
@@ -84,11 +97,7 @@ function startWatchdog(child: number, cleanup?: string): void {
  * owns outside its children's directories. A normal stop removes them itself first.
  */
 export function removeWhenGone(paths: readonly string[]): void {
-  const script = [
-    'p=$1; shift',
-    'while kill -0 "$p" 2>/dev/null; do sleep 0.2; done',
-    'rm -rf "$@"',
-  ].join('\n');
+  const script = [UP, 'p=$1; shift', 'while up "$p"; do sleep 0.2; done', 'rm -rf "$@"'].join('\n');
   spawn('sh', ['-c', script, 'janitor', String(process.pid), ...paths], {
     detached: true,
     stdio: 'ignore',
@@ -117,6 +126,20 @@ export function launchers(): number[] {
   return chain;
 }
 
+/**
+ * Whether a PID runs: a zombie does not (a launcher killed but not yet reaped by its own parent
+ * still answers signal 0, and this process is re-parented only once it is reaped).
+ */
+function runningProcess(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${String(pid)}/stat`, 'utf8');
+  } catch {
+    return existsSync('/proc/self') ? false : alive(pid);
+  }
+  return stat.charAt(stat.lastIndexOf(')') + 2) !== 'Z';
+}
+
 /** The parent PID as /proc says now (Node's `process.ppid` is read once, at start). */
 function parentOf(pid: number | 'self'): number | undefined {
   try {
@@ -137,7 +160,8 @@ export function onLaunchersGone(onGone: (pid: number) => void): () => void {
   const parent = process.ppid;
   const timer = setInterval(() => {
     const now = parentOf('self');
-    const gone = now !== undefined && now !== parent ? parent : chain.find((pid) => !alive(pid));
+    const gone =
+      now !== undefined && now !== parent ? parent : chain.find((pid) => !runningProcess(pid));
     if (gone === undefined) return;
     clearInterval(timer);
     onGone(gone);

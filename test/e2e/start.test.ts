@@ -220,8 +220,12 @@ describe('any stop stops everything', () => {
           process.kill(family[target], signal);
           const ms = await untilNothingLeft(tmp, t0);
           const left = whatIsLeft(tmp);
+          const own = run.lines
+            .filter((l) => /"msg":"(stopped in|the process that started|stop took)/.test(l))
+            .map((l) => /"msg":"([^"]*)"/.exec(l)?.[1] ?? '')
+            .join('; ');
           console.error(
-            `[stop] ${signal} to ${target} (pid ${String(family[target])}): nothing left after ${String(ms)} ms (of ${String(before.length)} processes); left: ${processList(left.processes) || 'none'}; dirs: ${left.dirs.join(', ') || 'none'}`,
+            `[stop] ${signal} to ${target} (pid ${String(family[target])}): nothing left after ${String(ms)} ms (of ${String(before.length)} processes); the run said: ${own || 'nothing'}; left: ${processList(left.processes) || 'none'}; dirs: ${left.dirs.join(', ') || 'none'}`,
           );
           expect(left).toEqual({ processes: [], dirs: [] });
           expect(TARGETS.filter((t) => isRunning(family[t]))).toEqual([]);
