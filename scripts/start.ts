@@ -367,19 +367,21 @@ async function main(): Promise<void> {
     for (const line of await removeRunRegistrations(manifests, LOCAL_NAMESPACE))
       say(`left by an earlier run: ${line}`);
     const applied: Array<{ readonly ref: ObjectRef; readonly previous?: StoredObject }> = [];
-    // Undone on stop, newest first, and only while still vmpool's: removed, or what a take-over
-    // replaced put back.
+    // Undone on stop, only while still vmpool's: removed, or what a take-over replaced put back.
     stoppers.push({
       name: 'webhook and APIService',
       first: true,
       run: async () => {
-        for (const { ref, previous } of applied.reverse()) {
-          const problem =
+        // All at once: they are independent, and a slow API server must not spend the stop's
+        // budget on one while the others still point at this process.
+        const problems = await Promise.all(
+          applied.map(({ ref, previous }) =>
             previous === undefined
-              ? await removeOwned(manifests, ref)
-              : await restoreTakenOver(manifests, previous);
-          if (problem !== undefined) log.warn(problem);
-        }
+              ? removeOwned(manifests, ref)
+              : restoreTakenOver(manifests, previous),
+          ),
+        );
+        for (const problem of problems) if (problem !== undefined) log.warn(problem);
       },
     });
     for (const o of objects) {
