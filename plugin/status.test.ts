@@ -38,7 +38,7 @@ describe('kubectl vmpool status layout', () => {
       NOW,
     );
     expect(lines[1]).toBe('Replicas:  3 desired, 2 current, 1 ready, 0 updated, 0 restart pending');
-    // Members by flag, not status.protectedReplicas (the surplus held, 0 here).
+    // Members by flag; the surplus held is status.heldReplicas (0 here).
     expect(lines[2]).toBe('Fleet:     1 protected (0 surplus held), 1 draining, 0 standby');
     expect(lines).toContain('  Available=False X: one is down');
     const rows = lines.filter((l) => l.startsWith('runners-'));

@@ -27,10 +27,7 @@ export interface PoolEvent {
   readonly metadata?: { readonly creationTimestamp?: string };
 }
 
-/**
- * Members by flag, as the table below shows them (status.protectedReplicas counts only the surplus
- * a scale-down keeps because of protection, which reads as "0 protected" beside a protected member).
- */
+/** Members by flag, as the table below shows them, and the surplus protection holds (status.heldReplicas). */
 function fleetLine(members: readonly VirtualMachine[], held: string): string {
   const n = (has: (m: VirtualMachine) => boolean): string => String(members.filter(has).length);
   return `Fleet:     ${n(isProtected)} protected (${held} surplus held), ${n(isDraining)} draining, ${n(isStandby)} standby`;
@@ -55,7 +52,7 @@ export function statusLines(
   const lines = [
     `VirtualMachinePool ${pool.metadata.namespace ?? ''}/${pool.metadata.name ?? ''} (${pool.spec.scaleDownPolicy})`,
     `Replicas:  ${String(pool.spec.replicas ?? 0)} desired, ${String(s.replicas ?? 0)} current, ${String(s.readyReplicas ?? 0)} ready, ${String(s.updatedReplicas ?? 0)} updated, ${String(s.restartPendingReplicas ?? 0)} restart pending`,
-    fleetLine(members, count('protectedReplicas')),
+    fleetLine(members, count('heldReplicas')),
     'Conditions:',
     ...(s.conditions ?? []).map(
       (c) =>

@@ -7,6 +7,12 @@
  *   npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample] [--take-over]
  *             [--scaledownwith-group GROUP] [--scaledownwith-user USER]
  *             [simulator flags: local/simulator/flags.ts]
+ *   npm start -- --kubeconfig FILE --uninstall
+ *
+ * Any stop stops everything: SIGINT or SIGTERM to npm, tsx or this node process, the end of npm or
+ * tsx however they end (this process watches them), and SIGKILL of this process (the children's
+ * watchdogs kill them and remove their data). Registrations go first. `--uninstall` removes the
+ * registrations a dead run left (local/registrations.ts) and nothing else.
  *
  * Where the API server calls this process (a local plane), each function acts as a ServiceAccount
  * name of its own, `system:serviceaccount:vmpool-local:<function>` (local/identities.ts), and the
@@ -19,7 +25,7 @@
 import { pingInit } from '../local/events.js';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { buildGcApp } from '../functions/disk-gc-tick/app.js';
@@ -41,6 +47,10 @@ import type { Kube } from '../shared/kube/index.js';
 import { ANY_RECORDER } from '../shared/domain/index.js';
 import { impersonatedGroups, impersonating, serviceAccountUser } from '../local/identities.js';
 import { startPoolSources } from '../local/controlplane/adapter.js';
+import { onLaunchersGone, removeWhenGone } from '../local/controlplane/process.js';
+import { recordRun } from '../local/controlplane/runs.js';
+import type { RunRecord } from '../local/controlplane/runs.js';
+import { removeRunRegistrations } from '../local/registrations.js';
 import {
   REPO_ROOT,
   buildSeconds,
@@ -76,6 +86,7 @@ const { values: flags } = parseArgs({
     ...simulatorFlags,
     'no-sample': { type: 'boolean', default: false },
     'take-over': { type: 'boolean', default: false },
+    uninstall: { type: 'boolean', default: false },
     'scaledownwith-group': { type: 'string' },
     'scaledownwith-user': { type: 'string' },
     'resync-seconds': { type: 'string', default: '30' },
@@ -86,7 +97,7 @@ const { values: flags } = parseArgs({
 
 if (flags.help) {
   console.log(
-    `usage: npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample] [--take-over] [--scaledownwith-group GROUP] [--scaledownwith-user USER] ${SIMULATOR_USAGE}`,
+    `usage: npm start [-- --kubeconfig FILE] [--simulate-platform] [--no-sample] [--take-over] [--scaledownwith-group GROUP] [--scaledownwith-user USER] ${SIMULATOR_USAGE}\n       npm start -- --kubeconfig FILE --uninstall`,
   );
   process.exit(0);
 }
@@ -106,15 +117,30 @@ const say = (line: string): void => {
  */
 const stoppers: Array<{
   readonly name: string;
+  /** Runs last: the control plane. */
   readonly plane?: true;
+  /** Runs first, alone: the registrations that point the API server at this process. */
+  readonly first?: true;
   readonly run: () => unknown;
 }> = [];
-/** Ctrl-C's budget: past it, whatever is left is killed and the process exits anyway. */
-const STOP_BUDGET_MS = 1500;
+/**
+ * A stop's budget: past it, whatever is left is killed and the process exits anyway (npm and tsx
+ * exit right after, within the 3 s a stop is promised).
+ */
+const STOP_BUDGET_MS = 2200;
 
 async function main(): Promise<void> {
   const t0 = Date.now();
   const attach = flags.kubeconfig !== undefined;
+  // SIGTERM to npm alone ends npm and leaves tsx and this process; so do SIGKILLs of either.
+  onLaunchersGone((pid) => {
+    say(`the process that started this one (pid ${String(pid)}) is gone: stopping`);
+    void stop(0);
+  });
+  if (flags.uninstall) {
+    await uninstall();
+    return;
+  }
   let kubeconfigPath: string;
   let cp: ControlPlane | undefined;
   if (attach) {
@@ -135,8 +161,30 @@ async function main(): Promise<void> {
         say(`control plane: ${l}`);
       },
     });
+    // Recorded so a later `npm run cluster -- down` finds it should this run die without its stop.
+    const plane = cp;
+    run = {
+      owner: process.pid,
+      server: cp.server,
+      startedAt: new Date().toISOString(),
+      processes: Object.entries(cp.pids).map(([name, pid]) => ({
+        name,
+        pid,
+        binDir: plane.binDir,
+      })),
+      dirs: [cp.dir],
+    };
+    const record = recordRun(run);
+    removeWhenGone([record]);
     // The embedded plane's data is removed on stop: killing it at once saves its graceful exit.
-    stoppers.push({ name: 'control plane', plane: true, run: () => cp?.stop({ graceMs: 0 }) });
+    stoppers.push({
+      name: 'control plane',
+      plane: true,
+      run: async () => {
+        await cp?.stop({ graceMs: 0 });
+        rmSync(record, { force: true });
+      },
+    });
     kubeconfigPath = cp.kubeconfigPath;
   }
   process.env.KUBECONFIG = kubeconfigPath;
@@ -211,6 +259,8 @@ async function main(): Promise<void> {
 
   // HTTPS for the two endpoints the kube-apiserver calls: a CA of our own for this run.
   const pki = mkdtempSync(join(tmpdir(), 'vmpool-start-'));
+  removeWhenGone([pki]);
+  remember({ dirs: [pki] });
   stoppers.push({
     name: 'certificates',
     run: () => {
@@ -313,19 +363,25 @@ async function main(): Promise<void> {
       namespace: LOCAL_NAMESPACE,
       group,
     });
+    // What a run that died without its stop left points at a dead process: removed first.
+    for (const line of await removeRunRegistrations(manifests, LOCAL_NAMESPACE))
+      say(`left by an earlier run: ${line}`);
     const applied: Array<{ readonly ref: ObjectRef; readonly previous?: StoredObject }> = [];
-    // Undone on stop, newest first, and only while still vmpool's: removed, or what a take-over
-    // replaced put back.
+    // Undone on stop, only while still vmpool's: removed, or what a take-over replaced put back.
     stoppers.push({
       name: 'webhook and APIService',
+      first: true,
       run: async () => {
-        for (const { ref, previous } of applied.reverse()) {
-          const problem =
+        // All at once: they are independent, and a slow API server must not spend the stop's
+        // budget on one while the others still point at this process.
+        const problems = await Promise.all(
+          applied.map(({ ref, previous }) =>
             previous === undefined
-              ? await removeOwned(manifests, ref)
-              : await restoreTakenOver(manifests, previous);
-          if (problem !== undefined) log.warn(problem);
-        }
+              ? removeOwned(manifests, ref)
+              : restoreTakenOver(manifests, previous),
+          ),
+        );
+        for (const problem of problems) if (problem !== undefined) log.warn(problem);
       },
     });
     for (const o of objects) {
@@ -371,6 +427,10 @@ async function main(): Promise<void> {
       name: 'vmpool',
     });
     stoppers.push({ name: 'adapters', run: () => Promise.all(adapters.map((a) => a.stop())) });
+    remember({
+      processes: adapters.map((a) => ({ name: 'adapter', pid: a.pid, binDir: adapterBin })),
+      dirs: adapters.map((a) => dirname(a.logPath)),
+    });
     say('Knative ApiServerSource adapters feeding reconcile-pool');
   } else {
     const bridge = startBridge(kc, reconcileUrl, say);
@@ -416,12 +476,36 @@ async function main(): Promise<void> {
         : 'sample pool not ready after 2 minutes; see the logs',
     );
   }
+  const version = await manifests.request('GET', '/version');
+  const gitVersion = version.ok
+    ? (version.value as { gitVersion?: unknown }).gitVersion
+    : undefined;
   printTryThis({
     kubeconfig: kubeconfigPath,
+    ...(typeof gitVersion === 'string' ? { serverVersion: gitVersion } : {}),
     ...(cp === undefined ? {} : { binDir: cp.binDir }),
     ...(local ? { group } : {}),
     sample: !flags['no-sample'],
   });
+}
+
+/**
+ * `--uninstall`: removes the registrations a run left (webhook configuration, APIService, Service),
+ * only those vmpool made, never a pool, a VM or a disk; then exits.
+ */
+async function uninstall(): Promise<void> {
+  const path = flags.kubeconfig;
+  if (path === undefined) throw new Error('--uninstall needs --kubeconfig FILE');
+  if (!existsSync(path)) throw new Error(`--kubeconfig ${path}: no such file`);
+  const kc = new KubeConfig();
+  kc.loadFromFile(path);
+  const lines = await removeRunRegistrations(
+    createManifests(kc, { fieldManager: FIELD_MANAGER }),
+    LOCAL_NAMESPACE,
+  );
+  for (const line of lines) say(line);
+  say(lines.length === 0 ? 'uninstall: no registration of vmpool found' : 'uninstall: done');
+  process.exit(lines.some((l) => !l.startsWith('removed ')) ? 1 : 0);
 }
 
 /** What the operator can do when an object of vmpool's name is somebody else's, by kind. */
@@ -437,6 +521,20 @@ const TODO: Readonly<Record<string, string>> = {
 function must(r: Installed): Extract<Installed, { ok: true }> {
   if (!r.ok) throw new Error(r.message);
   return r;
+}
+
+/** What this run started, as recorded for `npm run cluster -- down` (embedded plane only). */
+let run: RunRecord | undefined;
+
+/** Adds processes or directories to the run's record. */
+function remember(more: { processes?: RunRecord['processes']; dirs?: string[] }): void {
+  if (run === undefined) return;
+  run = {
+    ...run,
+    processes: [...run.processes, ...(more.processes ?? [])],
+    dirs: [...run.dirs, ...(more.dirs ?? [])],
+  };
+  recordRun(run);
 }
 
 /** The namespace of npm start's own objects (wiring.ts) and of its functions' identities. */
@@ -476,41 +574,60 @@ interface Started {
   readonly group?: string;
   /** The sample pool was created. */
   readonly sample: boolean;
+  /** The API server's version (`/version`), for the word on version skew. */
+  readonly serverVersion?: string;
 }
 
+/**
+ * The closing hints, written as the README writes them: plain `kubectl …`, with `PATH` set once at
+ * the top of the block (the plane's own kubectl, the plugin), then a word on version skew.
+ */
 function printTryThis(run: Started): void {
-  const k = run.binDir === undefined ? 'kubectl' : join(run.binDir, 'kubectl');
   const ns = SAMPLE_NAMESPACE;
-  const plugin = join(REPO_ROOT, 'dist', 'kubectl-vmpool.mjs');
+  const pluginBuilt = existsSync(join(REPO_ROOT, 'dist', 'kubectl-vmpool.mjs'));
+  const path = [
+    ...(run.binDir === undefined ? [] : [run.binDir]),
+    ...(pluginBuilt ? [join(REPO_ROOT, 'dist', 'bin')] : []),
+  ];
+  const why = [
+    ...(run.binDir === undefined ? [] : ["the plane's own kubectl"]),
+    ...(pluginBuilt ? ['the kubectl plugin'] : []),
+  ];
+  const server = run.serverVersion ?? 'the API server';
   const lines = [
     '',
     'vmpool is running. In another shell:',
     `  export KUBECONFIG=${run.kubeconfig}`,
+    ...(path.length === 0
+      ? []
+      : [`  export PATH=${path.join(':')}:$PATH      # ${why.join(', ')}`]),
     ...(run.sample
       ? [
-          `  ${k} get vmpool,vm,vd -n ${ns}`,
-          `  ${k} scale virtualmachinepool/runners -n ${ns} --replicas=5`,
-          `  ${k} delete vm -n ${ns} <one of the VMs>      # replaced under a fresh name`,
+          `  kubectl get vmpool,vm,vd -n ${ns}`,
+          `  kubectl scale virtualmachinepool/runners -n ${ns} --replicas=5`,
+          `  kubectl delete vm -n ${ns} <one of the VMs>      # replaced under a fresh name`,
           ...(run.group === undefined
             ? []
             : [
-                `  echo '{"targets": ["<a VM name>"]}' | ${k} create --raw ${scaleDownWithPath(run.group, ns, 'runners')} -f -`,
+                `  echo '{"targets": ["<a VM name>"]}' | kubectl create --raw ${scaleDownWithPath(run.group, ns, 'runners')} -f -`,
               ]),
         ]
       : [
-          `  ${k} get vmpool,vm,vd -A`,
-          `  ${k} apply -f <a pool manifest>      # the user guide's examples work as they are`,
+          '  kubectl get vmpool,vm,vd -A',
+          "  kubectl apply -f <a pool manifest>      # the user guide's examples work as they are",
         ]),
-    ...(existsSync(plugin)
+    ...(pluginBuilt
       ? [
-          `  export PATH=${join(REPO_ROOT, 'dist', 'bin')}:$PATH      # the kubectl plugin`,
           run.sample
-            ? `  ${k} vmpool status runners -n ${ns}; ${k} vmpool victims runners -n ${ns} --count 2`
-            : `  ${k} vmpool status <pool> -n <namespace>`,
+            ? `  kubectl vmpool status runners -n ${ns}; kubectl vmpool victims runners -n ${ns} --count 2`
+            : '  kubectl vmpool status <pool> -n <namespace>',
         ]
       : [
           '  (npm run build also makes the kubectl plugin: kubectl vmpool status|victims|scale-down-with)',
         ]),
+    run.binDir === undefined
+      ? `The API server is ${server}: a kubectl within one minor version of it is supported (Kubernetes' version skew policy); \`kubectl version\` shows both.`
+      : `The plane's kubectl is ${server}, as its API server. A kubectl of your own (without the PATH line) works within one minor version of it (Kubernetes' version skew policy); \`kubectl version\` shows both.`,
     'Ctrl-C stops everything.',
     '',
   ];
@@ -536,11 +653,14 @@ async function stop(code: number): Promise<void> {
     } catch (err) {
       log.warn({ err: String(err) }, `stopping the ${step.name} failed`);
     }
-    log.debug(`stopped the ${step.name} in ${Math.round(performance.now() - t)} ms`);
+    say(`stopped the ${step.name} in ${String(Math.round(performance.now() - t))} ms`);
   };
-  await Promise.all(stoppers.filter((s) => s.plane !== true).map(timed));
+  // The registrations first: while they point at this process, a stopped backend stalls the
+  // cluster's garbage collector and namespace deletion (APIService) and refuses pool writes (webhook).
+  await Promise.all(stoppers.filter((s) => s.first === true).map(timed));
+  await Promise.all(stoppers.filter((s) => s.plane !== true && s.first !== true).map(timed));
   for (const s of stoppers.filter((x) => x.plane === true)) await timed(s);
-  say(`stopped in ${Math.round(performance.now() - t0)} ms`);
+  say(`stopped in ${String(Math.round(performance.now() - t0))} ms`);
   process.exit(code);
 }
 process.on('SIGINT', () => void stop(0));

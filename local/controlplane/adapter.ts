@@ -76,6 +76,7 @@ export async function startAdapter(o: AdapterOptions): Promise<Adapter> {
     bin: join(binDir, 'apiserver_receive_adapter'),
     args: [],
     logPath: join(dir, `adapter-${name}.log`),
+    ...(ownDir ? { cleanup: dir } : {}),
     env: {
       ...process.env,
       KUBECONFIG: o.kubeconfigPath,

@@ -6,9 +6,9 @@
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { cacheRoot } from './binaries.js';
 import { runsFrom, startControlPlane, stopPids } from './cluster.js';
-import { alive } from './process.js';
+import { alive, stopPid } from './process.js';
+import { clusterDir, recordedRuns, runAlive } from './runs.js';
 
 interface State {
   dir: string;
@@ -20,7 +20,7 @@ interface State {
   startedAt: string;
 }
 
-const statePath = join(cacheRoot(), 'cluster', 'state.json');
+const statePath = join(clusterDir(), 'state.json');
 
 function readState(): State | undefined {
   if (!existsSync(statePath)) return undefined;
@@ -32,15 +32,41 @@ function running(s: State): boolean {
 }
 
 async function down(): Promise<void> {
+  const left = await downRuns();
   const s = readState();
   if (!s) {
-    console.error('cluster: nothing recorded, nothing to stop');
+    if (left === 0) console.error('cluster: nothing recorded, nothing to stop');
     return;
   }
   await stopPids(Object.values(s.pids).reverse(), s.binDir);
   rmSync(s.dir, { recursive: true, force: true });
   rmSync(statePath, { force: true });
   console.error(`cluster: stopped (${Object.keys(s.pids).join(', ')})`);
+}
+
+/**
+ * Stops the planes runs of `npm start` recorded: a run still alive is asked to stop (SIGTERM, its
+ * own clean stop), then whatever of its plane is left is killed and its directory removed.
+ * Returns how many there were.
+ */
+async function downRuns(): Promise<number> {
+  const runs = recordedRuns();
+  for (const { path, run } of runs) {
+    const t0 = Date.now();
+    const live = runAlive(run.owner);
+    if (live) await stopPid(run.owner, 5000);
+    // A PID may have been reused since (pid_max is small here): only a process that still runs
+    // the recorded binary is signalled.
+    await Promise.all(
+      run.processes.filter((p) => runsFrom(p.pid, p.binDir)).map((p) => stopPid(p.pid, 0)),
+    );
+    for (const dir of run.dirs) rmSync(dir, { recursive: true, force: true });
+    rmSync(path, { force: true });
+    console.error(
+      `cluster: stopped what npm start (pid ${String(run.owner)}, ${live ? 'still running' : 'gone'}) left at ${run.server} in ${String(Date.now() - t0)} ms: ${run.processes.map((p) => p.name).join(', ')}; removed ${run.dirs.join(', ')}`,
+    );
+  }
+  return runs.length;
 }
 
 async function up(): Promise<void> {
@@ -68,7 +94,7 @@ async function up(): Promise<void> {
     pids: cp.pids,
     startedAt: new Date().toISOString(),
   };
-  mkdirSync(join(cacheRoot(), 'cluster'), { recursive: true });
+  mkdirSync(clusterDir(), { recursive: true });
   writeFileSync(statePath, `${JSON.stringify(state, null, 2)}\n`);
   console.error(`cluster: up in ${Date.now() - t0} ms; logs in ${cp.dir}; kubectl in ${cp.binDir}`);
   console.log(`KUBECONFIG=${cp.kubeconfigPath}`);

@@ -159,6 +159,8 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'vmpool-cp-'));
   mkdirSync(dir, { recursive: true });
   const procs: Proc[] = [];
+  // A forced stop (this process killed) removes a throwaway plane's data too: the watchdogs do it.
+  const forced = opts.detached !== true && opts.keepDir !== true ? { cleanup: dir } : {};
   /** How each restartable component was started and how its readiness is told. */
   const specs = new Map<string, { start: StartOptions; ready: (p: Proc) => Promise<void> }>();
   const launch = async (start: StartOptions, ready: (p: Proc) => Promise<void>): Promise<Proc> => {
@@ -194,6 +196,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     await launch(
       {
         watchdog: opts.detached !== true,
+        ...forced,
         name: 'etcd',
         bin: join(binDir, 'etcd'),
         logPath: join(dir, 'etcd.log'),
@@ -221,6 +224,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     await launch(
       {
         watchdog: opts.detached !== true,
+        ...forced,
         name: 'kube-apiserver',
         bin: join(binDir, 'kube-apiserver'),
         logPath: join(dir, 'kube-apiserver.log'),
@@ -279,6 +283,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
 
     const kcm = startProcess({
       watchdog: opts.detached !== true,
+      ...forced,
       name: 'kube-controller-manager',
       bin: join(binDir, 'kube-controller-manager'),
       logPath: join(dir, 'kube-controller-manager.log'),

@@ -46,24 +46,130 @@ export interface StartOptions {
    * `cluster up`, whose processes must outlive it.
    */
   watchdog?: boolean;
+  /**
+   * A directory the watchdog removes once it has killed the child (a forced stop leaves no data
+   * behind); unset for a directory kept for post-mortems.
+   */
+  cleanup?: string;
 }
 
 /**
- * A shell that polls the parent and the child; when the parent is gone (even after SIGKILL, when no
- * exit hook runs, or an orphaned vitest worker) it terminates the child's group, then kills it.
+ * `up PID` in sh: the process runs, and is not a zombie (an orphan's exit is reaped by PID 1, which
+ * may take its time, and a zombie still answers `kill -0`). Without /proc, `kill -0`.
  */
-function startWatchdog(child: number): void {
+const UP = [
+  'up() {',
+  '  if [ -r "/proc/$1/stat" ]; then s=$(sed "s/.*) //" "/proc/$1/stat" 2>/dev/null | cut -c1)',
+  '  else kill -0 "$1" 2>/dev/null; return; fi',
+  '  [ -n "$s" ] && [ "$s" != Z ]',
+  '}',
+].join('\n');
+
+/**
+ * A shell that polls the parent and the child; when the parent is gone (even after SIGKILL, when no
+ * exit hook runs, or an orphaned vitest worker) it kills the child's group and removes `cleanup`
+ * (data thrown away needs no graceful exit); without `cleanup` the group gets SIGTERM and a second.
+ */
+function startWatchdog(child: number, cleanup?: string): void {
   const script = [
-    'p=$1; c=$2',
-    'while kill -0 "$p" 2>/dev/null && kill -0 "$c" 2>/dev/null; do sleep 0.5; done',
-    'kill -0 "$c" 2>/dev/null || exit 0',
-    'kill -TERM -"$c" 2>/dev/null; sleep 3; kill -KILL -"$c" 2>/dev/null; exit 0',
+    UP,
+    'p=$1; c=$2; d=$3',
+    'while up "$p" && up "$c"; do sleep 0.2; done',
+    'up "$c" || exit 0',
+    // Data that is removed next needs no graceful exit; otherwise a second for one.
+    '[ -n "$d" ] || kill -TERM -"$c" 2>/dev/null',
+    'for i in 1 2 3 4 5; do [ -n "$d" ] && break; up "$c" || break; sleep 0.2; done',
+    'kill -KILL -"$c" 2>/dev/null',
+    'for i in 1 2 3 4 5 6 7 8 9 10; do up "$c" || break; sleep 0.1; done',
+    '[ -n "$d" ] && rm -rf "$d"',
+    'exit 0',
   ].join('\n');
-  const dog = spawn('sh', ['-c', script, 'watchdog', String(process.pid), String(child)], {
+  const dog = spawn(
+    'sh',
+    ['-c', script, 'watchdog', String(process.pid), String(child), cleanup ?? ''],
+    { detached: true, stdio: 'ignore' },
+  );
+  dog.unref();
+}
+
+/**
+ * Removes `paths` once this process is gone, however it goes (SIGKILL included): for what a run
+ * owns outside its children's directories. A normal stop removes them itself first.
+ */
+export function removeWhenGone(paths: readonly string[]): void {
+  const script = [UP, 'p=$1; shift', 'while up "$p"; do sleep 0.2; done', 'rm -rf "$@"'].join('\n');
+  spawn('sh', ['-c', script, 'janitor', String(process.pid), ...paths], {
     detached: true,
     stdio: 'ignore',
-  });
-  dog.unref();
+  }).unref();
+}
+
+/**
+ * The processes that launched this one and whose end should end it too: the chain of parents
+ * while they are `tsx`, `npm` or a shell of npm's (`npm start` → tsx → node). Linux /proc only;
+ * empty elsewhere.
+ */
+export function launchers(): number[] {
+  const chain: number[] = [];
+  let pid: number | undefined = process.ppid;
+  while (pid !== undefined && pid > 1 && chain.length < 4) {
+    let cmdline: string;
+    try {
+      cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+    } catch {
+      break;
+    }
+    if (!/\btsx\b|\bnpm\b|^sh -c /.test(cmdline)) break;
+    chain.push(pid);
+    pid = parentOf(pid);
+  }
+  return chain;
+}
+
+/**
+ * Whether a PID runs: a zombie does not (a launcher killed but not yet reaped by its own parent
+ * still answers signal 0, and this process is re-parented only once it is reaped).
+ */
+function runningProcess(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${String(pid)}/stat`, 'utf8');
+  } catch {
+    return existsSync('/proc/self') ? false : alive(pid);
+  }
+  return stat.charAt(stat.lastIndexOf(')') + 2) !== 'Z';
+}
+
+/** The parent PID as /proc says now (Node's `process.ppid` is read once, at start). */
+function parentOf(pid: number | 'self'): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Field 4, after the parenthesised command name (which may hold spaces).
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Calls `onGone` once, when a launcher (see {@link launchers}) is gone or this process was
+ * re-parented: a SIGTERM that ended npm alone, a SIGKILL of npm or tsx. Polls every 200 ms.
+ */
+export function onLaunchersGone(onGone: (pid: number) => void): () => void {
+  const chain = launchers();
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    const now = parentOf('self');
+    const gone =
+      now !== undefined && now !== parent ? parent : chain.find((pid) => !runningProcess(pid));
+    if (gone === undefined) return;
+    clearInterval(timer);
+    onGone(gone);
+  }, 200);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+  };
 }
 
 /**
@@ -90,7 +196,7 @@ export function startProcess(o: StartOptions): Proc {
     });
     // The parent must not wait for the child: `cluster up` exits while the plane keeps running.
     child.unref();
-    if (o.watchdog !== false) startWatchdog(child.pid);
+    if (o.watchdog !== false) startWatchdog(child.pid, o.cleanup);
     return { name: o.name, pid: child.pid, logPath: o.logPath, exited };
   } finally {
     closeSync(fd);

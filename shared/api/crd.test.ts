@@ -45,7 +45,7 @@ describe('the VirtualMachinePool CRD generated from the models', () => {
     });
   });
 
-  it('prints Replicas, Ready, Age, and Updated, Available, Standby, Draining, Protected and Policy at priority 1 (-o wide)', () => {
+  it('prints Replicas, Ready, Age, and Updated, Available, Standby, Draining, Protected, Held and Policy at priority 1 (-o wide)', () => {
     const cols = version.additionalPrinterColumns as Array<{
       name: string;
       priority?: number;
@@ -61,11 +61,13 @@ describe('the VirtualMachinePool CRD generated from the models', () => {
       ['Unhealthy', 1],
       ['Draining', 1],
       ['Protected', 1],
+      ['Held', 1],
       ['Policy', 1],
       ['Age', 0],
     ]);
     expect(cols.find((c) => c.name === 'Draining')?.jsonPath).toBe('.status.drainingReplicas');
     expect(cols.find((c) => c.name === 'Protected')?.jsonPath).toBe('.status.protectedReplicas');
+    expect(cols.find((c) => c.name === 'Held')?.jsonPath).toBe('.status.heldReplicas');
   });
 
   it('describes the fleet-control fields', () => {

@@ -69,6 +69,20 @@ function schemaOf(model: z.ZodType): Schema {
   return structural(raw, false);
 }
 
+/**
+ * The spec schema without `minimum: 0` on `replicas`: the API server already refuses a negative
+ * `specReplicasPath` of a CRD with a scale subresource ("should be a non-negative integer"), so the
+ * schema's bound only added a second message for the same mistake.
+ */
+function withoutReplicasMinimum(spec: Schema): Schema {
+  const props = spec.properties as Record<string, Schema> | undefined;
+  const replicas = props?.replicas;
+  if (props === undefined || replicas === undefined) return spec;
+  const rest = { ...replicas };
+  delete rest.minimum;
+  return { ...spec, properties: { ...props, replicas: rest } };
+}
+
 /** The VirtualMachinePool CRD as a plain object (apply it as JSON or YAML). */
 export function poolCrd(): Schema {
   return {
@@ -163,7 +177,15 @@ export function poolCrd(): Schema {
               name: 'Protected',
               type: 'integer',
               jsonPath: '.status.protectedReplicas',
-              description: 'Surplus replicas a scale-down keeps because they are protected.',
+              description: 'Live members annotated protected (scale-in protection).',
+              priority: 1,
+            },
+            {
+              name: 'Held',
+              type: 'integer',
+              jsonPath: '.status.heldReplicas',
+              description:
+                'Surplus replicas a scale-down keeps because only protected members could leave.',
               priority: 1,
             },
             {
@@ -194,7 +216,7 @@ export function poolCrd(): Schema {
                 // The API server refuses anything but `type` here (metadata is its own schema).
                 metadata: { type: 'object' },
                 spec: {
-                  ...schemaOf(PoolSpec),
+                  ...withoutReplicasMinimum(schemaOf(PoolSpec)),
                   description: 'The desired pool: how many replicas, of what, with which disks.',
                 },
                 status: {

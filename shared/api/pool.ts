@@ -365,7 +365,13 @@ export const PoolStatus = z.looseObject({
     .int32()
     .optional()
     .describe(
-      'Surplus replicas kept because only members annotated vmpool.virtualization.deckhouse.io/protected: "true" could leave.',
+      'Live members annotated vmpool.virtualization.deckhouse.io/protected: "true" (scale-in protection).',
+    ),
+  heldReplicas: z
+    .int32()
+    .optional()
+    .describe(
+      'Surplus replicas a scale-down keeps because only protected members could leave (0 when none is held).',
     ),
   availableReplicas: z
     .int32()
@@ -374,18 +380,18 @@ export const PoolStatus = z.looseObject({
   standbyReplicas: z
     .int32()
     .optional()
-    .describe('Standby members (Terminating ones included), when spec.standby is set.'),
+    .describe('Standby members (Terminating ones included); 0 without spec.standby.'),
   readyStandbyReplicas: z
     .int32()
     .optional()
     .describe(
-      'Standby members ready to be promoted: in the phase standby.state asks for (Stopped or Running).',
+      'Standby members ready to be promoted: in the phase standby.state asks for (Stopped or Running); 0 without spec.standby.',
     ),
   unhealthyReplicas: z
     .int32()
     .optional()
     .describe(
-      'Members not Running startupTimeout after their start (or Degraded that long), when spec.healing is set.',
+      'Members not Running startupTimeout after their start (or Degraded that long); 0 without spec.healing.',
     ),
   healing: HealingState.optional(),
   drainingReplicas: z

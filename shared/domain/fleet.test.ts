@@ -132,7 +132,8 @@ describe('fleet control: protection and cost in whole plans', () => {
     for (const v of w.vms) w = annotate(w, nameOf(v), { [keys.protected]: 'true' });
     let r = converge(scale(w, 1), NOW);
     expect(eventsOf(r.plans, 'deleteVm')).toEqual([]);
-    expect(r.w.pool.status?.protectedReplicas).toBe(2);
+    expect(r.w.pool.status?.heldReplicas).toBe(2);
+    expect(r.w.pool.status?.protectedReplicas).toBe(3);
     expect(r.w.pool.status?.conditions?.find((c) => c.type === 'Progressing')?.reason).toBe(
       'ScaleDownBlockedByProtection',
     );
@@ -144,7 +145,8 @@ describe('fleet control: protection and cost in whole plans', () => {
     expect(eventsOf(r.plans, 'deleteVm').map((a) => a.kind === 'deleteVm' && a.name)).toEqual([
       'runners-m0xxx',
     ]);
-    expect(r.w.pool.status?.protectedReplicas).toBe(1);
+    expect(r.w.pool.status?.heldReplicas).toBe(1);
+    expect(r.w.pool.status?.protectedReplicas).toBe(2);
   });
 
   it('rolls a template change out to protected members (protection is about removal only)', () => {

@@ -142,7 +142,7 @@ function paused(split: Split, pending: readonly string[], now: Date): Plan {
   const intent = withoutCreates(prev.intent ?? {}, new Set(pending));
   const stored = prev.conditions?.find((c) => c.type === 'Healing');
   const status = computeStatus(pool, split.active.members, split.active.hash, intent, now, {
-    protectedHeld: prev.protectedReplicas ?? 0,
+    protectedHeld: prev.heldReplicas ?? 0,
     draining: prev.drainingReplicas ?? 0,
     ...statusFacts(split.active, split, {
       unhealthy: prev.unhealthyReplicas ?? 0,

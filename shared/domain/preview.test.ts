@@ -143,7 +143,7 @@ describe('previewVictims', () => {
         const expected = preview.victims.filter((x) => !x.protected).map((x) => x.name);
         expect(deleted).toEqual(expected);
         const held = preview.victims.filter((x) => x.protected).length;
-        expect(pl.status.protectedReplicas).toBe(held);
+        expect(pl.status.heldReplicas).toBe(held);
         const byName = new Map<string, VirtualMachine>(
           members.map((m) => [m.vm.metadata.name!, m.vm]),
         );

@@ -307,7 +307,7 @@ describe('computeStatus: protection and drains', () => {
   ])('reports $what', ({ replicas, leaving, progressing }) => {
     const p = pool({ replicas });
     const s = computeStatus(p, [on(p, 'a'), on(p, 'b'), on(p, 'c')], H, {}, NOW, leaving);
-    expect([s.replicas, s.protectedReplicas, s.drainingReplicas]).toEqual([
+    expect([s.replicas, s.heldReplicas, s.drainingReplicas]).toEqual([
       3,
       leaving.protectedHeld,
       leaving.draining,
@@ -315,10 +315,28 @@ describe('computeStatus: protection and drains', () => {
     expect(cond(s.conditions, 'Progressing')).toMatchObject(progressing);
   });
 
-  it('reports zeros by default (no knob set: nothing held, nothing draining)', () => {
+  it('reports zeros by default, every count: no knob set, no standby, no healing', () => {
     const p = pool({ replicas: 1 });
     const s = computeStatus(p, [on(p, 'a')], H, {}, NOW);
-    expect([s.protectedReplicas, s.drainingReplicas]).toEqual([0, 0]);
+    expect([
+      s.protectedReplicas,
+      s.heldReplicas,
+      s.drainingReplicas,
+      s.standbyReplicas,
+      s.readyStandbyReplicas,
+      s.unhealthyReplicas,
+    ]).toEqual([0, 0, 0, 0, 0, 0]);
     expect(cond(s.conditions, 'Progressing')).toBeUndefined();
+  });
+
+  it('counts protected members in protectedReplicas, apart from the surplus held (heldReplicas)', () => {
+    const p = pool({ replicas: 1 });
+    const guard = (vm: ReturnType<typeof on>) => ({
+      ...vm,
+      metadata: { ...vm.metadata, annotations: { [keys.protected]: 'true' } },
+    });
+    const members = [guard(on(p, 'a')), guard(on(p, 'b')), on(p, 'c')];
+    const s = computeStatus(p, members, H, {}, NOW, { protectedHeld: 1, draining: 0 });
+    expect([s.protectedReplicas, s.heldReplicas]).toEqual([2, 1]);
   });
 });

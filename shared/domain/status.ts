@@ -14,6 +14,7 @@ import { AWAITING_RESTART, keys } from '../api/index.js';
 import { canonicalJson } from './hash.js';
 import { availableAt } from './lifecycle.js';
 import { conditionOf, isReady, isTerminating, scaleSelectorOf } from './membership.js';
+import { isProtected } from './victims.js';
 
 /** Counts derived from the members. */
 export interface Counts {
@@ -209,15 +210,17 @@ export function computeStatus(
     availableReplicas: c.available,
     updatedReplicas: c.updated,
     restartPendingReplicas: c.restartPending,
-    protectedReplicas: leaving.protectedHeld,
+    // Every count is reported, 0 where its feature is off: one rule for every column.
+    protectedReplicas: members.filter((m) => isProtected(m) && !isTerminating(m)).length,
+    heldReplicas: leaving.protectedHeld,
     drainingReplicas: leaving.draining,
+    standbyReplicas: leaving.standby?.replicas ?? 0,
+    readyStandbyReplicas: leaving.standby?.ready ?? 0,
+    unhealthyReplicas: leaving.healing?.unhealthy ?? 0,
     desiredTemplateHash: hash,
     selector: scaleSelectorOf(pool),
     conditions: withTransitions(conditions(pool, c, leaving), prev.conditions ?? [], now),
   };
-  setOptional(status, 'standbyReplicas', leaving.standby?.replicas);
-  setOptional(status, 'readyStandbyReplicas', leaving.standby?.ready);
-  setOptional(status, 'unhealthyReplicas', leaving.healing?.unhealthy);
   setOptional(status, 'healing', leaving.healing?.state);
   const normalized = normalizeIntent(intent);
   if (normalized === undefined) delete status.intent;

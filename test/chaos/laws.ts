@@ -72,7 +72,7 @@ export interface Expect {
   readonly retained?: ReadonlySet<string>;
   /** Exactly this many Retain disks of the pool (no orphan created by a crash). */
   readonly retainCount?: number;
-  /** Surplus members protection holds (`status.protectedReplicas`), when known. */
+  /** Surplus members protection holds (`status.heldReplicas`), when known. */
   readonly held?: number;
   /** Standby members expected (`spec.standby.replicas`), when the pool keeps a standby. */
   readonly standby?: number;
@@ -111,8 +111,8 @@ export async function checkConverged(kube: Kube, obs: Observer, e: Expect): Prom
     say(`status.replicas ${st.replicas} but ${live.length} replicas`);
   if ((st.drainingReplicas ?? 0) !== 0)
     say(`status.drainingReplicas ${st.drainingReplicas} at rest`);
-  if (e.held !== undefined && (st.protectedReplicas ?? 0) !== e.held)
-    say(`status.protectedReplicas ${st.protectedReplicas} but ${e.held} held`);
+  if (e.held !== undefined && (st.heldReplicas ?? 0) !== e.held)
+    say(`status.heldReplicas ${st.heldReplicas} but ${e.held} held`);
   for (const m of everyone)
     if (m.metadata.annotations?.[keys.drainRequested] !== undefined)
       say(`member ${m.metadata.name} still marked drain-requested at rest`);

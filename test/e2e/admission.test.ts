@@ -56,6 +56,24 @@ async function replicas(name: string): Promise<number | undefined> {
   return (p?.spec as { replicas?: number } | undefined)?.replicas;
 }
 
+describe('one message per mistake', () => {
+  it('spec.replicas: -1 is refused with one message, not the schema bound beside the scale check', async () => {
+    await create('virtualmachinepools', ns, pool('negative'));
+    const stderr = await refused([
+      'patch',
+      'virtualmachinepool/negative',
+      '--type=merge',
+      '-p',
+      '{"spec":{"replicas":-1}}',
+    ]);
+    const messages = stderr.split('\n').filter((l) => l.includes('Invalid value'));
+    expect(messages, stderr).toHaveLength(1);
+    expect(stderr).toContain('should be a non-negative integer');
+    expect(stderr).not.toContain('greater than or equal to 0');
+    expect(await replicas('negative')).toBe(3);
+  });
+});
+
 describe('the /scale webhook (reference §7)', () => {
   it('refuses kubectl scale down on an Explicit pool with the reference message', async () => {
     await create(

@@ -23,6 +23,7 @@ import { startControlPlane } from '../../local/controlplane/cluster.js';
 import type { ControlPlane } from '../../local/controlplane/cluster.js';
 import { platformCrds } from '../../local/controlplane/crds.js';
 import { guidePools } from '../../local/guide.js';
+import { SAMPLE_NAMESPACE, sample } from '../../local/sample.js';
 import { schemaMismatch } from '../../local/schema-check.js';
 import { eventually } from './harness.js';
 import { inject } from 'vitest';
@@ -167,6 +168,65 @@ describe('npm start attached to a cluster with the platform’s CRDs', () => {
     expect(await exists(['apiservice', `v1alpha2.${SUBRESOURCES_GROUP}`])).toBe(false);
     expect(await exists(['validatingwebhookconfiguration', 'vmpool-local'])).toBe(false);
     expect(await exists(['crd', 'virtualmachinepools.virtualization.deckhouse.io'])).toBe(true);
+  });
+
+  it('a run killed with SIGKILL leaves its webhook and APIService registered; --uninstall removes them and nothing else, and the next start finds them too', async () => {
+    const inventory = async (): Promise<string> =>
+      kubectl(['get', 'vmpool,vm,vd', '-n', SAMPLE_NAMESPACE, '-o', 'name']);
+    /** Starts, runs `meanwhile`, then SIGKILLs node: nothing of the run can undo its registrations. */
+    const killed = async (meanwhile: () => Promise<void> = () => Promise.resolve()) => {
+      const run = await start();
+      const group = /scaledownwith path: POST \/apis\/([^/]+)\//.exec(run.lines.join('\n'))?.[1];
+      if (group === undefined) throw new Error('no scaledownwith path in the output');
+      const node = run.family().node;
+      if (node === undefined) throw new Error("npm start's node process not found");
+      await meanwhile();
+      process.kill(node, 'SIGKILL');
+      await run.exited;
+      running = undefined;
+      expect(await noLeftovers(kubeconfig)).toEqual([]);
+      return `v1alpha2.${group}`;
+    };
+    // A pool with its VMs and disks, which nothing below may touch.
+    const apiService = await killed(async () => {
+      await plane.applyManifest(sample());
+      await eventually(
+        'the sample pool to converge',
+        async () =>
+          (await inventory()).split('\n').filter((l) => l.startsWith('virtualmachine.')).length ===
+          3
+            ? true
+            : undefined,
+        60_000,
+      );
+    });
+    const before = await inventory();
+    expect(await exists(['validatingwebhookconfiguration', 'vmpool-local'])).toBe(true);
+    expect(await exists(['apiservice', apiService])).toBe(true);
+
+    const t0 = Date.now();
+    const uninstall = npmStart(['--kubeconfig', kubeconfig, '--uninstall']);
+    expect(await uninstall.exited).toBe(0);
+    const said = uninstall.lines.join('\n');
+    console.error(`[attach] --uninstall in ${String(Date.now() - t0)} ms`);
+    expect(said).toContain('removed ValidatingWebhookConfiguration/vmpool-local');
+    expect(said).toContain(`removed APIService/${apiService}`);
+    expect(await exists(['validatingwebhookconfiguration', 'vmpool-local'])).toBe(false);
+    expect(await exists(['apiservice', apiService])).toBe(false);
+    expect(await inventory()).toBe(before);
+    // Nothing of vmpool's left to remove: said so, and still success.
+    const again = npmStart(['--kubeconfig', kubeconfig, '--uninstall']);
+    expect(await again.exited).toBe(0);
+    expect(again.lines.join('\n')).toContain('no registration of vmpool found');
+
+    await killed();
+    const next = await start();
+    expect(next.lines.join('\n')).toContain(
+      'left by an earlier run: removed ValidatingWebhookConfiguration/vmpool-local',
+    );
+    await stop();
+    expect(await exists(['validatingwebhookconfiguration', 'vmpool-local'])).toBe(false);
+    expect(await exists(['apiservice', apiService])).toBe(false);
   });
 
   it('simulates the platform at the pace its flags set: a warm standby on the platform’s VM CRD, promoted in a boot, not a provisioning', async () => {

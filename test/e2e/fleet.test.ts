@@ -149,12 +149,25 @@ describe('scale-in protection, deletion cost and spread', () => {
         (x) => x.type === 'Progressing',
       );
       const ms = await settled('runners', 2);
-      return s.protectedReplicas === 1 && c?.reason === 'ScaleDownBlockedByProtection'
+      // Two members protected (PROTECTED), one surplus replica held because of them (HELD).
+      return s.protectedReplicas === 2 &&
+        s.heldReplicas === 1 &&
+        c?.reason === 'ScaleDownBlockedByProtection'
         ? ms
         : undefined;
     });
     expect(names(held)).toEqual([p1!.name, p2!.name].sort());
-    await kubectl(['get', 'vmpool', 'runners', '-o', 'wide']);
+    // -o wide: PROTECTED counts the protected members, HELD the surplus kept for them, and every
+    // count column prints a number, 0 for the features this pool does not use (standby, healing).
+    const [header = '', row = ''] = (await kubectl(['get', 'vmpool', 'runners', '-o', 'wide']))
+      .trim()
+      .split('\n');
+    const cols = header.split(/\s+/);
+    const cells = row.split(/\s+/);
+    const cell = (name: string) => cells[cols.indexOf(name)];
+    expect(
+      ['PROTECTED', 'HELD', 'DRAINING', 'STANDBY', 'READY-STANDBY', 'UNHEALTHY'].map(cell),
+    ).toEqual(['2', '1', '0', '0', '0', '0']);
     await kubectl([
       'get',
       'vmpool',
@@ -166,9 +179,10 @@ describe('scale-in protection, deletion cost and spread', () => {
     await kubectl(['annotate', 'vm', p2!.name, `${keys.protected}-`]);
     const one = await settled('runners', 1);
     expect(names(one)).toEqual([p1!.name]);
-    await eventually('protectedReplicas back to 0', async () =>
-      (await status('runners')).protectedReplicas === 0 ? true : undefined,
-    );
+    await eventually('heldReplicas back to 0, one protected member left', async () => {
+      const s = await status('runners');
+      return s.heldReplicas === 0 && s.protectedReplicas === 1 ? true : undefined;
+    });
   });
 });
 

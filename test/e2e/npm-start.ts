@@ -1,5 +1,5 @@
 /**
- * The user's own path as a child process: the real `npm start -- …` (npm, tsx, scripts/start.ts) in
+ * The user's own path as a child process: the real `npm start -- …` (npm, and node running scripts/start.ts with tsx as its loader) in
  * a process group of its own, its output collected line by line, stopped with Ctrl-C's SIGINT, and
  * checked for leftovers afterwards. Also a plane of its own per test file (CRDs chosen by the test)
  * and where the platform's real CRDs are.
@@ -25,6 +25,48 @@ export interface NpmStart {
    * SIGINT it got, so a clean stop ends npm by `SIGINT`); SIGKILL and a rejection after 30 s.
    */
   stop(): Promise<number | string>;
+  /** The PIDs of npm and of the node process it runs (scripts/start.ts, tsx as a loader). */
+  family(): Family;
+}
+
+/** The processes of one `npm start`. */
+export interface Family {
+  readonly npm: number;
+  readonly node: number | undefined;
+}
+
+/** PIDs whose parent is `pid`, from /proc. */
+export function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    const p = Number(entry);
+    if (!Number.isInteger(p)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(p);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return out;
+}
+
+/** The command line of a PID, spaces between the arguments; empty when it is gone. */
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${String(pid)}/cmdline`, 'utf8').replaceAll('\0', ' ');
+  } catch {
+    return '';
+  }
+}
+
+/** Whether a PID is still a process (a zombie counts as gone). */
+export function running(pid: number): boolean {
+  try {
+    return !/\) Z /.test(readFileSync(`/proc/${String(pid)}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
 }
 
 /** Spawns `npm start -- <args>` from the repository root, in a process group of its own. */
@@ -64,6 +106,10 @@ export function npmStart(args: readonly string[], env: NodeJS.ProcessEnv = {}): 
   return {
     lines,
     exited,
+    family() {
+      const node = childrenOf(pgid).find((c) => cmdline(c).includes('scripts/start.ts'));
+      return { npm: pgid, node };
+    },
     async waitFor(re, timeoutMs = 120_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
@@ -91,6 +137,19 @@ export function npmStart(args: readonly string[], env: NodeJS.ProcessEnv = {}): 
       return code;
     },
   };
+}
+
+/**
+ * The kubectl the hints mean: `kubectl` looked up in the directories of their `export PATH=…` line,
+ * as a shell that ran that line would (the system's `kubectl` when the line names none).
+ */
+export async function hintedKubectlBin(run: NpmStart): Promise<string> {
+  await run.waitFor(/vmpool is running/);
+  const line = run.lines.find((l) => /^\s*export PATH=/.test(l));
+  const dirs = (line?.replace(/^\s*export PATH=/, '').split(/\s/)[0] ?? '')
+    .split(':')
+    .filter((d) => d !== '$PATH' && d !== '');
+  return dirs.map((d) => join(d, 'kubectl')).find((p) => existsSync(p)) ?? 'kubectl';
 }
 
 /** PIDs of processes (other than this one) whose command line or environment mentions `marker`. */

@@ -5,7 +5,7 @@
  * scale-down runs is never deleted; a disk another VM uses is neither reused nor collected; a paused
  * pool loses no disk; an all-unhealthy pool trips the healing breaker; an odd VM stops no pool.
  */
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, keys } from '../../shared/api/index.js';
@@ -13,7 +13,7 @@ import { CREATE_BURST, DEFAULT_MAX_REPLICAS } from '../../shared/domain/index.js
 import { runKubectlFull } from '../../local/controlplane/kubectl.js';
 import { runnersPool, runnersVm } from '../../local/guide.js';
 import type { NpmStart } from './npm-start.js';
-import { noLeftovers, npmStart, stoppedCleanly } from './npm-start.js';
+import { hintedKubectlBin, noLeftovers, npmStart, stoppedCleanly } from './npm-start.js';
 
 const NS = 'runaway';
 /** VMs carrying this label never start in the simulator (`--never-start-label`). */
@@ -143,9 +143,7 @@ beforeAll(async () => {
   await run.waitFor(/vmpool is running/, 240_000);
   const hint = await run.waitFor(/export KUBECONFIG=/);
   kubeconfig = hint.replace(/.*export KUBECONFIG=/, '').trim();
-  const get = await run.waitFor(/ get vmpool,vm,vd -A/);
-  kubectlBin = get.trim().split(/\s+/)[0] ?? 'kubectl';
-  if (!kubectlBin.includes('/')) kubectlBin = join(dirname(kubeconfig), 'kubectl');
+  kubectlBin = await hintedKubectlBin(run);
   await kubectl(['create', 'namespace', NS]);
 }, 300_000);
 

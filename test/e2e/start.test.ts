@@ -2,14 +2,29 @@
  * `npm start` on its own embedded plane, as a user types it: the closing hints name only what this
  * run started, its functions act as identities of their own (a target written by hand into a pool's
  * scaledownwith annotation is refused, scaledownwith itself records one), and Ctrl-C stops
- * everything within 3 s (npm's own exit included) and leaves no process of the run behind.
+ * everything within 3 s (npm's own exit included) and leaves no process of the run behind. So does
+ * SIGINT or SIGTERM to any one process of it (npm, node), and SIGKILL of any one of them: no
+ * process and no directory of the run is left. `npm run cluster -- down` stops what a run left when
+ * even its watchdogs died with it.
  */
-import { dirname } from 'node:path';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../../local/controlplane/binaries.js';
 import { keys } from '../../shared/api/index.js';
 import { runKubectl } from '../../local/controlplane/kubectl.js';
-import type { NpmStart } from './npm-start.js';
-import { noLeftovers, npmStart, stoppedCleanly } from './npm-start.js';
+import type { Family, NpmStart } from './npm-start.js';
+import {
+  hintedKubectlBin,
+  leftovers,
+  noLeftovers,
+  npmStart,
+  running as isRunning,
+  stoppedCleanly,
+} from './npm-start.js';
 
 let running: NpmStart | undefined;
 afterEach(async () => {
@@ -30,7 +45,7 @@ async function hintedKubectl(
   const kubeconfig = (await run.waitFor(/export KUBECONFIG=/))
     .replace(/.*export KUBECONFIG=/, '')
     .trim();
-  const bin = (await run.waitFor(/ get vmpool,vm,vd /)).trim().split(/\s+/)[0] ?? 'kubectl';
+  const bin = await hintedKubectlBin(run);
   return (args, input) => runKubectl(bin, kubeconfig, args, input);
 }
 
@@ -52,6 +67,15 @@ describe('npm start on the embedded plane', () => {
     expect(text).not.toContain('runners');
     expect(text).not.toContain('vmpool-demo');
     expect(text).toContain('get vmpool,vm,vd -A');
+    // As the README writes them: PATH set once, then plain `kubectl …`, and a word on version skew.
+    const hints = run.lines.slice(run.lines.findIndex((l) => l.includes('vmpool is running')));
+    expect(hints.filter((l) => l.includes('export PATH=')).length).toBe(1);
+    // Command lines (a note in parentheses is not one).
+    const commands = hints.filter((l) => /^ {2}[^ (]/.test(l) && l.includes('kubectl'));
+    expect(commands.length).toBeGreaterThan(1);
+    for (const c of commands) expect(c).toMatch(/^ {2}(export PATH=\S+ +# .*kubectl|kubectl )/);
+    expect(text).toMatch(/The plane's kubectl is v\d+\.\d+\.\d+.*version skew policy/);
+    expect(await hintedKubectlBin(run)).toMatch(/\/kubectl$/);
     const ms = await ctrlC(run);
     running = undefined;
     console.error(`[start] Ctrl-C to npm's exit: ${String(ms)} ms`);
@@ -116,5 +140,139 @@ describe('npm start on the embedded plane', () => {
     console.error(`[start] Ctrl-C to npm's exit (sample pool running): ${String(ms)} ms`);
     expect(ms).toBeLessThanOrEqual(3000);
     expect(await noLeftovers(dir, 5000)).toEqual([]);
+  }, 300_000);
+});
+
+/** A run with a temp directory of its own (TMPDIR): every process and directory of it mentions it. */
+function isolatedRun(): { run: NpmStart; tmp: string } {
+  const tmp = mkdtempSync(join(tmpdir(), 'vmpool-stop-test-'));
+  const run = (running = npmStart(['--no-sample'], {
+    TMPDIR: tmp,
+    VMPOOL_CLUSTER_DIR: join(tmp, 'cluster'),
+  }));
+  return { run, tmp };
+}
+
+/** What of the run is left: processes mentioning `tmp`, and vmpool's directories in it. */
+function whatIsLeft(tmp: string): { processes: number[]; dirs: string[] } {
+  return {
+    processes: leftovers(tmp),
+    dirs: existsSync(tmp) ? readdirSync(tmp).filter((n) => n.startsWith('vmpool-')) : [],
+  };
+}
+
+/** Milliseconds until nothing of the run is left (or 15 s): processes and directories. */
+async function untilNothingLeft(tmp: string, t0: number): Promise<number> {
+  while (performance.now() - t0 < 15_000) {
+    const left = whatIsLeft(tmp);
+    if (left.processes.length === 0 && left.dirs.length === 0) break;
+    await sleep(50);
+  }
+  return Math.round(performance.now() - t0);
+}
+
+/** The process list of the run, for the report: `pid args` per line. */
+function processList(pids: readonly number[]): string {
+  return pids
+    .map((pid) => {
+      try {
+        return `${String(pid)} ${readFileSync(`/proc/${String(pid)}/cmdline`, 'utf8').replaceAll('\0', ' ')}`;
+      } catch {
+        return `${String(pid)} (gone)`;
+      }
+    })
+    .join('\n');
+}
+
+/** /proc/PID/cmdline as it is (NUL between arguments); empty when the process is gone. */
+function rawCmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${String(pid)}/cmdline`, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+async function startedFamily(run: NpmStart): Promise<{ readonly [K in keyof Family]: number }> {
+  await run.waitFor(/vmpool is running/, 240_000);
+  const f = run.family();
+  if (f.node === undefined)
+    throw new Error(`npm start's processes not found: ${JSON.stringify(f)}`);
+  return { npm: f.npm, node: f.node };
+}
+
+/** npm runs node directly (tsx as its loader): no tsx process whose signal relay could misfire. */
+const TARGETS = ['npm', 'node'] as const;
+
+describe('any stop stops everything', () => {
+  afterEach(() => {
+    running = undefined;
+  });
+
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGKILL'] as const)
+    for (const target of TARGETS)
+      it(`${signal} to ${target} alone: npm, node, the plane and the adapters gone and their directories removed within 3 s`, async () => {
+        const { run, tmp } = isolatedRun();
+        try {
+          const family = await startedFamily(run);
+          const before = leftovers(tmp);
+          const t0 = performance.now();
+          process.kill(family[target], signal);
+          const ms = await untilNothingLeft(tmp, t0);
+          const left = whatIsLeft(tmp);
+          const own = run.lines
+            .filter((l) => /"msg":"(stopped in|the process that started|stop took)/.test(l))
+            .map((l) => /"msg":"([^"]*)"/.exec(l)?.[1] ?? '')
+            .join('; ');
+          console.error(
+            `[stop] ${signal} to ${target} (pid ${String(family[target])}): nothing left after ${String(ms)} ms (of ${String(before.length)} processes); the run said: ${own || 'nothing'}; left: ${processList(left.processes) || 'none'}; dirs: ${left.dirs.join(', ') || 'none'}`,
+          );
+          expect(left).toEqual({ processes: [], dirs: [] });
+          expect(TARGETS.filter((t) => isRunning(family[t]))).toEqual([]);
+          expect(ms).toBeLessThanOrEqual(3000);
+          if (signal !== 'SIGKILL' || target !== 'node')
+            expect(run.lines.join('\n')).toMatch(/"msg":"stopped in \d+ ms"/);
+        } finally {
+          await run.stop().catch(() => undefined);
+          rmSync(tmp, { recursive: true, force: true });
+        }
+      }, 300_000);
+
+  it('npm run cluster -- down stops what a run left when its watchdogs died with it', async () => {
+    const { run, tmp } = isolatedRun();
+    try {
+      const family = await startedFamily(run);
+      // Every guard of the run dies with it: the watchdog and janitor shells, then node.
+      const guards = leftovers(tmp).filter((pid) =>
+        /^sh\0-c\0[^]*\0(watchdog|janitor)\0/.test(rawCmdline(pid)),
+      );
+      expect(guards.length).toBeGreaterThan(0);
+      for (const pid of [...guards, family.node]) process.kill(pid, 'SIGKILL');
+      await run.exited;
+      await sleep(1000);
+      const orphans = leftovers(tmp);
+      expect(orphans.length).toBeGreaterThan(0);
+      const t0 = performance.now();
+      const said = await new Promise<string>((resolve, reject) => {
+        execFile(
+          'npm',
+          ['run', 'cluster', '--', 'down'],
+          { cwd: REPO_ROOT, env: { ...process.env, VMPOOL_CLUSTER_DIR: join(tmp, 'cluster') } },
+          (err, _out, errOut) => {
+            if (err === null) resolve(errOut);
+            else reject(new Error(`${err.message}\n${errOut}`));
+          },
+        );
+      });
+      const ms = await untilNothingLeft(tmp, t0);
+      console.error(
+        `[stop] cluster down after a run died with its guards: ${String(ms)} ms; ${said}`,
+      );
+      expect(said).toContain(`npm start (pid ${String(family.node)}, gone)`);
+      expect(whatIsLeft(tmp)).toEqual({ processes: [], dirs: [] });
+    } finally {
+      await run.stop().catch(() => undefined);
+      rmSync(tmp, { recursive: true, force: true });
+    }
   }, 300_000);
 });
