@@ -6,7 +6,7 @@
 import type { AdmissionRequest, VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import { VirtualMachinePool as PoolModel, Scale, parseWith } from '../api/index.js';
 import { forbiddenMessage, refusedByRbac } from './blocked.js';
-import { canonicalJson } from './hash.js';
+import { canonicalJson } from './formats/index.js';
 import { vmFromTemplate } from './member.js';
 import { recordedTargets } from './targets.js';
 import { sizeDecrease, validatePool } from './validation.js';

@@ -29,12 +29,16 @@ import {
   stampFree,
   withSize,
 } from './disks.js';
-import { canonicalJson } from './hash.js';
+import {
+  canonicalJson,
+  deleteDiskName,
+  isRetainDiskName,
+  retainDiskName,
+} from './formats/index.js';
 import { collisionLosers } from './collisions.js';
 import { newMember } from './member.js';
 import { nameOf } from './membership.js';
-import type { Rand } from './names.js';
-import { deleteDiskName, isRetainDiskName, retainDiskName } from './names.js';
+import type { Rand } from './formats/index.js';
 import type { View } from './observe.js';
 import { pruneDisks } from './prune.js';
 

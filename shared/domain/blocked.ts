@@ -4,7 +4,7 @@
  * @module
  */
 import type { Condition, PoolStatus, VirtualMachinePool } from '../api/index.js';
-import { canonicalJson } from './hash.js';
+import { canonicalJson } from './formats/index.js';
 import { MALFORMED_MEMBER } from './malformed.js';
 import { normalizeIntent, rfc3339 } from './status.js';
 

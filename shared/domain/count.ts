@@ -8,7 +8,7 @@ import type { VirtualMachine } from '../api/index.js';
 import { keys } from '../api/index.js';
 import { byCancelOrder, drainTimeoutMs, isDraining } from './drain.js';
 import { nameOf } from './membership.js';
-import type { Rand } from './names.js';
+import type { Rand } from './formats/index.js';
 import type { MemberRef, View } from './observe.js';
 import { decideScale } from './scale.js';
 import { deletionCost, isProtected } from './victims.js';

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { VirtualMachinePool } from '../api/index.js';
 import { NOW, pool, runnersVmTemplate, seededRandom } from '../../test/unit/builders.js';
-import { canonicalJson, templateHash } from './hash.js';
-import { cloneJson } from './json.js';
+import { canonicalJson, templateHash, cloneJson } from './formats/index.js';
 import { plan } from './plan.js';
 import { decidePoolWrite } from './admission.js';
 import { MAX_TEMPLATE_DEPTH, nestsDeeperThan, tooDeepMessage, validatePool } from './validation.js';

@@ -13,10 +13,8 @@ import type {
   VirtualMachinePool,
 } from '../api/index.js';
 import { API_VERSION, keys } from '../api/index.js';
-import { cloneJson } from './json.js';
+import { cloneJson, deleteDiskName, isRetainDiskName, quantityValue } from './formats/index.js';
 import { isTerminating, nameOf, ownedBy } from './membership.js';
-import { deleteDiskName, isRetainDiskName } from './names.js';
-import { quantityValue } from './quantity.js';
 
 /** The reclaim policy of a template (Delete when unset). */
 export function policyOf(t: DiskTemplate): 'Delete' | 'Retain' {

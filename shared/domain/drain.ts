@@ -7,7 +7,7 @@
  */
 import type { VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import { keys } from '../api/index.js';
-import { parseDuration } from './duration.js';
+import { parseDuration } from './formats/index.js';
 import { nameOf } from './membership.js';
 import { rfc3339 } from './status.js';
 

@@ -8,7 +8,7 @@
 import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import { keys } from '../api/index.js';
 import { freedAt, policyOf, poolOwned, reusable } from './disks.js';
-import { parseDuration } from './duration.js';
+import { parseDuration } from './formats/index.js';
 import { attached, referencedBy } from './in-use.js';
 import { byPool, isTerminating, nameOf, poolKey } from './membership.js';
 

@@ -12,7 +12,7 @@ import type {
   VirtualMachinePool,
 } from '../api/index.js';
 import { keys } from '../api/index.js';
-import { templateHash } from './hash.js';
+import { templateHash } from './formats/index.js';
 import { isStandby } from './lifecycle.js';
 import { attached } from './in-use.js';
 import { isMember, isTerminating, nameOf } from './membership.js';

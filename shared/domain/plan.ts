@@ -13,7 +13,7 @@ import { decideCount } from './count.js';
 import type { ActionEvent } from './events.js';
 import { decideLeave } from './leave.js';
 import { nameOf } from './membership.js';
-import type { Rand } from './names.js';
+import type { Rand } from './formats/index.js';
 import type { Observed } from './observe.js';
 import { observe } from './observe.js';
 import type { Split } from './partition.js';

@@ -7,7 +7,7 @@
  * members are never replaced; members stopped on purpose are never unhealthy.
  * @module
  */
-import type { HealingState, VirtualMachine } from '../api/index.js';
+import type { HealingState, VirtualMachine, Condition } from '../api/index.js';
 import {
   disruptionLoad,
   disruptionOf,
@@ -17,7 +17,7 @@ import {
   sizeOf,
 } from './budget.js';
 import type { Departure } from './count.js';
-import { parseDuration } from './duration.js';
+import { parseDuration } from './formats/index.js';
 import type { ActionEvent } from './events.js';
 import { healingCondition } from './healing.js';
 import { ageOf, tryingSince, unhealthyAt } from './lifecycle.js';
@@ -25,7 +25,6 @@ import { isTerminating, nameOf } from './membership.js';
 import type { View } from './observe.js';
 import { rfc3339 } from './status.js';
 import { isProtected } from './victims.js';
-import type { Condition } from '../api/index.js';
 
 /** The replacement decisions of one plan. */
 export interface Replace {

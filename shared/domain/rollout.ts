@@ -5,7 +5,7 @@
  */
 import type { VirtualMachine, VirtualMachineTemplate } from '../api/index.js';
 import { keys } from '../api/index.js';
-import { cloneJson } from './json.js';
+import { cloneJson } from './formats/index.js';
 import { awaitingRestart } from './status.js';
 
 /** What rollout does to one member in this pass. */

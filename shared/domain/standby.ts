@@ -12,7 +12,7 @@ import type { DeleteVm } from './actions.js';
 import { resourceVersionOf } from './actions.js';
 import type { Departure } from './count.js';
 import { isTerminating, nameOf } from './membership.js';
-import type { Rand } from './names.js';
+import type { Rand } from './formats/index.js';
 import type { MemberRef } from './observe.js';
 import type { Split } from './partition.js';
 import { freshNames } from './scale.js';

@@ -11,7 +11,7 @@ import type {
   VirtualMachinePool,
 } from '../api/index.js';
 import { AWAITING_RESTART, keys } from '../api/index.js';
-import { canonicalJson } from './hash.js';
+import { canonicalJson } from './formats/index.js';
 import { availableAt } from './lifecycle.js';
 import { conditionOf, isReady, isTerminating, scaleSelectorOf } from './membership.js';
 

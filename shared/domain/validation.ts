@@ -4,9 +4,7 @@
  */
 import type { DiskTemplate, VirtualMachinePool } from '../api/index.js';
 import { celMessages } from '../api/index.js';
-import { parseDuration } from './duration.js';
-import { MAX_POOL_NAME } from './names.js';
-import { quantityValue } from './quantity.js';
+import { parseDuration, MAX_POOL_NAME, quantityValue } from './formats/index.js';
 
 /** One reason a pool is refused. */
 export interface Violation {

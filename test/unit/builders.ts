@@ -15,7 +15,7 @@ import type {
 } from '../../shared/api/index.js';
 import { API_VERSION, DiskTemplate, VirtualMachineTemplate, keys } from '../../shared/api/index.js';
 import { runnersPool } from '../../local/guide.js';
-import { templateHash } from '../../shared/domain/hash.js';
+import { templateHash } from '../../shared/domain/formats/hash.js';
 import type { Observed } from '../../shared/domain/observe.js';
 
 /** A fixed instant tests use as "now". */

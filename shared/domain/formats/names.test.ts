@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { seededRandom } from '../../test/unit/builders.js';
+import { seededRandom } from '../../../test/unit/builders.js';
 import {
   ALPHABET,
   DISK_SUFFIX,

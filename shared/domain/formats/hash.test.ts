@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { VirtualMachineTemplate } from '../api/index.js';
-import { runnersVmTemplate } from '../../test/unit/builders.js';
+import type { VirtualMachineTemplate } from '../../api/index.js';
+import { runnersVmTemplate } from '../../../test/unit/builders.js';
 import { canonicalJson, fnv1a, templateHash } from './hash.js';
 
 describe('fnv1a', () => {

@@ -3,7 +3,7 @@
  * API server or platform defaults.
  * @module
  */
-import type { VirtualMachineTemplate } from '../api/index.js';
+import type { VirtualMachineTemplate } from '../../api/index.js';
 
 /** Template spec fields whose value equals the platform default hash as if they were absent. */
 const SPEC_DEFAULTS: Readonly<Record<string, unknown>> = {

@@ -2,7 +2,7 @@
  * Kubernetes resource quantities (`30Gi`, `100Mi`, `1G`, `1073741824`) compared by their byte value.
  * @module
  */
-import type { Quantity } from '../api/index.js';
+import type { Quantity } from '../../api/index.js';
 
 const SUFFIX: Readonly<Record<string, number>> = {
   '': 1,
