@@ -7,8 +7,7 @@ import type { AdmissionRequest, VirtualMachine, VirtualMachinePool } from '../ap
 import { VirtualMachinePool as PoolModel, Scale, parseWith } from '../api/index.js';
 import { forbiddenMessage, refusedByRbac } from './blocked.js';
 import { canonicalJson } from './formats/index.js';
-import { vmFromTemplate } from './member.js';
-import { recordedTargets } from './targets.js';
+import { vmFromTemplate, recordedTargets } from './fleet/index.js';
 import { sizeDecrease, validatePool } from './validation.js';
 
 /** The verdict of an admission check. */

@@ -13,7 +13,7 @@ import type {
 } from '../api/index.js';
 import { keys } from '../api/index.js';
 import type { ClaimDisk, CreateDisk, CreateVm, DeleteDisk } from './actions.js';
-import { asStandby } from './roles.js';
+import { asStandby, newMember, nameOf } from './fleet/index.js';
 import type { RefSlot } from './disks.js';
 import {
   diskRefs,
@@ -36,8 +36,6 @@ import {
   retainDiskName,
 } from './formats/index.js';
 import { collisionLosers } from './collisions.js';
-import { newMember } from './member.js';
-import { nameOf } from './membership.js';
 import type { Rand } from './formats/index.js';
 import type { View } from './observe.js';
 import { pruneDisks } from './prune.js';

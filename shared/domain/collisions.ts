@@ -6,7 +6,7 @@
 import type { VirtualMachine } from '../api/index.js';
 import { BLOCK_DEVICES_READY } from '../api/index.js';
 import type { RefSlot } from './disks.js';
-import { conditionOf, nameOf } from './membership.js';
+import { conditionOf, nameOf } from './fleet/index.js';
 
 /**
  * For each member that loses a shared disk, the disks it loses. The member whose block devices are

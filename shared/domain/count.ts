@@ -6,12 +6,17 @@
  */
 import type { VirtualMachine } from '../api/index.js';
 import { keys } from '../api/index.js';
-import { byCancelOrder, drainTimeoutMs, isDraining } from './drain.js';
-import { nameOf } from './membership.js';
+import {
+  byCancelOrder,
+  drainTimeoutMs,
+  isDraining,
+  nameOf,
+  decideScale,
+  deletionCost,
+  isProtected,
+} from './fleet/index.js';
 import type { Rand } from './formats/index.js';
 import type { MemberRef, View } from './observe.js';
-import { decideScale } from './scale.js';
-import { deletionCost, isProtected } from './victims.js';
 
 /** A live member that leaves, and on whose account (a scale-down, scaledownwith, a replacement). */
 export interface Departure {

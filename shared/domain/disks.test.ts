@@ -24,7 +24,7 @@ import {
   slotsOf,
   rankFree,
 } from './disks.js';
-import { nameOf } from './membership.js';
+import { nameOf } from './fleet/index.js';
 
 const p = pool();
 const [rootT, cacheT] = runnersDiskTemplates() as [DiskTemplate, DiskTemplate];

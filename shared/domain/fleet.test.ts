@@ -11,12 +11,15 @@ import type { World } from '../../test/unit/world.js';
 import { annotate, apply, converge, observedOf, scale } from '../../test/unit/world.js';
 import type { Action } from './actions.js';
 import { isFenced } from './actions.js';
-import { nameOf } from './membership.js';
+import {
+  nameOf,
+  planScaleDownWith,
+  recordedTargets,
+  isProtected,
+  rankVictims,
+} from './fleet/index.js';
 import type { Plan } from './plan.js';
 import { plan } from './plan.js';
-import { planScaleDownWith } from './scale-down-with.js';
-import { recordedTargets } from './targets.js';
-import { isProtected, rankVictims } from './victims.js';
 
 const of = <K extends Action['kind']>(pl: Plan, kind: K) =>
   pl.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);

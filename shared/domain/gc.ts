@@ -10,7 +10,7 @@ import { keys } from '../api/index.js';
 import { freedAt, policyOf, poolOwned, reusable } from './disks.js';
 import { parseDuration } from './formats/index.js';
 import { attached, referencedBy } from './in-use.js';
-import { byPool, isTerminating, nameOf, poolKey } from './membership.js';
+import { byPool, isTerminating, nameOf, poolKey } from './fleet/index.js';
 
 /** A disk to delete, with the preconditions that make the delete safe. */
 export interface Collect {

@@ -13,12 +13,16 @@ import type {
 } from '../api/index.js';
 import { keys } from '../api/index.js';
 import { templateHash } from './formats/index.js';
-import { isStandby } from './lifecycle.js';
+import {
+  isStandby,
+  isMember,
+  isTerminating,
+  nameOf,
+  CREATE_BURST,
+  recordedTargets,
+  isProtected,
+} from './fleet/index.js';
 import { attached } from './in-use.js';
-import { isMember, isTerminating, nameOf } from './membership.js';
-import { CREATE_BURST } from './scale.js';
-import { recordedTargets } from './targets.js';
-import { isProtected } from './victims.js';
 
 /**
  * What a reconcile read: the pool and every VM and disk carrying its pool-uid label; `vms` may also

@@ -6,8 +6,7 @@
  * @module
  */
 import type { VirtualMachine } from '../api/index.js';
-import { isStandby } from './lifecycle.js';
-import { isTerminating, nameOf } from './membership.js';
+import { isStandby, isTerminating, nameOf } from './fleet/index.js';
 import type { MemberRef, Replacement, View } from './observe.js';
 
 /** A view split into the replicas and the standby. */

@@ -6,7 +6,7 @@ import { at, MINUTE, NOW, SECOND, pool, seededRandom, steady } from '../../test/
 import type { World } from '../../test/unit/world.js';
 import { converge, observedOf, scale } from '../../test/unit/world.js';
 import { plan } from './plan.js';
-import { planScaleDownWith } from './scale-down-with.js';
+import { planScaleDownWith } from './fleet/index.js';
 
 const later = (ms: number): Date => new Date(NOW.getTime() + ms);
 

@@ -6,7 +6,7 @@ import type { Action } from './actions.js';
 import { templateHash, ALPHABET } from './formats/index.js';
 import type { Plan } from './plan.js';
 import { plan } from './plan.js';
-import { CREATE_BURST } from './scale.js';
+import { CREATE_BURST } from './fleet/index.js';
 import {
   HOUR,
   MINUTE,

@@ -12,7 +12,7 @@ import { bindDisks } from './bind.js';
 import { decideCount } from './count.js';
 import type { ActionEvent } from './events.js';
 import { decideLeave } from './leave.js';
-import { nameOf } from './membership.js';
+import { nameOf } from './fleet/index.js';
 import type { Rand } from './formats/index.js';
 import type { Observed } from './observe.js';
 import { observe } from './observe.js';
@@ -25,7 +25,7 @@ import { computeStatus, sameStatus } from './status.js';
 import { memberUpdates } from './updates.js';
 
 export type { Observed } from './observe.js';
-export { newMember } from './member.js';
+export { newMember } from './fleet/index.js';
 
 /** What a reconcile should do. */
 export interface Plan {

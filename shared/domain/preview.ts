@@ -7,14 +7,18 @@
 import type { ScaleDownPolicy } from '../api/index.js';
 import { keys } from '../api/index.js';
 import { recordedLeavers } from './count.js';
-import { isDraining } from './drain.js';
-import { nameOf } from './membership.js';
+import {
+  isDraining,
+  nameOf,
+  scaleDownCandidates,
+  isProtected,
+  nodeOf,
+  rankVictims,
+} from './fleet/index.js';
 import type { Observed } from './observe.js';
 import { observe } from './observe.js';
 import { splitStandby } from './partition.js';
-import { scaleDownCandidates } from './scale.js';
-import type { RankReason, Ranked } from './victims.js';
-import { isProtected, nodeOf, rankVictims } from './victims.js';
+import type { RankReason, Ranked } from './fleet/index.js';
 
 /** One member a scale-down would take, in order. */
 export interface VictimPreview {

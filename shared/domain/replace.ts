@@ -15,16 +15,19 @@ import {
   maxUnavailableOf,
   maxUnhealthyOf,
   sizeOf,
-} from './budget.js';
+  healingCondition,
+  ageOf,
+  tryingSince,
+  unhealthyAt,
+  isTerminating,
+  nameOf,
+  isProtected,
+} from './fleet/index.js';
 import type { Departure } from './count.js';
 import { parseDuration } from './formats/index.js';
 import type { ActionEvent } from './events.js';
-import { healingCondition } from './healing.js';
-import { ageOf, tryingSince, unhealthyAt } from './lifecycle.js';
-import { isTerminating, nameOf } from './membership.js';
 import type { View } from './observe.js';
 import { rfc3339 } from './status.js';
-import { isProtected } from './victims.js';
 
 /** The replacement decisions of one plan. */
 export interface Replace {

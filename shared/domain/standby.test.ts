@@ -11,11 +11,9 @@ import type { World } from '../../test/unit/world.js';
 import { applyAction, converge, observedOf, readOf, scale } from '../../test/unit/world.js';
 import type { Action } from './actions.js';
 import { isFenced, isGate } from './actions.js';
-import { isStandby } from './lifecycle.js';
-import { nameOf } from './membership.js';
+import { isStandby, nameOf, planScaleDownWith } from './fleet/index.js';
 import type { Plan } from './plan.js';
 import { plan } from './plan.js';
-import { planScaleDownWith } from './scale-down-with.js';
 
 const later = (ms: number): Date => new Date(NOW.getTime() + ms);
 const updates = (pl: Plan) =>

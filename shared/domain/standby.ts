@@ -11,12 +11,10 @@ import { keys } from '../api/index.js';
 import type { DeleteVm } from './actions.js';
 import { resourceVersionOf } from './actions.js';
 import type { Departure } from './count.js';
-import { isTerminating, nameOf } from './membership.js';
+import { isTerminating, nameOf, freshNames, isProtected } from './fleet/index.js';
 import type { Rand } from './formats/index.js';
 import type { MemberRef } from './observe.js';
 import type { Split } from './partition.js';
-import { freshNames } from './scale.js';
-import { isProtected } from './victims.js';
 
 /** What the standby step looks at beside the split. */
 export interface StandbyInput {

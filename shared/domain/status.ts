@@ -12,8 +12,13 @@ import type {
 } from '../api/index.js';
 import { AWAITING_RESTART, keys } from '../api/index.js';
 import { canonicalJson } from './formats/index.js';
-import { availableAt } from './lifecycle.js';
-import { conditionOf, isReady, isTerminating, scaleSelectorOf } from './membership.js';
+import {
+  availableAt,
+  conditionOf,
+  isReady,
+  isTerminating,
+  scaleSelectorOf,
+} from './fleet/index.js';
 
 /** Counts derived from the members. */
 export interface Counts {

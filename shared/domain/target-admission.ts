@@ -16,9 +16,7 @@ import { MAX_TARGETS, VirtualMachinePool as PoolModel, keys, parseWith } from '.
 import type { AdmissionStep, CallOutcome } from './admission.js';
 import { admitRequest, explicitReplicasMessage } from './admission.js';
 import { forbiddenMessage, refusedByRbac } from './blocked.js';
-import { isStandby } from './lifecycle.js';
-import { isMember, isTerminating } from './membership.js';
-import { recordedTargets } from './targets.js';
+import { isStandby, isMember, isTerminating, recordedTargets } from './fleet/index.js';
 
 /**
  * Who may add targets: the username the API server reports for scale-down-with's writes, or

@@ -8,12 +8,20 @@ import type { BlockDeviceRef, DiskTemplate, VirtualDisk, VirtualMachine } from '
 import { keys } from '../api/index.js';
 import type { DiskUpdateWhy, UpdateDisk, UpdateVm, VmUpdateWhy } from './actions.js';
 import { growthOf, policyOf, poolOwned, stampFree, withSize } from './disks.js';
-import { cancelDrain, isDraining } from './drain.js';
-import { isStandby, isUp } from './lifecycle.js';
-import { asReplica, asStandby, standbyShaped } from './roles.js';
-import { nameOf } from './membership.js';
+import {
+  cancelDrain,
+  isDraining,
+  isStandby,
+  isUp,
+  asReplica,
+  asStandby,
+  standbyShaped,
+  nameOf,
+  advance,
+  patchToTemplate,
+  rolloutStep,
+} from './fleet/index.js';
 import type { View } from './observe.js';
-import { advance, patchToTemplate, rolloutStep } from './rollout.js';
 import { rfc3339 } from './status.js';
 
 /** What member updates need beside the view: who ends the plan in the standby, the budget. */

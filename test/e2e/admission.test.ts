@@ -11,7 +11,7 @@ import { explicitReplicasMessage, explicitScaleMessage } from '../../shared/doma
 import { GROUP, VERSION, keys } from '../../shared/api/index.js';
 import { startApiserverFacing, reportLatency, type ApiserverFacing } from './apiserver-facing.js';
 import { cluster, create, dropNamespace, functionKube, newNamespace, read } from './harness.js';
-import { withTargets } from '../../shared/domain/targets.js';
+import { withTargets } from '../../shared/domain/fleet/targets.js';
 import { runnersPool } from '../../local/guide.js';
 import { toYaml } from '../../local/controlplane/kubectl.js';
 import { requestText } from '../../local/controlplane/http.js';

@@ -2,13 +2,21 @@
  * Healing's budget and circuit breaker (issue 23 item 5) through whole plans.
  */
 import { describe, expect, it } from 'vitest';
-import type { VirtualMachinePool } from '../api/index.js';
-import { keys } from '../api/index.js';
-import { MINUTE, NOW, at, observed, pool, seededRandom, steady } from '../../test/unit/builders.js';
-import type { Action } from './actions.js';
+import type { VirtualMachinePool } from '../../api/index.js';
+import { keys } from '../../api/index.js';
+import {
+  MINUTE,
+  NOW,
+  at,
+  observed,
+  pool,
+  seededRandom,
+  steady,
+} from '../../../test/unit/builders.js';
+import type { Action } from '../actions.js';
 import { maxUnavailableOf, maxUnhealthyOf } from './budget.js';
-import type { Plan } from './plan.js';
-import { plan } from './plan.js';
+import type { Plan } from '../plan.js';
+import { plan } from '../plan.js';
 
 const of = <K extends Action['kind']>(pl: Plan, kind: K) =>
   pl.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);

@@ -3,8 +3,8 @@
  * when it has been trying to start, since when it has been Running. The clock is the caller's.
  * @module
  */
-import type { VirtualMachine } from '../api/index.js';
-import { keys } from '../api/index.js';
+import type { VirtualMachine } from '../../api/index.js';
+import { keys } from '../../api/index.js';
 import { isTerminating } from './membership.js';
 
 /** Phases of a member trying to run: not (yet, or no longer) Running, and not stopped. */

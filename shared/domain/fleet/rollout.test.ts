@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { VirtualMachineTemplate } from '../api/index.js';
-import { AWAITING_RESTART, keys } from '../api/index.js';
-import { pool, runnersVmTemplate, vm } from '../../test/unit/builders.js';
+import type { VirtualMachineTemplate } from '../../api/index.js';
+import { AWAITING_RESTART, keys } from '../../api/index.js';
+import { pool, runnersVmTemplate, vm } from '../../../test/unit/builders.js';
 import { advance, patchToTemplate, rolloutStep } from './rollout.js';
 
 const p = pool();

@@ -5,8 +5,8 @@
  * the rest.
  * @module
  */
-import type { VirtualMachine, VirtualMachinePool } from '../api/index.js';
-import { keys } from '../api/index.js';
+import type { VirtualMachine, VirtualMachinePool } from '../../api/index.js';
+import { keys } from '../../api/index.js';
 import { isUp, stoppedOnPurpose, wantsRunning } from './lifecycle.js';
 import { isTerminating } from './membership.js';
 

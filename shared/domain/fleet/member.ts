@@ -3,9 +3,9 @@
  * members a reconcile creates.
  * @module
  */
-import type { BlockDeviceRef, VirtualMachine, VirtualMachinePool } from '../api/index.js';
-import { API_VERSION, keys } from '../api/index.js';
-import { cloneJson } from './formats/index.js';
+import type { BlockDeviceRef, VirtualMachine, VirtualMachinePool } from '../../api/index.js';
+import { API_VERSION, keys } from '../../api/index.js';
+import { cloneJson } from '../formats/index.js';
 import { nameOf } from './membership.js';
 
 /** How the VM is named: exactly, or by the API server from a prefix. */

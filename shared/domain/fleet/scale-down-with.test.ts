@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { VirtualMachine, VirtualMachinePool } from '../api/index.js';
-import { keys } from '../api/index.js';
-import { pool, vm } from '../../test/unit/builders.js';
+import type { VirtualMachine, VirtualMachinePool } from '../../api/index.js';
+import { keys } from '../../api/index.js';
+import { pool, vm } from '../../../test/unit/builders.js';
 import type { Accepted } from './scale-down-with.js';
 import { EMPTY_TARGETS, planScaleDownWith } from './scale-down-with.js';
 import { recordedRequests, recordedTargets, requestKey, withRequest } from './targets.js';

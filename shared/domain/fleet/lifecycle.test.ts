@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { VirtualMachine } from '../api/index.js';
-import { keys } from '../api/index.js';
-import { at, MINUTE, pool, vm } from '../../test/unit/builders.js';
+import type { VirtualMachine } from '../../api/index.js';
+import { keys } from '../../api/index.js';
+import { at, MINUTE, pool, vm } from '../../../test/unit/builders.js';
 import { disruptionOf, maxUnavailableOf } from './budget.js';
 import { availableAt, runningSince, stoppedOnPurpose, tryingSince } from './lifecycle.js';
 

@@ -5,11 +5,11 @@
  * (who leaves), never in memory, so a crash anywhere resumes the same drain.
  * @module
  */
-import type { VirtualMachine, VirtualMachinePool } from '../api/index.js';
-import { keys } from '../api/index.js';
-import { parseDuration } from './formats/index.js';
+import type { VirtualMachine, VirtualMachinePool } from '../../api/index.js';
+import { keys } from '../../api/index.js';
+import { parseDuration } from '../formats/index.js';
 import { nameOf } from './membership.js';
-import { rfc3339 } from './status.js';
+import { rfc3339 } from '../status.js';
 
 /** The pool's drain timeout in ms; undefined when members are deleted at once (absent, 0, invalid). */
 export function drainTimeoutMs(pool: VirtualMachinePool): number | undefined {

@@ -8,8 +8,8 @@ import type {
   ScaleDownWithBody,
   VirtualMachine,
   VirtualMachinePool,
-} from '../api/index.js';
-import { keys } from '../api/index.js';
+} from '../../api/index.js';
+import { keys } from '../../api/index.js';
 import { isStandby } from './lifecycle.js';
 import { isMember, isTerminating, nameOf } from './membership.js';
 import { isProtected } from './victims.js';

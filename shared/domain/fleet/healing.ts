@@ -3,9 +3,9 @@
  * fails and when the next round may start.
  * @module
  */
-import type { Condition, HealingState } from '../api/index.js';
-import { keys } from '../api/index.js';
-import { rfc3339 } from './status.js';
+import type { Condition, HealingState } from '../../api/index.js';
+import { keys } from '../../api/index.js';
+import { rfc3339 } from '../status.js';
 
 /** What the condition says. */
 export interface HealingFacts {

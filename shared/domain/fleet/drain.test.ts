@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { VirtualMachine } from '../api/index.js';
-import { keys } from '../api/index.js';
-import { at, MINUTE, NOW, pool, SECOND, vm } from '../../test/unit/builders.js';
+import type { VirtualMachine } from '../../api/index.js';
+import { keys } from '../../api/index.js';
+import { at, MINUTE, NOW, pool, SECOND, vm } from '../../../test/unit/builders.js';
 import {
   byCancelOrder,
   cancelDrain,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { keys } from '../api/index.js';
-import { at, disk, HOUR, pool, vm } from '../../test/unit/builders.js';
+import { keys } from '../../api/index.js';
+import { at, disk, HOUR, pool, vm } from '../../../test/unit/builders.js';
 import {
   byAge,
   conditionOf,

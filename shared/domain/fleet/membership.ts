@@ -2,8 +2,13 @@
  * Who belongs to a pool and in what state: the pool-uid label plus the controller ownerReference.
  * @module
  */
-import type { Condition, VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
-import { controllerOf, keys } from '../api/index.js';
+import type {
+  Condition,
+  VirtualDisk,
+  VirtualMachine,
+  VirtualMachinePool,
+} from '../../api/index.js';
+import { controllerOf, keys } from '../../api/index.js';
 
 /** The label selector of a pool's members and disks (also `status.selector`). */
 export function selectorOf(pool: VirtualMachinePool): string {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import type { VirtualMachine } from '../api/index.js';
-import { keys } from '../api/index.js';
-import { at, MINUTE, pool, vm } from '../../test/unit/builders.js';
+import type { VirtualMachine } from '../../api/index.js';
+import { keys } from '../../api/index.js';
+import { at, MINUTE, pool, vm } from '../../../test/unit/builders.js';
 import { nameOf } from './membership.js';
 import type { Candidate, RankingPolicy } from './victims.js';
 import {

@@ -4,8 +4,8 @@
  * or one a user set, which vmpool leaves alone).
  * @module
  */
-import type { VirtualMachine, VirtualMachinePool } from '../api/index.js';
-import { keys } from '../api/index.js';
+import type { VirtualMachine, VirtualMachinePool } from '../../api/index.js';
+import { keys } from '../../api/index.js';
 import { isStandby } from './lifecycle.js';
 
 /** What the standby's state asks of a member's run policy: nothing, stop it, or the template's. */

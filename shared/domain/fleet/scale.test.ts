@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import type { ScaleDownPolicy, VirtualMachine } from '../api/index.js';
-import { at, MINUTE, pool, seededRandom, vm } from '../../test/unit/builders.js';
+import type { ScaleDownPolicy, VirtualMachine } from '../../api/index.js';
+import { at, MINUTE, pool, seededRandom, vm } from '../../../test/unit/builders.js';
 import type { ScaleInput } from './scale.js';
 import { CREATE_BURST, decideScale } from './scale.js';
 import { nameOf } from './membership.js';

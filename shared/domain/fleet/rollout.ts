@@ -3,10 +3,10 @@
  * updated once the platform no longer waits for a restart.
  * @module
  */
-import type { VirtualMachine, VirtualMachineTemplate } from '../api/index.js';
-import { keys } from '../api/index.js';
-import { cloneJson } from './formats/index.js';
-import { awaitingRestart } from './status.js';
+import type { VirtualMachine, VirtualMachineTemplate } from '../../api/index.js';
+import { keys } from '../../api/index.js';
+import { cloneJson } from '../formats/index.js';
+import { awaitingRestart } from '../status.js';
 
 /** What rollout does to one member in this pass. */
 export type RolloutStep = 'patch' | 'advance' | 'none';

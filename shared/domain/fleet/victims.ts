@@ -5,8 +5,8 @@
  * order, ties by name.
  * @module
  */
-import type { ScaleDownPolicy, VirtualMachine } from '../api/index.js';
-import { keys } from '../api/index.js';
+import type { ScaleDownPolicy, VirtualMachine } from '../../api/index.js';
+import { keys } from '../../api/index.js';
 import { createdGeneration, nameOf } from './membership.js';
 
 /** A policy that picks victims (`Explicit` never does). */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { keys } from '../api/index.js';
+import { keys } from '../../api/index.js';
 import { newMember, vmFromTemplate } from './member.js';
-import { pool, runnersVmTemplate } from '../../test/unit/builders.js';
+import { pool, runnersVmTemplate } from '../../../test/unit/builders.js';
 
 describe('vmFromTemplate / newMember', () => {
   const p = pool({

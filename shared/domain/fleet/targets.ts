@@ -3,9 +3,9 @@
  * the keys of the requests carried out.
  * @module
  */
-import type { RecordedTarget, VirtualMachinePool } from '../api/index.js';
-import { RecordedTarget as RecordedTargetModel, keys } from '../api/index.js';
-import { fnv1a } from './formats/index.js';
+import type { RecordedTarget, VirtualMachinePool } from '../../api/index.js';
+import { RecordedTarget as RecordedTargetModel, keys } from '../../api/index.js';
+import { fnv1a } from '../formats/index.js';
 
 /** How many carried-out request keys a pool remembers (a broker redelivers within minutes). */
 export const REMEMBERED_REQUESTS = 32;

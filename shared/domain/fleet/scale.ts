@@ -3,10 +3,10 @@
  * and repeated reconciles agree.
  * @module
  */
-import type { ScaleDownPolicy, VirtualMachine } from '../api/index.js';
+import type { ScaleDownPolicy, VirtualMachine } from '../../api/index.js';
 import { isTerminating, nameOf } from './membership.js';
-import type { Rand } from './formats/index.js';
-import { ALPHABET, VM_SUFFIX, vmName } from './formats/index.js';
+import type { Rand } from '../formats/index.js';
+import { ALPHABET, VM_SUFFIX, vmName } from '../formats/index.js';
 import type { Ranked } from './victims.js';
 import { isProtected, rankVictims } from './victims.js';
 
