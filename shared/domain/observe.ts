@@ -22,7 +22,7 @@ import {
   recordedTargets,
   isProtected,
 } from './fleet/index.js';
-import { attached } from './in-use.js';
+import { attached } from './disks/index.js';
 
 /**
  * What a reconcile read: the pool and every VM and disk carrying its pool-uid label; `vms` may also

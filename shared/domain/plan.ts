@@ -8,7 +8,7 @@
 import type { Intent, PoolStatus } from '../api/index.js';
 import type { Action } from './actions.js';
 import { isFenced } from './actions.js';
-import { bindDisks } from './bind.js';
+import { bindDisks } from './disks/index.js';
 import { decideCount } from './count.js';
 import type { ActionEvent } from './events.js';
 import { decideLeave } from './leave.js';

@@ -8,7 +8,7 @@ import type { Binding, Condition, HealingState, Intent, VirtualMachine } from '.
 import { keys } from '../api/index.js';
 import type { Action, UpdateVm } from './actions.js';
 import { isGate } from './actions.js';
-import type { DiskPlan, Roster } from './bind.js';
+import type { DiskPlan, Roster } from './disks/index.js';
 import type { Count } from './count.js';
 import { isStandby, availableAt, nameOf } from './fleet/index.js';
 import type { Leave } from './leave.js';

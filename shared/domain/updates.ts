@@ -7,7 +7,7 @@
 import type { BlockDeviceRef, DiskTemplate, VirtualDisk, VirtualMachine } from '../api/index.js';
 import { keys } from '../api/index.js';
 import type { DiskUpdateWhy, UpdateDisk, UpdateVm, VmUpdateWhy } from './actions.js';
-import { growthOf, policyOf, poolOwned, stampFree, withSize } from './disks.js';
+import { growthOf, policyOf, poolOwned, stampFree, withSize } from './disks/index.js';
 import {
   cancelDrain,
   isDraining,

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
-import { keys } from '../api/index.js';
-import type { Action } from './actions.js';
+import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../../api/index.js';
+import { keys } from '../../api/index.js';
+import type { Action } from '../actions.js';
 import { attached, freesDisks, referencedBy } from './in-use.js';
-import { observe } from './observe.js';
-import type { Plan } from './plan.js';
-import { plan } from './plan.js';
+import { observe } from '../observe.js';
+import type { Plan } from '../plan.js';
+import { plan } from '../plan.js';
 import { pruneDisks } from './prune.js';
 import {
   HOUR,
@@ -18,7 +18,7 @@ import {
   seededRandom,
   steady,
   vm,
-} from '../../test/unit/builders.js';
+} from '../../../test/unit/builders.js';
 
 const of = <K extends Action['kind']>(pl: Plan, kind: K) =>
   pl.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);

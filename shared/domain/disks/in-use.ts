@@ -6,8 +6,8 @@
  * ({@link freesDisks}), so a pool that frees, binds and deletes no disk pays nothing for them.
  * @module
  */
-import type { VirtualDisk, VirtualMachine } from '../api/index.js';
-import type { Action } from './actions.js';
+import type { VirtualDisk, VirtualMachine } from '../../api/index.js';
+import type { Action } from '../actions.js';
 import { diskRefs } from './disks.js';
 
 /**

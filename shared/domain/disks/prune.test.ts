@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { observe } from './observe.js';
+import { observe } from '../observe.js';
 import { pruneDisks } from './prune.js';
-import { disk, observed, pool, runnersDiskTemplates, steady } from '../../test/unit/builders.js';
+import { disk, observed, pool, runnersDiskTemplates, steady } from '../../../test/unit/builders.js';
 
 describe('pruneDisks', () => {
   const withOld = () =>

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import type { BlockDeviceRef, DiskTemplate, VirtualDisk } from '../api/index.js';
-import { API_VERSION, keys } from '../api/index.js';
+import type { BlockDeviceRef, DiskTemplate, VirtualDisk } from '../../api/index.js';
+import { API_VERSION, keys } from '../../api/index.js';
 import {
   at,
   disk,
@@ -10,7 +10,7 @@ import {
   pool,
   runnersDiskTemplates,
   vm,
-} from '../../test/unit/builders.js';
+} from '../../../test/unit/builders.js';
 import {
   diskRefs,
   diskSize,
@@ -24,7 +24,7 @@ import {
   slotsOf,
   rankFree,
 } from './disks.js';
-import { nameOf } from './fleet/index.js';
+import { nameOf } from '../fleet/index.js';
 
 const p = pool();
 const [rootT, cacheT] = runnersDiskTemplates() as [DiskTemplate, DiskTemplate];

@@ -5,12 +5,12 @@
  * pool-uid label alone is anybody's to set.
  * @module
  */
-import type { BlockDeviceRef, VirtualDisk } from '../api/index.js';
-import { controllerOf } from '../api/index.js';
-import type { DeleteDisk } from './actions.js';
+import type { BlockDeviceRef, VirtualDisk } from '../../api/index.js';
+import { controllerOf } from '../../api/index.js';
+import type { DeleteDisk } from '../actions.js';
 import { policyOf, poolOwned } from './disks.js';
-import { nameOf } from './fleet/index.js';
-import type { View } from './observe.js';
+import { nameOf } from '../fleet/index.js';
+import type { View } from '../observe.js';
 
 /** The pruning decisions: deletes, members' refs with removed-template disks detached, warnings. */
 export interface Pruned {

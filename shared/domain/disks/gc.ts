@@ -5,12 +5,12 @@
  * loses nothing.
  * @module
  */
-import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
-import { keys } from '../api/index.js';
+import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../../api/index.js';
+import { keys } from '../../api/index.js';
 import { freedAt, policyOf, poolOwned, reusable } from './disks.js';
-import { parseDuration } from './formats/index.js';
+import { parseDuration } from '../formats/index.js';
 import { attached, referencedBy } from './in-use.js';
-import { byPool, isTerminating, nameOf, poolKey } from './fleet/index.js';
+import { byPool, isTerminating, nameOf, poolKey } from '../fleet/index.js';
 
 /** A disk to delete, with the preconditions that make the delete safe. */
 export interface Collect {

@@ -3,10 +3,10 @@
  * restored backup): one keeps it, the others get another disk in the same slot.
  * @module
  */
-import type { VirtualMachine } from '../api/index.js';
-import { BLOCK_DEVICES_READY } from '../api/index.js';
+import type { VirtualMachine } from '../../api/index.js';
+import { BLOCK_DEVICES_READY } from '../../api/index.js';
 import type { RefSlot } from './disks.js';
-import { conditionOf, nameOf } from './fleet/index.js';
+import { conditionOf, nameOf } from '../fleet/index.js';
 
 /**
  * For each member that loses a shared disk, the disks it loses. The member whose block devices are

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import type { DiskTemplate, VirtualDisk, VirtualMachinePool } from '../api/index.js';
-import { keys } from '../api/index.js';
+import type { DiskTemplate, VirtualDisk, VirtualMachinePool } from '../../api/index.js';
+import { keys } from '../../api/index.js';
 import {
   at,
   disk,
@@ -11,7 +11,7 @@ import {
   pool,
   runnersDiskTemplates,
   vm,
-} from '../../test/unit/builders.js';
+} from '../../../test/unit/builders.js';
 import { collectNamespaces, planGc, usedDisks } from './gc.js';
 
 function poolWith(

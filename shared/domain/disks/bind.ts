@@ -10,10 +10,10 @@ import type {
   DiskTemplate,
   VirtualDisk,
   VirtualMachine,
-} from '../api/index.js';
-import { keys } from '../api/index.js';
-import type { ClaimDisk, CreateDisk, CreateVm, DeleteDisk } from './actions.js';
-import { asStandby, newMember, nameOf } from './fleet/index.js';
+} from '../../api/index.js';
+import { keys } from '../../api/index.js';
+import type { ClaimDisk, CreateDisk, CreateVm, DeleteDisk } from '../actions.js';
+import { asStandby, newMember, nameOf } from '../fleet/index.js';
 import type { RefSlot } from './disks.js';
 import {
   diskRefs,
@@ -34,10 +34,10 @@ import {
   deleteDiskName,
   isRetainDiskName,
   retainDiskName,
-} from './formats/index.js';
+} from '../formats/index.js';
 import { collisionLosers } from './collisions.js';
-import type { Rand } from './formats/index.js';
-import type { View } from './observe.js';
+import type { Rand } from '../formats/index.js';
+import type { View } from '../observe.js';
 import { pruneDisks } from './prune.js';
 
 /** The disk decisions of one plan. */

@@ -11,10 +11,10 @@ import type {
   VirtualDisk,
   VirtualMachine,
   VirtualMachinePool,
-} from '../api/index.js';
-import { API_VERSION, keys } from '../api/index.js';
-import { cloneJson, deleteDiskName, isRetainDiskName, quantityValue } from './formats/index.js';
-import { isTerminating, nameOf, ownedBy } from './fleet/index.js';
+} from '../../api/index.js';
+import { API_VERSION, keys } from '../../api/index.js';
+import { cloneJson, deleteDiskName, isRetainDiskName, quantityValue } from '../formats/index.js';
+import { isTerminating, nameOf, ownedBy } from '../fleet/index.js';
 
 /** The reclaim policy of a template (Delete when unset). */
 export function policyOf(t: DiskTemplate): 'Delete' | 'Retain' {

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { keys } from '../api/index.js';
+import { keys } from '../../api/index.js';
 import type { DiskPlan } from './bind.js';
 import { bindDisks } from './bind.js';
-import { decideCount } from './count.js';
-import type { Observed } from './observe.js';
-import { observe } from './observe.js';
+import { decideCount } from '../count.js';
+import type { Observed } from '../observe.js';
+import { observe } from '../observe.js';
 import {
   at,
   disk,
@@ -14,7 +14,7 @@ import {
   seededRandom,
   steady,
   vm,
-} from '../../test/unit/builders.js';
+} from '../../../test/unit/builders.js';
 
 function bind(obs: Observed, seed = 1): DiskPlan {
   const view = observe(obs);
