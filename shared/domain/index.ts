@@ -3,16 +3,13 @@
  * @module
  */
 export * from './actions.js';
-export * from './admission.js';
+export * from './admission/index.js';
 export * from './blocked.js';
 export * from './disks/index.js';
 export * from './formats/index.js';
 export * from './fleet/index.js';
-export * from './growth.js';
 export * from './malformed.js';
 export * from './plan.js';
 export * from './status.js';
-export * from './target-admission.js';
-export * from './validation.js';
 export * from './preview.js';
 export * from './events.js';

@@ -7,7 +7,10 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { POOL_PATH, SCALE_PATH } from '../../functions/scale-validate/app.js';
-import { explicitReplicasMessage, explicitScaleMessage } from '../../shared/domain/admission.js';
+import {
+  explicitReplicasMessage,
+  explicitScaleMessage,
+} from '../../shared/domain/admission/admission.js';
 import { GROUP, VERSION, keys } from '../../shared/api/index.js';
 import { startApiserverFacing, reportLatency, type ApiserverFacing } from './apiserver-facing.js';
 import { cluster, create, dropNamespace, functionKube, newNamespace, read } from './harness.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { DiskTemplate, VirtualMachinePool } from '../api/index.js';
-import { celMessages } from '../api/index.js';
-import { pool, runnersVmTemplate } from '../../test/unit/builders.js';
+import type { DiskTemplate, VirtualMachinePool } from '../../api/index.js';
+import { celMessages } from '../../api/index.js';
+import { pool, runnersVmTemplate } from '../../../test/unit/builders.js';
 import { nameTooLong, validatePool } from './validation.js';
 
 const REFS = 'spec.virtualMachineTemplate.spec.blockDeviceRefs';

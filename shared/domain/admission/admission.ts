@@ -3,11 +3,11 @@
  * (an answer, a dry-run of the template's VM, a read of the pool) and the processor fetches it.
  * @module
  */
-import type { AdmissionRequest, VirtualMachine, VirtualMachinePool } from '../api/index.js';
-import { VirtualMachinePool as PoolModel, Scale, parseWith } from '../api/index.js';
-import { forbiddenMessage, refusedByRbac } from './blocked.js';
-import { canonicalJson } from './formats/index.js';
-import { vmFromTemplate, recordedTargets } from './fleet/index.js';
+import type { AdmissionRequest, VirtualMachine, VirtualMachinePool } from '../../api/index.js';
+import { VirtualMachinePool as PoolModel, Scale, parseWith } from '../../api/index.js';
+import { forbiddenMessage, refusedByRbac } from '../blocked.js';
+import { canonicalJson } from '../formats/index.js';
+import { vmFromTemplate, recordedTargets } from '../fleet/index.js';
 import { sizeDecrease, validatePool } from './validation.js';
 
 /** The verdict of an admission check. */

@@ -2,9 +2,9 @@
  * Validation of a pool at admission, with the reference's messages where it has them.
  * @module
  */
-import type { DiskTemplate, VirtualMachinePool } from '../api/index.js';
-import { celMessages } from '../api/index.js';
-import { parseDuration, MAX_POOL_NAME, quantityValue } from './formats/index.js';
+import type { DiskTemplate, VirtualMachinePool } from '../../api/index.js';
+import { celMessages } from '../../api/index.js';
+import { parseDuration, MAX_POOL_NAME, quantityValue } from '../formats/index.js';
 
 /** One reason a pool is refused. */
 export interface Violation {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { AdmissionRequest, RecordedTarget, VirtualMachinePool } from '../api/index.js';
-import { MAX_TARGETS, keys } from '../api/index.js';
-import { pool, vm } from '../../test/unit/builders.js';
+import type { AdmissionRequest, RecordedTarget, VirtualMachinePool } from '../../api/index.js';
+import { MAX_TARGETS, keys } from '../../api/index.js';
+import { pool, vm } from '../../../test/unit/builders.js';
 import { explicitReplicasMessage } from './admission.js';
 import type { ReadTargets } from './target-admission.js';
 import {

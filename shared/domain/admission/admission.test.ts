@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { RecordedTarget, ScaleDownPolicy, VirtualMachinePool } from '../api/index.js';
-import { keys } from '../api/index.js';
-import { pool } from '../../test/unit/builders.js';
+import type { RecordedTarget, ScaleDownPolicy, VirtualMachinePool } from '../../api/index.js';
+import { keys } from '../../api/index.js';
+import { pool } from '../../../test/unit/builders.js';
 import {
   admitRequest,
   afterDryRun,

@@ -4,7 +4,7 @@
  * is caught before it costs the API server thousands of VMs.
  * @module
  */
-import type { AdmissionRequest } from '../api/index.js';
+import type { AdmissionRequest } from '../../api/index.js';
 
 /** The ceiling when none is configured: well above any pool this project measured, far below harm. */
 export const DEFAULT_MAX_REPLICAS = 10_000;

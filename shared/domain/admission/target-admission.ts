@@ -11,12 +11,12 @@ import type {
   RecordedTarget,
   VirtualMachine,
   VirtualMachinePool,
-} from '../api/index.js';
-import { MAX_TARGETS, VirtualMachinePool as PoolModel, keys, parseWith } from '../api/index.js';
+} from '../../api/index.js';
+import { MAX_TARGETS, VirtualMachinePool as PoolModel, keys, parseWith } from '../../api/index.js';
 import type { AdmissionStep, CallOutcome } from './admission.js';
 import { admitRequest, explicitReplicasMessage } from './admission.js';
-import { forbiddenMessage, refusedByRbac } from './blocked.js';
-import { isStandby, isMember, isTerminating, recordedTargets } from './fleet/index.js';
+import { forbiddenMessage, refusedByRbac } from '../blocked.js';
+import { isStandby, isMember, isTerminating, recordedTargets } from '../fleet/index.js';
 
 /**
  * Who may add targets: the username the API server reports for scale-down-with's writes, or
