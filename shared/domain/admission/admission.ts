@@ -5,7 +5,7 @@
  */
 import type { AdmissionRequest, VirtualMachine, VirtualMachinePool } from '../../api/index.js';
 import { VirtualMachinePool as PoolModel, Scale, parseWith } from '../../api/index.js';
-import { forbiddenMessage, refusedByRbac } from '../blocked.js';
+import { forbiddenMessage, refusedByRbac } from '../plan/index.js';
 import { canonicalJson } from '../formats/index.js';
 import { vmFromTemplate, recordedTargets } from '../fleet/index.js';
 import { sizeDecrease, validatePool } from './validation.js';

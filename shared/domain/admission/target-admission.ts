@@ -15,7 +15,7 @@ import type {
 import { MAX_TARGETS, VirtualMachinePool as PoolModel, keys, parseWith } from '../../api/index.js';
 import type { AdmissionStep, CallOutcome } from './admission.js';
 import { admitRequest, explicitReplicasMessage } from './admission.js';
-import { forbiddenMessage, refusedByRbac } from '../blocked.js';
+import { forbiddenMessage, refusedByRbac } from '../plan/index.js';
 import { isStandby, isMember, isTerminating, recordedTargets } from '../fleet/index.js';
 
 /**

@@ -2,9 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { keys } from '../../api/index.js';
 import type { DiskPlan } from './bind.js';
 import { bindDisks } from './bind.js';
-import { decideCount } from '../count.js';
-import type { Observed } from '../observe.js';
-import { observe } from '../observe.js';
+import { decideCount, observe } from '../plan/index.js';
+import type { Observed } from '../plan/index.js';
 import {
   at,
   disk,

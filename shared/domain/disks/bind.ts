@@ -12,7 +12,7 @@ import type {
   VirtualMachine,
 } from '../../api/index.js';
 import { keys } from '../../api/index.js';
-import type { ClaimDisk, CreateDisk, CreateVm, DeleteDisk } from '../actions.js';
+import type { ClaimDisk, CreateDisk, CreateVm, DeleteDisk, View } from '../plan/index.js';
 import { asStandby, newMember, nameOf } from '../fleet/index.js';
 import type { RefSlot } from './disks.js';
 import {
@@ -37,7 +37,6 @@ import {
 } from '../formats/index.js';
 import { collisionLosers } from './collisions.js';
 import type { Rand } from '../formats/index.js';
-import type { View } from '../observe.js';
 import { pruneDisks } from './prune.js';
 
 /** The disk decisions of one plan. */

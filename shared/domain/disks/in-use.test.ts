@@ -1,11 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../../api/index.js';
 import { keys } from '../../api/index.js';
-import type { Action } from '../actions.js';
+import type { Action, Plan } from '../plan/index.js';
 import { attached, freesDisks, referencedBy } from './in-use.js';
-import { observe } from '../observe.js';
-import type { Plan } from '../plan.js';
-import { plan } from '../plan.js';
+import { observe, plan } from '../plan/index.js';
 import { pruneDisks } from './prune.js';
 import {
   HOUR,

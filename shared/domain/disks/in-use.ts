@@ -7,7 +7,7 @@
  * @module
  */
 import type { VirtualDisk, VirtualMachine } from '../../api/index.js';
-import type { Action } from '../actions.js';
+import type { Action } from '../plan/index.js';
 import { diskRefs } from './disks.js';
 
 /**

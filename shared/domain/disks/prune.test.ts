@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { observe } from '../observe.js';
+import { observe } from '../plan/index.js';
 import { pruneDisks } from './prune.js';
 import { disk, observed, pool, runnersDiskTemplates, steady } from '../../../test/unit/builders.js';
 

@@ -7,10 +7,9 @@
  */
 import type { BlockDeviceRef, VirtualDisk } from '../../api/index.js';
 import { controllerOf } from '../../api/index.js';
-import type { DeleteDisk } from '../actions.js';
+import type { DeleteDisk, View } from '../plan/index.js';
 import { policyOf, poolOwned } from './disks.js';
 import { nameOf } from '../fleet/index.js';
-import type { View } from '../observe.js';
 
 /** The pruning decisions: deletes, members' refs with removed-template disks detached, warnings. */
 export interface Pruned {

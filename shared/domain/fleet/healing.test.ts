@@ -13,10 +13,9 @@ import {
   seededRandom,
   steady,
 } from '../../../test/unit/builders.js';
-import type { Action } from '../actions.js';
+import type { Action, Plan } from '../plan/index.js';
 import { maxUnavailableOf, maxUnhealthyOf } from './budget.js';
-import type { Plan } from '../plan.js';
-import { plan } from '../plan.js';
+import { plan } from '../plan/index.js';
 
 const of = <K extends Action['kind']>(pl: Plan, kind: K) =>
   pl.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);

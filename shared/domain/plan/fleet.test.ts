@@ -4,11 +4,19 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import type { ScaleDownPolicy, VirtualMachine } from '../api/index.js';
-import { keys } from '../api/index.js';
-import { at, MINUTE, NOW, SECOND, pool, seededRandom, steady } from '../../test/unit/builders.js';
-import type { World } from '../../test/unit/world.js';
-import { annotate, apply, converge, observedOf, scale } from '../../test/unit/world.js';
+import type { ScaleDownPolicy, VirtualMachine } from '../../api/index.js';
+import { keys } from '../../api/index.js';
+import {
+  at,
+  MINUTE,
+  NOW,
+  SECOND,
+  pool,
+  seededRandom,
+  steady,
+} from '../../../test/unit/builders.js';
+import type { World } from '../../../test/unit/world.js';
+import { annotate, apply, converge, observedOf, scale } from '../../../test/unit/world.js';
 import type { Action } from './actions.js';
 import { isFenced } from './actions.js';
 import {
@@ -17,9 +25,9 @@ import {
   recordedTargets,
   isProtected,
   rankVictims,
-} from './fleet/index.js';
-import type { Plan } from './plan.js';
-import { plan } from './plan.js';
+} from '../fleet/index.js';
+import type { Plan } from './index.js';
+import { plan } from './index.js';
 
 const of = <K extends Action['kind']>(pl: Plan, kind: K) =>
   pl.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);

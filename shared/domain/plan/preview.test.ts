@@ -1,9 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import type { ScaleDownPolicy, VirtualMachine } from '../api/index.js';
-import { keys } from '../api/index.js';
-import { at, MINUTE, NOW, observed, pool, seededRandom, steady } from '../../test/unit/builders.js';
-import { plan } from './plan.js';
+import type { ScaleDownPolicy, VirtualMachine } from '../../api/index.js';
+import { keys } from '../../api/index.js';
+import {
+  at,
+  MINUTE,
+  NOW,
+  observed,
+  pool,
+  seededRandom,
+  steady,
+} from '../../../test/unit/builders.js';
+import { plan } from './index.js';
 import { previewVictims } from './preview.js';
 
 type Member = ReturnType<typeof steady>;

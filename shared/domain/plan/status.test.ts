@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Condition, VirtualMachine, VirtualMachinePool } from '../api/index.js';
-import { AWAITING_RESTART, keys } from '../api/index.js';
-import { at, HOUR, NOW, pool, vm } from '../../test/unit/builders.js';
+import type { Condition, VirtualMachine, VirtualMachinePool } from '../../api/index.js';
+import { AWAITING_RESTART, keys } from '../../api/index.js';
+import { at, HOUR, NOW, pool, vm } from '../../../test/unit/builders.js';
 import {
   awaitingRestart,
   computeStatus,

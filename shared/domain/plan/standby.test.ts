@@ -5,15 +5,15 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { keys } from '../api/index.js';
-import { MINUTE, NOW, pool, seededRandom } from '../../test/unit/builders.js';
-import type { World } from '../../test/unit/world.js';
-import { applyAction, converge, observedOf, readOf, scale } from '../../test/unit/world.js';
+import { keys } from '../../api/index.js';
+import { MINUTE, NOW, pool, seededRandom } from '../../../test/unit/builders.js';
+import type { World } from '../../../test/unit/world.js';
+import { applyAction, converge, observedOf, readOf, scale } from '../../../test/unit/world.js';
 import type { Action } from './actions.js';
 import { isFenced, isGate } from './actions.js';
-import { isStandby, nameOf, planScaleDownWith } from './fleet/index.js';
-import type { Plan } from './plan.js';
-import { plan } from './plan.js';
+import { isStandby, nameOf, planScaleDownWith } from '../fleet/index.js';
+import type { Plan } from './index.js';
+import { plan } from './index.js';
 
 const later = (ms: number): Date => new Date(NOW.getTime() + ms);
 const updates = (pl: Plan) =>

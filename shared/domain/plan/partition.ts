@@ -5,8 +5,8 @@
  * slot twice while a label flip is on its way.
  * @module
  */
-import type { VirtualMachine } from '../api/index.js';
-import { isStandby, isTerminating, nameOf } from './fleet/index.js';
+import type { VirtualMachine } from '../../api/index.js';
+import { isStandby, isTerminating, nameOf } from '../fleet/index.js';
 import type { MemberRef, Replacement, View } from './observe.js';
 
 /** A view split into the replicas and the standby. */

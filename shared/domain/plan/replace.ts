@@ -7,7 +7,7 @@
  * members are never replaced; members stopped on purpose are never unhealthy.
  * @module
  */
-import type { HealingState, VirtualMachine, Condition } from '../api/index.js';
+import type { HealingState, VirtualMachine, Condition } from '../../api/index.js';
 import {
   disruptionLoad,
   disruptionOf,
@@ -22,9 +22,9 @@ import {
   isTerminating,
   nameOf,
   isProtected,
-} from './fleet/index.js';
+} from '../fleet/index.js';
 import type { Departure } from './count.js';
-import { parseDuration } from './formats/index.js';
+import { parseDuration } from '../formats/index.js';
 import type { ActionEvent } from './events.js';
 import type { View } from './observe.js';
 import { rfc3339 } from './status.js';

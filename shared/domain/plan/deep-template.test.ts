@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import type { VirtualMachinePool } from '../api/index.js';
-import { NOW, pool, runnersVmTemplate, seededRandom } from '../../test/unit/builders.js';
-import { canonicalJson, templateHash, cloneJson } from './formats/index.js';
-import { plan } from './plan.js';
+import type { VirtualMachinePool } from '../../api/index.js';
+import { NOW, pool, runnersVmTemplate, seededRandom } from '../../../test/unit/builders.js';
+import { canonicalJson, templateHash, cloneJson } from '../formats/index.js';
+import { plan } from './index.js';
 import {
   decidePoolWrite,
   MAX_TEMPLATE_DEPTH,
   nestsDeeperThan,
   tooDeepMessage,
   validatePool,
-} from './admission/index.js';
+} from '../admission/index.js';
 
 /** `levels` objects nested in one another, `leaf` at the bottom; `reversed` inserts keys the other way. */
 function nested(levels: number, leaf: unknown = 'bottom', reversed = false): unknown {

@@ -2,11 +2,19 @@
  * `spec.paused` and `spec.minReadySeconds` through whole plans.
  */
 import { describe, expect, it } from 'vitest';
-import { at, MINUTE, NOW, SECOND, pool, seededRandom, steady } from '../../test/unit/builders.js';
-import type { World } from '../../test/unit/world.js';
-import { converge, observedOf, scale } from '../../test/unit/world.js';
-import { plan } from './plan.js';
-import { planScaleDownWith } from './fleet/index.js';
+import {
+  at,
+  MINUTE,
+  NOW,
+  SECOND,
+  pool,
+  seededRandom,
+  steady,
+} from '../../../test/unit/builders.js';
+import type { World } from '../../../test/unit/world.js';
+import { converge, observedOf, scale } from '../../../test/unit/world.js';
+import { plan } from './index.js';
+import { planScaleDownWith } from '../fleet/index.js';
 
 const later = (ms: number): Date => new Date(NOW.getTime() + ms);
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { keys } from '../api/index.js';
+import { keys } from '../../api/index.js';
 import { observe } from './observe.js';
-import { at, disk, HOUR, observed, pool, steady, vm } from '../../test/unit/builders.js';
+import { at, disk, HOUR, observed, pool, steady, vm } from '../../../test/unit/builders.js';
 
 describe('observe', () => {
   it('sorts members into live and leaving and the disks they hold', () => {

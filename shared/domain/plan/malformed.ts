@@ -3,8 +3,8 @@
  * those pools say about them. Every other pool goes on as if they were not there.
  * @module
  */
-import type { Malformed, VirtualMachine } from '../api/index.js';
-import { keys } from '../api/index.js';
+import type { Malformed, VirtualMachine } from '../../api/index.js';
+import { keys } from '../../api/index.js';
 
 /**
  * `Synced=False` reason: an object that claims the pool does not parse, so vmpool cannot see the

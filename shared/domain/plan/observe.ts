@@ -10,9 +10,9 @@ import type {
   VirtualDisk,
   VirtualMachine,
   VirtualMachinePool,
-} from '../api/index.js';
-import { keys } from '../api/index.js';
-import { templateHash } from './formats/index.js';
+} from '../../api/index.js';
+import { keys } from '../../api/index.js';
+import { templateHash } from '../formats/index.js';
 import {
   isStandby,
   isMember,
@@ -21,8 +21,8 @@ import {
   CREATE_BURST,
   recordedTargets,
   isProtected,
-} from './fleet/index.js';
-import { attached } from './disks/index.js';
+} from '../fleet/index.js';
+import { attached } from '../disks/index.js';
 
 /**
  * What a reconcile read: the pool and every VM and disk carrying its pool-uid label; `vms` may also

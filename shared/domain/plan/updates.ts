@@ -4,10 +4,10 @@
  * size grown to the template's.
  * @module
  */
-import type { BlockDeviceRef, DiskTemplate, VirtualDisk, VirtualMachine } from '../api/index.js';
-import { keys } from '../api/index.js';
+import type { BlockDeviceRef, DiskTemplate, VirtualDisk, VirtualMachine } from '../../api/index.js';
+import { keys } from '../../api/index.js';
 import type { DiskUpdateWhy, UpdateDisk, UpdateVm, VmUpdateWhy } from './actions.js';
-import { growthOf, policyOf, poolOwned, stampFree, withSize } from './disks/index.js';
+import { growthOf, policyOf, poolOwned, stampFree, withSize } from '../disks/index.js';
 import {
   cancelDrain,
   isDraining,
@@ -20,7 +20,7 @@ import {
   advance,
   patchToTemplate,
   rolloutStep,
-} from './fleet/index.js';
+} from '../fleet/index.js';
 import type { View } from './observe.js';
 import { rfc3339 } from './status.js';
 

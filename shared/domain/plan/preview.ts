@@ -4,8 +4,8 @@
  * preview cannot disagree with what happens.
  * @module
  */
-import type { ScaleDownPolicy } from '../api/index.js';
-import { keys } from '../api/index.js';
+import type { ScaleDownPolicy } from '../../api/index.js';
+import { keys } from '../../api/index.js';
 import { recordedLeavers } from './count.js';
 import {
   isDraining,
@@ -14,11 +14,11 @@ import {
   isProtected,
   nodeOf,
   rankVictims,
-} from './fleet/index.js';
+} from '../fleet/index.js';
 import type { Observed } from './observe.js';
 import { observe } from './observe.js';
 import { splitStandby } from './partition.js';
-import type { RankReason, Ranked } from './fleet/index.js';
+import type { RankReason, Ranked } from '../fleet/index.js';
 
 /** One member a scale-down would take, in order. */
 export interface VictimPreview {

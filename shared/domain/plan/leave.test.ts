@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { keys } from '../api/index.js';
-import { at, MINUTE, NOW, observed, pool, seededRandom, steady } from '../../test/unit/builders.js';
+import { keys } from '../../api/index.js';
+import {
+  at,
+  MINUTE,
+  NOW,
+  observed,
+  pool,
+  seededRandom,
+  steady,
+} from '../../../test/unit/builders.js';
 import { decideCount } from './count.js';
 import { decideLeave } from './leave.js';
 import { observe } from './observe.js';

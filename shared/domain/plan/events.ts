@@ -2,9 +2,9 @@
  * The Events recorded about actions, in the reference's words where it has them.
  * @module
  */
-import { keys } from '../api/index.js';
+import { keys } from '../../api/index.js';
 import type { Action, DeleteDisk, DeleteVm, UpdateVm } from './actions.js';
-import type { VirtualDisk } from '../api/index.js';
+import type { VirtualDisk } from '../../api/index.js';
 
 /** An events.k8s.io Event about an action. */
 export interface ActionEvent {

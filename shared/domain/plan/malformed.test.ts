@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Malformed } from '../api/index.js';
-import { VirtualMachine, keys, malformedOf } from '../api/index.js';
-import { NOW, pool, vm } from '../../test/unit/builders.js';
+import type { Malformed } from '../../api/index.js';
+import { VirtualMachine, keys, malformedOf } from '../../api/index.js';
+import { NOW, pool, vm } from '../../../test/unit/builders.js';
 import { blockingCondition, blockedStatus, holdBlocked } from './blocked.js';
 import {
   MALFORMED_MEMBER,

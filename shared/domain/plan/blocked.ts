@@ -3,8 +3,8 @@
  * the API server refuses vmpool's own writes. The `Synced` condition says why and what fixes it.
  * @module
  */
-import type { Condition, PoolStatus, VirtualMachinePool } from '../api/index.js';
-import { canonicalJson } from './formats/index.js';
+import type { Condition, PoolStatus, VirtualMachinePool } from '../../api/index.js';
+import { canonicalJson } from '../formats/index.js';
 import { MALFORMED_MEMBER } from './malformed.js';
 import { normalizeIntent, rfc3339 } from './status.js';
 

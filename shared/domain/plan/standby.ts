@@ -6,13 +6,13 @@
  * replicas first); here they only leave the standby.
  * @module
  */
-import type { VirtualMachine, VirtualMachinePool } from '../api/index.js';
-import { keys } from '../api/index.js';
+import type { VirtualMachine, VirtualMachinePool } from '../../api/index.js';
+import { keys } from '../../api/index.js';
 import type { DeleteVm } from './actions.js';
 import { resourceVersionOf } from './actions.js';
 import type { Departure } from './count.js';
-import { isTerminating, nameOf, freshNames, isProtected } from './fleet/index.js';
-import type { Rand } from './formats/index.js';
+import { isTerminating, nameOf, freshNames, isProtected } from '../fleet/index.js';
+import type { Rand } from '../formats/index.js';
 import type { MemberRef } from './observe.js';
 import type { Split } from './partition.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { PoolStatus } from '../api/index.js';
-import { NOW, at, pool } from '../../test/unit/builders.js';
+import type { PoolStatus } from '../../api/index.js';
+import { NOW, at, pool } from '../../../test/unit/builders.js';
 import {
   FORBIDDEN,
   INTENT_NOT_PERSISTED,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { keys } from '../api/index.js';
+import { keys } from '../../api/index.js';
 import { decideCount } from './count.js';
 import { observe } from './observe.js';
 import {
@@ -10,7 +10,7 @@ import {
   pool,
   seededRandom,
   steady,
-} from '../../test/unit/builders.js';
+} from '../../../test/unit/builders.js';
 
 const names = (xs: readonly { name: string }[]) => xs.map((x) => x.name);
 

@@ -5,15 +5,15 @@
  * delete) → standby → bind disks → updates → order and status (roster.ts).
  * @module
  */
-import type { Intent, PoolStatus } from '../api/index.js';
+import type { Intent, PoolStatus } from '../../api/index.js';
 import type { Action } from './actions.js';
 import { isFenced } from './actions.js';
-import { bindDisks } from './disks/index.js';
+import { bindDisks } from '../disks/index.js';
 import { decideCount } from './count.js';
 import type { ActionEvent } from './events.js';
 import { decideLeave } from './leave.js';
-import { nameOf } from './fleet/index.js';
-import type { Rand } from './formats/index.js';
+import { nameOf } from '../fleet/index.js';
+import type { Rand } from '../formats/index.js';
 import type { Observed } from './observe.js';
 import { observe } from './observe.js';
 import type { Split } from './partition.js';
@@ -24,8 +24,17 @@ import { decideStandby } from './standby.js';
 import { computeStatus, sameStatus } from './status.js';
 import { memberUpdates } from './updates.js';
 
-export type { Observed } from './observe.js';
-export { newMember } from './fleet/index.js';
+export * from './actions.js';
+export * from './blocked.js';
+export * from './events.js';
+export * from './malformed.js';
+export * from './preview.js';
+export * from './status.js';
+export type { MemberRef, Observed, View } from './observe.js';
+export { observe } from './observe.js';
+export type { Departure } from './count.js';
+export { decideCount } from './count.js';
+export { newMember } from '../fleet/index.js';
 
 /** What a reconcile should do. */
 export interface Plan {

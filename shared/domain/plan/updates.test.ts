@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { keys } from '../api/index.js';
+import { keys } from '../../api/index.js';
 import { observe } from './observe.js';
 import { diskUpdates, memberUpdates } from './updates.js';
-import { at, disk, MINUTE, NOW, observed, pool, steady } from '../../test/unit/builders.js';
+import { at, disk, MINUTE, NOW, observed, pool, steady } from '../../../test/unit/builders.js';
 
 describe('memberUpdates', () => {
   it('writes new refs and the rollout patch in one update', () => {

@@ -7,8 +7,8 @@
 import type { DeleteVm, UpdateVm } from './actions.js';
 import { resourceVersionOf } from './actions.js';
 import type { Departure } from './count.js';
-import type { DrainStep } from './fleet/index.js';
-import { drainStep, drainTimeoutMs, requestDrain, nameOf } from './fleet/index.js';
+import type { DrainStep } from '../fleet/index.js';
+import { drainStep, drainTimeoutMs, requestDrain, nameOf } from '../fleet/index.js';
 import type { View } from './observe.js';
 
 /** The leaving decisions of one plan. */

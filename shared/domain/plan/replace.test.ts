@@ -2,8 +2,8 @@
  * Self-healing, member lifetime and the disruption budget through whole plans.
  */
 import { describe, expect, it } from 'vitest';
-import type { VirtualMachinePool } from '../api/index.js';
-import { keys } from '../api/index.js';
+import type { VirtualMachinePool } from '../../api/index.js';
+import { keys } from '../../api/index.js';
 import {
   at,
   MINUTE,
@@ -13,10 +13,10 @@ import {
   pool,
   seededRandom,
   steady,
-} from '../../test/unit/builders.js';
+} from '../../../test/unit/builders.js';
 import type { Action } from './actions.js';
-import type { Plan } from './plan.js';
-import { plan } from './plan.js';
+import type { Plan } from './index.js';
+import { plan } from './index.js';
 import { backoffMs } from './replace.js';
 
 const later = (ms: number): Date => new Date(NOW.getTime() + ms);

@@ -4,8 +4,8 @@
  * is chosen again among the others, a protected scaledownwith target waits.
  * @module
  */
-import type { VirtualMachine } from '../api/index.js';
-import { keys } from '../api/index.js';
+import type { VirtualMachine } from '../../api/index.js';
+import { keys } from '../../api/index.js';
 import {
   byCancelOrder,
   drainTimeoutMs,
@@ -14,8 +14,8 @@ import {
   decideScale,
   deletionCost,
   isProtected,
-} from './fleet/index.js';
-import type { Rand } from './formats/index.js';
+} from '../fleet/index.js';
+import type { Rand } from '../formats/index.js';
 import type { MemberRef, View } from './observe.js';
 
 /** A live member that leaves, and on whose account (a scale-down, scaledownwith, a replacement). */

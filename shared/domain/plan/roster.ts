@@ -4,13 +4,13 @@
  * the facts status reports.
  * @module
  */
-import type { Binding, Condition, HealingState, Intent, VirtualMachine } from '../api/index.js';
-import { keys } from '../api/index.js';
+import type { Binding, Condition, HealingState, Intent, VirtualMachine } from '../../api/index.js';
+import { keys } from '../../api/index.js';
 import type { Action, UpdateVm } from './actions.js';
 import { isGate } from './actions.js';
-import type { DiskPlan, Roster } from './disks/index.js';
+import type { DiskPlan, Roster } from '../disks/index.js';
 import type { Count } from './count.js';
-import { isStandby, availableAt, nameOf } from './fleet/index.js';
+import { isStandby, availableAt, nameOf } from '../fleet/index.js';
 import type { Leave } from './leave.js';
 import type { View } from './observe.js';
 import type { Split } from './partition.js';

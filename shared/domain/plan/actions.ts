@@ -3,7 +3,7 @@
  * Events: events.ts).
  * @module
  */
-import type { Quantity, VirtualDisk, VirtualMachine } from '../api/index.js';
+import type { Quantity, VirtualDisk, VirtualMachine } from '../../api/index.js';
 
 /** Why a VM is updated. */
 export type VmUpdateWhy =

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import type { VirtualMachinePool } from '../api/index.js';
-import { AWAITING_RESTART, keys } from '../api/index.js';
+import type { VirtualMachinePool } from '../../api/index.js';
+import { AWAITING_RESTART, keys } from '../../api/index.js';
 import type { Action } from './actions.js';
-import { templateHash, ALPHABET } from './formats/index.js';
-import type { Plan } from './plan.js';
-import { plan } from './plan.js';
-import { CREATE_BURST } from './fleet/index.js';
+import { templateHash, ALPHABET } from '../formats/index.js';
+import type { Plan } from './index.js';
+import { plan } from './index.js';
+import { CREATE_BURST } from '../fleet/index.js';
 import {
   HOUR,
   MINUTE,
@@ -18,7 +18,7 @@ import {
   seededRandom,
   steady,
   vm,
-} from '../../test/unit/builders.js';
+} from '../../../test/unit/builders.js';
 
 const rand = () => seededRandom(42);
 

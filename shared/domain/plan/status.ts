@@ -9,16 +9,16 @@ import type {
   PoolStatus,
   VirtualMachine,
   VirtualMachinePool,
-} from '../api/index.js';
-import { AWAITING_RESTART, keys } from '../api/index.js';
-import { canonicalJson } from './formats/index.js';
+} from '../../api/index.js';
+import { AWAITING_RESTART, keys } from '../../api/index.js';
+import { canonicalJson } from '../formats/index.js';
 import {
   availableAt,
   conditionOf,
   isReady,
   isTerminating,
   scaleSelectorOf,
-} from './fleet/index.js';
+} from '../fleet/index.js';
 
 /** Counts derived from the members. */
 export interface Counts {
