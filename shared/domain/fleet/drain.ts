@@ -9,7 +9,7 @@ import type { VirtualMachine, VirtualMachinePool } from '../../api/index.js';
 import { keys } from '../../api/index.js';
 import { parseDuration } from '../formats/index.js';
 import { nameOf } from './membership.js';
-import { rfc3339 } from '../plan/index.js';
+import { rfc3339 } from '../formats/index.js';
 
 /** The pool's drain timeout in ms; undefined when members are deleted at once (absent, 0, invalid). */
 export function drainTimeoutMs(pool: VirtualMachinePool): number | undefined {

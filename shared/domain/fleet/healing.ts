@@ -5,7 +5,7 @@
  */
 import type { Condition, HealingState } from '../../api/index.js';
 import { keys } from '../../api/index.js';
-import { rfc3339 } from '../plan/index.js';
+import { rfc3339 } from '../formats/index.js';
 
 /** What the condition says. */
 export interface HealingFacts {

@@ -1,9 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { VirtualMachine } from '../../api/index.js';
-import { keys } from '../../api/index.js';
+import { AWAITING_RESTART, keys } from '../../api/index.js';
 import { at, MINUTE, pool, vm } from '../../../test/unit/builders.js';
 import { disruptionOf, maxUnavailableOf } from './budget.js';
-import { availableAt, runningSince, stoppedOnPurpose, tryingSince } from './lifecycle.js';
+import {
+  availableAt,
+  awaitingRestart,
+  runningSince,
+  stoppedOnPurpose,
+  tryingSince,
+} from './lifecycle.js';
 
 const p = pool();
 const t = (ms: number): number => Date.parse(at(ms));
@@ -121,5 +127,18 @@ describe('the disruption budget', () => {
     // The runners template is AlwaysOn: Stopped means down; a user may stop the default policy.
     expect(disruptionOf(vm(p, 'a', { phase: 'Stopped' }), 'h2')).toBe('down');
     expect(disruptionOf(member('Stopped', [], 'AlwaysOnUnlessStoppedManually'), 'h2')).toBe('none');
+  });
+});
+
+describe('awaitingRestart', () => {
+  it('awaitingRestart only for a True condition', () => {
+    const p = pool();
+    expect(
+      awaitingRestart(vm(p, 'a', { conditions: [{ type: AWAITING_RESTART, status: 'True' }] })),
+    ).toBe(true);
+    expect(
+      awaitingRestart(vm(p, 'a', { conditions: [{ type: AWAITING_RESTART, status: 'False' }] })),
+    ).toBe(false);
+    expect(awaitingRestart(vm(p, 'a'))).toBe(false);
   });
 });

@@ -4,8 +4,8 @@
  * @module
  */
 import type { VirtualMachine } from '../../api/index.js';
-import { keys } from '../../api/index.js';
-import { isTerminating } from './membership.js';
+import { AWAITING_RESTART, keys } from '../../api/index.js';
+import { conditionOf, isTerminating } from './membership.js';
 
 /** Phases of a member trying to run: not (yet, or no longer) Running, and not stopped. */
 const TRYING: ReadonlySet<string | undefined> = new Set([
@@ -93,4 +93,9 @@ export function unhealthyAt(vm: VirtualMachine, timeoutMs: number): number | und
 export function ageOf(vm: VirtualMachine, now: Date): number {
   const born = time(vm.metadata.creationTimestamp);
   return born === undefined ? 0 : now.getTime() - born;
+}
+
+/** True while a member waits for a restart to apply its patched spec. */
+export function awaitingRestart(vm: VirtualMachine): boolean {
+  return conditionOf(vm, AWAITING_RESTART)?.status === 'True';
 }

@@ -6,7 +6,7 @@
 import type { VirtualMachine, VirtualMachineTemplate } from '../../api/index.js';
 import { keys } from '../../api/index.js';
 import { cloneJson } from '../formats/index.js';
-import { awaitingRestart } from '../plan/index.js';
+import { awaitingRestart } from './lifecycle.js';
 
 /** What rollout does to one member in this pass. */
 export type RolloutStep = 'patch' | 'advance' | 'none';

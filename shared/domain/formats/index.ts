@@ -8,3 +8,4 @@ export * from './hash.js';
 export * from './json.js';
 export * from './names.js';
 export * from './quantity.js';
+export * from './time.js';

@@ -6,7 +6,8 @@
 import type { Condition, PoolStatus, VirtualMachinePool } from '../../api/index.js';
 import { canonicalJson } from '../formats/index.js';
 import { MALFORMED_MEMBER } from './malformed.js';
-import { normalizeIntent, rfc3339 } from './status.js';
+import { rfc3339 } from '../formats/index.js';
+import { normalizeIntent } from './status.js';
 
 /** `Synced=False` reason: the served pool CRD drops `status.intent`, so nothing is fenced. */
 export const INTENT_NOT_PERSISTED = 'IntentNotPersisted';

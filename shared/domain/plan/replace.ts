@@ -27,7 +27,7 @@ import type { Departure } from './count.js';
 import { parseDuration } from '../formats/index.js';
 import type { ActionEvent } from './events.js';
 import type { View } from './observe.js';
-import { rfc3339 } from './status.js';
+import { rfc3339 } from '../formats/index.js';
 
 /** The replacement decisions of one plan. */
 export interface Replace {

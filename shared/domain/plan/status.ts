@@ -10,11 +10,11 @@ import type {
   VirtualMachine,
   VirtualMachinePool,
 } from '../../api/index.js';
-import { AWAITING_RESTART, keys } from '../../api/index.js';
-import { canonicalJson } from '../formats/index.js';
+import { keys } from '../../api/index.js';
+import { canonicalJson, rfc3339 } from '../formats/index.js';
 import {
   availableAt,
-  conditionOf,
+  awaitingRestart,
   isReady,
   isTerminating,
   scaleSelectorOf,
@@ -30,11 +30,6 @@ export interface Counts {
   readonly restartPending: number;
   /** Non-Terminating members. */
   readonly live: number;
-}
-
-/** True while a member waits for a restart to apply its patched spec. */
-export function awaitingRestart(vm: VirtualMachine): boolean {
-  return conditionOf(vm, AWAITING_RESTART)?.status === 'True';
 }
 
 /**
@@ -58,11 +53,6 @@ export function countMembers(
     ).length,
     live: live.length,
   };
-}
-
-/** RFC 3339, second precision, UTC: how Kubernetes writes times. */
-export function rfc3339(now: Date): string {
-  return now.toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
 /** What the plan decided that status reports beyond the replicas' own state. */

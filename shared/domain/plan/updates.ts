@@ -22,7 +22,7 @@ import {
   rolloutStep,
 } from '../fleet/index.js';
 import type { View } from './observe.js';
-import { rfc3339 } from './status.js';
+import { rfc3339 } from '../formats/index.js';
 
 /** What member updates need beside the view: who ends the plan in the standby, the budget. */
 export interface Roles {
