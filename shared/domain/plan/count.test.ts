@@ -17,7 +17,10 @@ const names = (xs: readonly { name: string }[]) => xs.map((x) => x.name);
 describe('decideCount', () => {
   it('creates recorded pending names first, then fresh ones for the rest of the deficit', () => {
     const p = pool({ replicas: 3, status: { intent: { creates: ['runners-ppppp'] } } });
-    const c = decideCount(observe(observed(p, [steady(p, 'runners-aaaaa')])), seededRandom(1));
+    const c = decideCount({
+      ...observe(observed(p, [steady(p, 'runners-aaaaa')])),
+      rand: seededRandom(1),
+    });
     expect(c.creates).toHaveLength(2);
     expect(c.creates[0]).toBe('runners-ppppp');
     expect(c.creates[1]).toMatch(/^runners-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
@@ -41,7 +44,7 @@ describe('decideCount', () => {
       steady(p, 'runners-ccccc', { created: at(-HOUR) }),
       steady(p, 'runners-ddddd', { created: at(-HOUR / 2) }),
     ];
-    const c = decideCount(observe(observed(p, members)), seededRandom(1));
+    const c = decideCount({ ...observe(observed(p, members)), rand: seededRandom(1) });
     expect(names(c.victims)).toEqual(['runners-aaaaa']);
     expect(c.departures.map((d) => [d.vm.metadata.name, d.why])).toEqual([
       ['runners-aaaaa', 'scaleDown'],
@@ -59,7 +62,7 @@ describe('decideCount', () => {
       steady(p, 'runners-bbbbb', { created: at(-2 * HOUR) }),
       steady(p, 'runners-ccccc', { created: at(-HOUR) }),
     ];
-    const c = decideCount(observe(observed(p, members)), seededRandom(1));
+    const c = decideCount({ ...observe(observed(p, members)), rand: seededRandom(1) });
     expect(names(c.victims)).toEqual(['runners-aaaaa', 'runners-bbbbb']);
     expect(c.staying.map((m) => m.metadata.name)).toEqual(['runners-ccccc']);
   });
@@ -84,7 +87,7 @@ describe('decideCount: protection, drains and cancellation', () => {
   it('never picks a protected member; holds the surplus only protected members could fill', () => {
     const p = pool({ replicas: 1, scaleDownPolicy: 'NewestFirst' });
     const ms = five(p, ['runners-ddddd', 'runners-eeeee', 'runners-bbbbb']);
-    const c = decideCount(observe(observed(p, ms)), seededRandom(1));
+    const c = decideCount({ ...observe(observed(p, ms)), rand: seededRandom(1) });
     expect(names(c.victims)).toEqual(['runners-ccccc', 'runners-aaaaa']);
     expect(c.protectedHeld).toBe(2);
   });
@@ -95,7 +98,7 @@ describe('decideCount: protection, drains and cancellation', () => {
       status: { intent: { deletes: [{ name: 'runners-eeeee', uid: 'uid-runners-eeeee' }] } },
     });
     const ms = five(p, ['runners-eeeee']).slice(2);
-    const c = decideCount(observe(observed(p, ms)), seededRandom(1));
+    const c = decideCount({ ...observe(observed(p, ms)), rand: seededRandom(1) });
     expect(names(c.victims)).toEqual(['runners-ddddd']);
     expect(c.staying.map((m) => m.metadata.name)).toContain('runners-eeeee');
     expect(c.protectedHeld).toBe(0);
@@ -103,7 +106,10 @@ describe('decideCount: protection, drains and cancellation', () => {
 
   it('a protected scaledownwith target waits, recorded, and no one is removed in its place', () => {
     const p = pool({ replicas: 4, annotations: targets('runners-ccccc') });
-    const c = decideCount(observe(observed(p, five(p, ['runners-ccccc']))), seededRandom(1));
+    const c = decideCount({
+      ...observe(observed(p, five(p, ['runners-ccccc']))),
+      rand: seededRandom(1),
+    });
     expect(c.victims).toEqual([]);
     expect(c.departures).toEqual([]);
     expect(c.dropTargets).toEqual([]);
@@ -129,7 +135,7 @@ describe('decideCount: protection, drains and cancellation', () => {
       'runners-ddddd': drainingAt(at(-2 * MINUTE)),
       'runners-eeeee': drainingAt(at(-MINUTE)),
     });
-    const c = decideCount(observe(observed(p, ms)), seededRandom(1));
+    const c = decideCount({ ...observe(observed(p, ms)), rand: seededRandom(1) });
     expect(c.creates).toEqual([]);
     // The latest asked comes back first; the other keeps draining.
     expect(names(c.victims)).toEqual(['runners-ddddd']);
@@ -143,7 +149,7 @@ describe('decideCount: protection, drains and cancellation', () => {
     });
     p.spec.scaleDown = { drainTimeout: '10m' };
     const ms = five(p, [], { 'runners-eeeee': { [keys.drainRequested]: at(-MINUTE) } });
-    const c = decideCount(observe(observed(p, ms)), seededRandom(1));
+    const c = decideCount({ ...observe(observed(p, ms)), rand: seededRandom(1) });
     expect(c.victims).toEqual([]);
     expect(c.creates).toHaveLength(1);
   });
@@ -153,14 +159,17 @@ describe('decideCount: protection, drains and cancellation', () => {
       replicas: 5,
       status: { intent: { deletes: [{ name: 'runners-eeeee', uid: 'uid-runners-eeeee' }] } },
     });
-    const c = decideCount(observe(observed(p, five(p))), seededRandom(1));
+    const c = decideCount({ ...observe(observed(p, five(p))), rand: seededRandom(1) });
     expect(names(c.victims)).toEqual(['runners-eeeee']);
     expect(c.creates).toEqual([]);
   });
 
   it('a scale-up takes a protected target back first (it stays, its record dropped)', () => {
     const p = pool({ replicas: 5, annotations: targets('runners-ccccc') });
-    const c = decideCount(observe(observed(p, five(p, ['runners-ccccc']))), seededRandom(1));
+    const c = decideCount({
+      ...observe(observed(p, five(p, ['runners-ccccc']))),
+      rand: seededRandom(1),
+    });
     expect(c.dropTargets).toEqual(['runners-ccccc']);
     expect(c.protectedHeld).toBe(0);
     expect(c.creates).toEqual([]);
@@ -169,13 +178,13 @@ describe('decideCount: protection, drains and cancellation', () => {
   it('warns about a malformed deletion cost only when victims are chosen', () => {
     const bad = { 'runners-aaaaa': { [keys.deletionCost]: 'cheap' } };
     const steadyPool = pool({ replicas: 5 });
-    const quiet = decideCount(
-      observe(observed(steadyPool, five(steadyPool, [], bad))),
-      seededRandom(1),
-    );
+    const quiet = decideCount({
+      ...observe(observed(steadyPool, five(steadyPool, [], bad))),
+      rand: seededRandom(1),
+    });
     expect(quiet.warnings).toEqual([]);
     const p = pool({ replicas: 4 });
-    const c = decideCount(observe(observed(p, five(p, [], bad))), seededRandom(1));
+    const c = decideCount({ ...observe(observed(p, five(p, [], bad))), rand: seededRandom(1) });
     expect(c.warnings).toEqual([
       'VirtualMachine runners-aaaaa: deletion cost "cheap" is not an int32; counted as 0 (annotation vmpool.virtualization.deckhouse.io/deletion-cost)',
     ]);

@@ -51,7 +51,7 @@ export interface Count {
 }
 
 /** The recorded leavers of a view, split by protection. */
-export function recordedLeavers(view: View): {
+export function recordedLeavers(view: Pick<View, 'live' | 'pendingDeletes' | 'liveTargets'>): {
   victims: MemberRef[];
   targets: MemberRef[];
   held: MemberRef[];
@@ -67,15 +67,35 @@ export function recordedLeavers(view: View): {
   };
 }
 
+/** What the count reads of the replicas' view. */
+export type CountView = Pick<
+  View,
+  | 'pool'
+  | 'members'
+  | 'live'
+  | 'pendingCreates'
+  | 'pendingDeletes'
+  | 'pendingReplacements'
+  | 'targets'
+  | 'liveTargets'
+  | 'taken'
+  | 'burst'
+>;
+
+/** What the count step reads. */
+export interface CountInput extends CountView {
+  readonly rand: Rand;
+  /** Standby members a shortfall may promote, best first. */
+  readonly promotable?: readonly VirtualMachine[];
+}
+
 /**
  * Decides the count of the replicas' view (pure; `rand` names fresh members). A shortfall takes
  * drains back, then promotes `promotable` standby members in order, then creates.
  */
-export function decideCount(
-  view: View,
-  rand: Rand,
-  promotable: readonly VirtualMachine[] = [],
-): Count {
+export function decideCount(input: Readonly<CountInput>): Count {
+  const view = input;
+  const { rand, promotable = [] } = input;
   const recorded = recordedLeavers(view);
   const leavingRefs = [...recorded.victims, ...recorded.targets];
   const timeout = drainTimeoutMs(view.pool);
@@ -133,7 +153,7 @@ export function decideCount(
 
 /** Who leaves and on whose account: victims, then targets, then recorded replacements, each once. */
 function departuresOf(
-  view: View,
+  view: CountView,
   victims: readonly MemberRef[],
   targets: readonly MemberRef[],
 ): { leaving: Set<string>; departures: Departure[] } {
@@ -153,7 +173,7 @@ function departuresOf(
   };
 }
 
-function departing(view: View, r: MemberRef): { vm: VirtualMachine; uid: string } {
+function departing(view: Pick<View, 'live'>, r: MemberRef): { vm: VirtualMachine; uid: string } {
   // Leavers are live by construction (recorded ones are filtered by uid, chosen ones are members).
   return { vm: view.live.get(r.name) as VirtualMachine, uid: r.uid };
 }
@@ -163,7 +183,7 @@ function departing(view: View, r: MemberRef): { vm: VirtualMachine; uid: string 
  * victims (a pass that writes the intent anyway), so a quiescent pool with a bad annotation still
  * makes zero writes (L5) and the warning comes once per scale-down, not once per reconcile.
  */
-function costWarnings(view: View, leaving: ReadonlySet<string>): string[] {
+function costWarnings(view: Pick<View, 'live'>, leaving: ReadonlySet<string>): string[] {
   return [...view.live.values()].flatMap((m) => {
     const bad = deletionCost(m).malformed;
     return bad === undefined || leaving.has(nameOf(m)) || isProtected(m)

@@ -19,6 +19,7 @@ import { observe } from './observe.js';
 import type { Split } from './partition.js';
 import { splitStandby } from './partition.js';
 import { decideReplace } from './replace.js';
+import { afterCount, replacedBySide } from './sides.js';
 import { intentOf, nextAvailable, order, promotable, rosterOf, statusFacts } from './roster.js';
 import { decideStandby } from './standby.js';
 import { computeStatus, sameStatus } from './status.js';
@@ -64,35 +65,23 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
   const split = splitStandby(view);
   if (pool.spec.paused === true) return paused(split, view.pendingCreates, now);
 
-  const count = decideCount(split.active, rand, promotable(split));
-  const promoted = new Set(count.promotions.map((r) => r.name));
-  const replace = decideReplace(
-    view,
-    {
-      staying: [...count.staying, ...standbyKept(split, promoted)],
-      creates: count.creates.length + split.standbyCreates.length,
-    },
-    now,
-  );
-  const isReplica = (n: string): boolean => split.active.live.has(n) || promoted.has(n);
-  const leave = decideLeave(
-    view,
-    [...count.departures, ...replace.victims.filter((d) => isReplica(nameOf(d.vm)))],
-    now,
-  );
-  const standby = decideStandby(
-    {
-      pool,
-      hash: view.hash,
-      split,
-      promoted,
-      replaced: replace.victims.filter((d) => !isReplica(nameOf(d.vm))),
-      removals: leave.deletes,
-      burst: view.burst,
-      taken: count.creates.length === 0 ? view.taken : new Set([...view.taken, ...count.creates]),
-    },
+  const count = decideCount({ ...split.active, rand, promotable: promotable(split) });
+  const sides = afterCount({ split, count, taken: view.taken });
+  const replace = decideReplace({ ...view, staying: sides.staying, creates: sides.creates, now });
+  const replaced = replacedBySide({ split, promoted: sides.promoted, victims: replace.victims });
+  const departures = [...count.departures, ...replaced.replicas];
+  const leave = decideLeave({ pool, departures, now });
+  const standby = decideStandby({
+    pool,
+    hash: view.hash,
+    split,
+    promoted: sides.promoted,
+    replaced: replaced.standby,
+    removals: leave.deletes,
+    burst: view.burst,
+    taken: sides.taken,
     rand,
-  );
+  });
   const roster = rosterOf(count, replace, standby);
   const disks = bindDisks(view, roster, rand);
   const updates = memberUpdates(view, roster.staying, disks.refs, {
@@ -119,12 +108,6 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
     events: writeStatus || fenced ? [...count.warnings.map(invalidCost), ...replace.events] : [],
     ...(recheck === Infinity ? {} : { recheckAt: new Date(recheck) }),
   };
-}
-
-/** Standby members the count left alone: not promoted, not recorded to leave. */
-function standbyKept(split: Split, promoted: ReadonlySet<string>) {
-  const out = new Set([...split.standbyDeletes, ...split.standbyReplacements].map((r) => r.name));
-  return split.standbyLive.filter((m) => !promoted.has(nameOf(m)) && !out.has(nameOf(m)));
 }
 
 /** A plan that does nothing and writes `status` when it differs. */

@@ -26,7 +26,8 @@ function leaving(drainTimeout: string | undefined, annotations: Record<string, s
     steady(p, 'runners-ccccc', { created: at(-10 * MINUTE), annotations }),
   ];
   const view = observe(observed(p, ms));
-  return decideLeave(view, decideCount(view, seededRandom(1)).departures, NOW);
+  const { departures } = decideCount({ ...view, rand: seededRandom(1) });
+  return decideLeave({ pool: view.pool, departures, now: NOW });
 }
 
 describe('decideLeave', () => {

@@ -9,7 +9,7 @@ import { resourceVersionOf } from './actions.js';
 import type { Departure } from './count.js';
 import type { DrainStep } from '../fleet/index.js';
 import { drainStep, drainTimeoutMs, requestDrain, nameOf } from '../fleet/index.js';
-import type { View } from './observe.js';
+import type { VirtualMachinePool } from '../../api/index.js';
 
 /** The leaving decisions of one plan. */
 export interface Leave {
@@ -23,13 +23,22 @@ export interface Leave {
   readonly recheckAt?: Date;
 }
 
+/** What the leave step reads. */
+export interface LeaveInput {
+  readonly pool: VirtualMachinePool;
+  /** Members that leave: the count's departures and the replicas' replacements. */
+  readonly departures: readonly Departure[];
+  readonly now: Date;
+}
+
 /**
  * Decides how leaving members leave (pure; `now` dates drain requests and timeouts). An unhealthy
  * member is deleted at once: it is not running anything to drain.
  */
-export function decideLeave(view: View, departures: readonly Departure[], now: Date): Leave {
-  const timeoutMs = drainTimeoutMs(view.pool);
-  const timeout = view.pool.spec.scaleDown?.drainTimeout ?? '';
+export function decideLeave(input: Readonly<LeaveInput>): Leave {
+  const { pool, departures, now } = input;
+  const timeoutMs = drainTimeoutMs(pool);
+  const timeout = pool.spec.scaleDown?.drainTimeout ?? '';
   const deletes: DeleteVm[] = [];
   const drainRequests: UpdateVm[] = [];
   let draining = 0;
@@ -37,7 +46,7 @@ export function decideLeave(view: View, departures: readonly Departure[], now: D
   const due = (at: Date): void => {
     if (recheckAt === undefined || at < recheckAt) recheckAt = at;
   };
-  const maxAge = view.pool.spec.maxMemberAge ?? '';
+  const maxAge = pool.spec.maxMemberAge ?? '';
   for (const d of departures) {
     const remove: DeleteVm = {
       kind: 'deleteVm',

@@ -47,12 +47,16 @@ export interface Replace {
   readonly recheckAt?: number;
 }
 
-/** What the step looks at beside the view. */
-export interface ReplaceInput {
+/** What the replace step reads: the replicas' and standby's members, and beside them: */
+export interface ReplaceInput extends Pick<
+  View,
+  'pool' | 'hash' | 'members' | 'pendingReplacements'
+> {
   /** Members that stay after the count (replicas and standby). */
   readonly staying: readonly VirtualMachine[];
   /** Creates recorded or decided, not yet seen: new members out of service. */
   readonly creates: number;
+  readonly now: Date;
 }
 
 const HOUR = 3_600_000;
@@ -63,8 +67,9 @@ export function backoffMs(rounds: number, timeoutMs: number): number {
 }
 
 /** Decides replacements (pure; `now` judges startup timeouts, ages and the back-off). */
-export function decideReplace(view: View, input: ReplaceInput, now: Date): Replace {
-  const { pool } = view;
+export function decideReplace(input: Readonly<ReplaceInput>): Replace {
+  const view = input;
+  const { pool, now } = input;
   const t = now.getTime();
   const timeoutMs = parseDuration(pool.spec.healing?.startupTimeout ?? '');
   const sick = (m: VirtualMachine): boolean =>
@@ -144,7 +149,11 @@ function nextRoundAt(state: HealingState, timeoutMs: number): number {
  * Healthy only once replacements are done: nothing to create, nobody recorded to go or going, no
  * unprotected member still trying to start. Then the back-off is forgotten.
  */
-function healthy(view: View, input: ReplaceInput, open: readonly VirtualMachine[]): boolean {
+function healthy(
+  view: ReplaceInput,
+  input: ReplaceInput,
+  open: readonly VirtualMachine[],
+): boolean {
   return (
     input.creates === 0 &&
     view.pendingReplacements.length === 0 &&
@@ -169,7 +178,7 @@ const byTrying = (a: VirtualMachine, b: VirtualMachine): number =>
 
 /** Members past `maxMemberAge` that serve (or rest on purpose), oldest first; when the next expires. */
 function expiring(
-  view: View,
+  view: ReplaceInput,
   open: readonly VirtualMachine[],
   healed: readonly VirtualMachine[],
   t: number,

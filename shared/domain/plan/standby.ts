@@ -31,6 +31,8 @@ export interface StandbyInput {
   readonly burst: number;
   /** Names never to use for a new member. */
   readonly taken: ReadonlySet<string>;
+  /** Names fresh members. */
+  readonly rand: Rand;
 }
 
 /** The standby decisions of one plan. */
@@ -57,8 +59,8 @@ export function standbyPhase(pool: VirtualMachinePool): 'Stopped' | 'Running' {
 const refOf = (vm: VirtualMachine): MemberRef => ({ name: nameOf(vm), uid: vm.metadata.uid ?? '' });
 
 /** Decides the standby (pure; `rand` names fresh standby members). */
-export function decideStandby(input: StandbyInput, rand: Rand): StandbyPlan {
-  const { pool, split, promoted } = input;
+export function decideStandby(input: Readonly<StandbyInput>): StandbyPlan {
+  const { pool, split, promoted, rand } = input;
   const want = pool.spec.standby?.replicas ?? 0;
   const recorded = [...split.standbyDeletes, ...split.standbyReplacements];
   const out = new Set([...recorded, ...input.replaced.map((d) => refOf(d.vm))].map((r) => r.name));
