@@ -26,6 +26,7 @@ import { computeStatus, sameStatus } from './status.js';
 import { memberUpdates } from './updates.js';
 
 export * from './actions.js';
+export * from './batches.js';
 export * from './blocked.js';
 export * from './events.js';
 export * from './malformed.js';
@@ -39,8 +40,10 @@ export { newMember } from '../fleet/index.js';
 
 /** What a reconcile should do. */
 export interface Plan {
-  /** Side effects in execution order. */
+  /** Side effects in execution order: {@link batches} one after the other. */
   readonly actions: Action[];
+  /** The actions as the executor runs them: batches in order, each batch's tasks side by side. */
+  readonly batches: Action[][];
   /** The status to store, intent included. */
   readonly status: PoolStatus;
   /** The status differs from the stored one. */
@@ -88,7 +91,8 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
     standby: new Set(standby.staying.map(nameOf)),
     budget: replace.budgetLeft,
   });
-  const actions = order({ view, now, count, leave, standby, disks, updates });
+  const batches = order({ view, now, count, leave, standby, disks, updates });
+  const actions = batches.flat();
   const intent = intentOf(view, count, replace, standby, disks.bindings);
   const status = computeStatus(pool, split.active.members, view.hash, intent, now, {
     protectedHeld: count.protectedHeld,
@@ -101,6 +105,7 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
   const recheck = Math.min(...due.map((t) => t ?? Infinity));
   return {
     actions,
+    batches,
     status,
     writeStatus,
     fenced,
@@ -112,7 +117,7 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
 
 /** A plan that does nothing and writes `status` when it differs. */
 function idle(status: PoolStatus, writeStatus: boolean): Plan {
-  return { actions: [], status, writeStatus, fenced: false, warnings: [], events: [] };
+  return { actions: [], batches: [], status, writeStatus, fenced: false, warnings: [], events: [] };
 }
 
 /**

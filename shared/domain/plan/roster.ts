@@ -8,6 +8,7 @@ import type { Binding, Condition, HealingState, Intent, VirtualMachine } from '.
 import { keys } from '../../api/index.js';
 import type { Action, UpdateVm } from './actions.js';
 import { isGate } from './actions.js';
+import { batchesOf } from './batches.js';
 import type { DiskPlan, Roster } from '../disks/index.js';
 import type { Count } from './count.js';
 import { isStandby, availableAt, nameOf } from '../fleet/index.js';
@@ -66,7 +67,7 @@ export interface Decided {
  * create, so a standby refill never lands while the member it replaces still carries the label (the
  * executor stops the pass when a promotion fails); a VM's own (Delete) disks follow it.
  */
-export function order(d: Decided): Action[] {
+export function order(d: Decided): Action[][] {
   const { disks, leave, standby } = d;
   const inUse =
     disks.claimed.size === 0 ? d.view.busy : new Set([...d.view.busy, ...disks.claimed]);
@@ -86,7 +87,7 @@ export function order(d: Decided): Action[] {
   ];
   if (d.count.dropTargets.length > 0)
     actions.push({ kind: 'dropTargets', names: d.count.dropTargets });
-  return actions;
+  return batchesOf(actions);
 }
 
 /** The intent to record before any action: creates, victims, replacements, bindings, flips. */
