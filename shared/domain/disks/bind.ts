@@ -1,7 +1,8 @@
 /**
- * The third step of a plan: disks for every member that will exist. A new member gets its Delete
- * disks and a Retain disk per template (the recorded binding, a free disk, or a new one); a staying
- * member gets back whatever its templates lack; disks nothing needs any more are detached or deleted.
+ * A plan step after the leavers and the standby are known: disks for every member that will exist.
+ * A new member gets its Delete disks and a Retain disk per template (the recorded binding, a free
+ * disk, or a new one); a staying member gets back whatever its templates lack; disks nothing needs
+ * any more are detached or deleted.
  * @module
  */
 import type { Binding, BlockDeviceRef, DiskTemplate, VirtualMachine } from '../../api/index.js';

@@ -1,7 +1,7 @@
 /**
- * The second step of a plan: which names to create and which members leave, recorded intent first.
- * Protection wins over a recorded choice that has not been carried out: a protected policy victim
- * is chosen again among the others, a protected scaledownwith target waits.
+ * A plan step after the split: which names to create and which members leave, recorded intent
+ * first. Protection wins over a recorded choice that has not been carried out: a protected policy
+ * victim is chosen again among the others, a protected scaledownwith target waits.
  * @module
  */
 import type { VirtualMachine } from '../../api/index.js';

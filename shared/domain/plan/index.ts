@@ -1,8 +1,9 @@
 /**
  * `plan(observed, now, rand)`: everything a reconcile decides for one pool, as ordered actions plus
- * the new status carrying the intent to record before any of them runs. A pipeline of pure steps:
- * observe → split (replicas, standby) → count → replace (healing, lifetime) → leave (drain or
- * delete) → standby → bind disks → updates → order and status (roster.ts).
+ * the new status carrying the intent to record before any of them runs. A pipeline of pure steps,
+ * in the order {@link plan} calls them: observe → split (replicas, standby) → count → sides →
+ * replace (healing, lifetime) → leave (drain or delete) → standby → roster → bind disks (disks/) →
+ * updates → order (batches.ts) → intent → status (roster.ts, status.ts).
  * @module
  */
 import type { Intent, PoolStatus } from '../../api/index.js';

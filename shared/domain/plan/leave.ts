@@ -1,7 +1,7 @@
 /**
- * The third step of a plan: how each leaving member leaves. Without `spec.scaleDown.drainTimeout` it
- * is deleted at once, as the reference does; with one it is asked to drain first and deleted once
- * drained or timed out, counting as a member (and as draining) until then.
+ * A plan step after replace: how each leaving member leaves. Without `spec.scaleDown.drainTimeout`
+ * it is deleted at once, as the reference does; with one it is asked to drain first and deleted
+ * once drained or timed out, counting as a member (and as draining) until then.
  * @module
  */
 import type { DeleteVm, UpdateVm } from './actions.js';

@@ -1,5 +1,5 @@
 /**
- * The first step of a plan: what a reconcile read, sorted into members, the intent still pending and
+ * The plan's first step: what a reconcile read, sorted into members, the intent still pending and
  * disks by the role they play. Everything later steps need to look up is indexed here, once.
  * @module
  */

@@ -1,5 +1,5 @@
 /**
- * The fourth step of a plan: writes to objects that stay. Members get their new disk references and
+ * A plan step after binding: writes to objects that stay. Members get their new disk references and
  * the template rollout in one update; the pool's disks get free-since stamped or cleared and their
  * size grown to the template's.
  * @module
