@@ -18,7 +18,7 @@ import {
 function bind(obs: Observed, seed = 1): DiskPlan {
   const view = observe(obs);
   const rand = seededRandom(seed);
-  return bindDisks(view, decideCount({ ...view, rand }), rand);
+  return bindDisks({ ...view, roster: decideCount({ ...view, rand }), rand });
 }
 
 describe('bindDisks', () => {

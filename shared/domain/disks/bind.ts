@@ -13,8 +13,9 @@ import { diskRefs, newDisk, placeRef, policyOf, resolveRefs, slotsOf } from './d
 import { canonicalJson, deleteDiskName, isRetainDiskName } from '../formats/index.js';
 import { collisionLosers } from './collisions.js';
 import type { Rand } from '../formats/index.js';
+import type { PruneInput } from './prune.js';
 import { pruneDisks } from './prune.js';
-import type { Ledger } from './retain.js';
+import type { Ledger, RetainInput } from './retain.js';
 import { bindRetain, createRetain, record } from './retain.js';
 
 /** The disk decisions of one plan. */
@@ -46,8 +47,22 @@ export interface Roster {
   readonly standby?: ReadonlySet<string>;
 }
 
-/** Binds disks for new and staying members (pure; `rand` names new Retain disks). */
-export function bindDisks(view: View, count: Roster, rand: Rand): DiskPlan {
+/** What binding reads of the view. */
+type BindView = RetainInput &
+  PruneInput &
+  Pick<View, 'hash' | 'templates' | 'live' | 'diskByName' | 'recordedBindings'>;
+
+/** What the bind step reads. */
+export interface BindInput extends BindView {
+  readonly roster: Roster;
+  /** Names new Retain disks. */
+  readonly rand: Rand;
+}
+
+/** Binds disks for new and staying members (pure). */
+export function bindDisks(input: Readonly<BindInput>): DiskPlan {
+  const view = input;
+  const { roster: count, rand } = input;
   const creating = new Set(count.creates);
   const bindings = view.recordedBindings.filter((b) => {
     if (creating.has(b.vm)) return true;
@@ -100,7 +115,7 @@ export function bindDisks(view: View, count: Roster, rand: Rand): DiskPlan {
 }
 
 /** Disks for a VM to be created (recorded or new), then the VM itself with resolved refs. */
-function createMember(view: View, ledger: Ledger, name: string, rand: Rand): CreateVm {
+function createMember(view: BindView, ledger: Ledger, name: string, rand: Rand): CreateVm {
   const bound = new Map<string, string>();
   for (const t of view.templates) {
     if (policyOf(t) === 'Retain') {
@@ -125,7 +140,7 @@ function createMember(view: View, ledger: Ledger, name: string, rand: Rand): Cre
 
 /** Every template has a disk in a staying member: the new refs, or undefined when unchanged. */
 function ensureDisks(
-  view: View,
+  view: BindView,
   ledger: Ledger,
   m: VirtualMachine,
   slots: ReadonlyMap<string, RefSlot>,
@@ -155,7 +170,13 @@ function ensureDisks(
 }
 
 /** A disk a staying member references but that is gone: make it again under the same name. */
-function recreate(view: View, ledger: Ledger, m: VirtualMachine, t: DiskTemplate, disk: string) {
+function recreate(
+  view: BindView,
+  ledger: Ledger,
+  m: VirtualMachine,
+  t: DiskTemplate,
+  disk: string,
+) {
   const name = nameOf(m);
   if (policyOf(t) === 'Delete' && disk === deleteDiskName(name, t.name)) {
     const owner = { kind: 'VirtualMachine', name, uid: m.metadata.uid ?? '' } as const;

@@ -19,8 +19,11 @@ export interface Pruned {
 }
 
 /** Prunes given the refs planned so far and the disks bound in this plan (pure). */
+/** What pruning reads of the view. */
+export type PruneInput = Pick<View, 'pool' | 'members' | 'live' | 'poolDisks' | 'busy'>;
+
 export function pruneDisks(
-  view: View,
+  view: PruneInput,
   planned: ReadonlyMap<string, BlockDeviceRef[]>,
   claimed: ReadonlySet<string>,
 ): Pruned {
@@ -71,7 +74,7 @@ export function pruneDisks(
 }
 
 /** Whether a disk's controller is the pool or one of its members (Terminating ones included). */
-function controllers(view: View): (d: VirtualDisk) => boolean {
+function controllers(view: PruneInput): (d: VirtualDisk) => boolean {
   const uids = new Set(view.members.map((m) => m.metadata.uid));
   uids.add(view.pool.metadata.uid);
   uids.delete(undefined);

@@ -87,10 +87,13 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
     rand,
   });
   const roster = rosterOf(count, replace, standby);
-  const disks = bindDisks(view, roster, rand);
-  const updates = memberUpdates(view, roster.staying, disks.refs, {
-    standby: new Set(standby.staying.map(nameOf)),
-    budget: replace.budgetLeft,
+  const disks = bindDisks({ ...view, roster, rand });
+  const updates = memberUpdates({
+    pool,
+    hash: view.hash,
+    staying: roster.staying,
+    refs: disks.refs,
+    roles: { standby: new Set(standby.staying.map(nameOf)), budget: replace.budgetLeft },
   });
   const batches = order({ view, now, count, leave, standby, disks, updates });
   const actions = batches.flat();

@@ -13,7 +13,11 @@ describe('memberUpdates', () => {
       ...(a.vm.spec.blockDeviceRefs ?? []),
       { kind: 'VirtualDisk' as const, name: 'extra' },
     ];
-    const [u, ...rest] = memberUpdates(view, [a.vm], new Map([['runners-aaaaa', refs]]));
+    const [u, ...rest] = memberUpdates({
+      ...view,
+      staying: [a.vm],
+      refs: new Map([['runners-aaaaa', refs]]),
+    });
     expect(rest).toEqual([]);
     expect(u?.why).toEqual(['attach', 'rollout']);
     expect(u?.vm.spec.blockDeviceRefs).toEqual(refs);
@@ -25,7 +29,7 @@ describe('memberUpdates', () => {
     const stable = steady(p, 'runners-aaaaa');
     const patched = steady(p, 'runners-bbbbb', { labels: { [keys.templateHash]: 'old' } });
     const view = observe(observed(p, [stable, patched]));
-    const out = memberUpdates(view, [stable.vm, patched.vm], new Map());
+    const out = memberUpdates({ ...view, staying: [stable.vm, patched.vm], refs: new Map() });
     expect(out.map((u) => [u.vm.metadata.name, u.why])).toEqual([['runners-bbbbb', ['advance']]]);
   });
 });

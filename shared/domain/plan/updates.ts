@@ -34,17 +34,26 @@ export interface Roles {
 
 const NO_ROLES: Roles = { standby: new Set(), budget: Infinity };
 
+/** What member updates read of the view. */
+type MemberView = Pick<View, 'pool' | 'hash'>;
+
+/** What the member updates step reads. */
+export interface UpdatesInput extends MemberView {
+  /** Members that stay after this plan. */
+  readonly staying: readonly VirtualMachine[];
+  /** New block device references of staying members (from binding). */
+  readonly refs: ReadonlyMap<string, BlockDeviceRef[]>;
+  readonly roles?: Roles;
+}
+
 /**
  * One update per staying member that needs one: new refs, rollout patch or revision advance, its
  * role (promoted, returned to or kept in the standby's shape), drain marks removed. Protected members
  * are updated like any other: protection is about removal only.
  */
-export function memberUpdates(
-  view: View,
-  staying: readonly VirtualMachine[],
-  refs: ReadonlyMap<string, BlockDeviceRef[]>,
-  roles: Roles = NO_ROLES,
-): UpdateVm[] {
+export function memberUpdates(input: Readonly<UpdatesInput>): UpdateVm[] {
+  const view = input;
+  const { staying, refs, roles = NO_ROLES } = input;
   const patchable = rolloutBatch(view, staying, roles);
   const out: UpdateVm[] = [];
   for (const m of staying) {
@@ -82,7 +91,7 @@ export function memberUpdates(
 
 /** A change of role: promoted to a replica, returned to the standby, or kept in its shape. */
 function roleChange(
-  view: View,
+  view: MemberView,
   roles: Roles,
   m: VirtualMachine,
   next: VirtualMachine,
@@ -100,7 +109,7 @@ function roleChange(
  * concurrent reconciles agree on; a member out of service or stopped on purpose is patched freely.
  */
 function rolloutBatch(
-  view: View,
+  view: MemberView,
   staying: readonly VirtualMachine[],
   roles: Roles,
 ): ReadonlySet<VirtualMachine> {
@@ -121,7 +130,7 @@ function rolloutBatch(
  * the same edits): free-since follows whether the disk is in use, sizes only grow.
  */
 export function diskUpdates(
-  view: View,
+  view: Pick<View, 'pool' | 'poolDisks'>,
   inUse: ReadonlySet<string>,
   claimedNow: ReadonlySet<string>,
   now: Date,
@@ -136,7 +145,7 @@ export function diskUpdates(
 }
 
 function diskEdit(
-  view: View,
+  view: Pick<View, 'pool'>,
   disk: VirtualDisk,
   template: DiskTemplate,
   inUse: ReadonlySet<string>,
