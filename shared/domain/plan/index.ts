@@ -86,7 +86,7 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
     taken: sides.taken,
     rand,
   });
-  const roster = rosterOf(count, replace, standby);
+  const roster = rosterOf({ count, replace, standby });
   const disks = bindDisks({ ...view, roster, rand });
   const updates = memberUpdates({
     pool,
@@ -97,7 +97,7 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
   });
   const batches = order({ view, now, count, leave, standby, disks, updates });
   const actions = batches.flat();
-  const intent = intentOf(view, count, replace, standby, disks.bindings);
+  const intent = intentOf({ view, count, replace, standby, bindings: disks.bindings });
   const status = computeStatus(pool, split.active.members, view.hash, intent, now, {
     protectedHeld: count.protectedHeld,
     draining: leave.draining,

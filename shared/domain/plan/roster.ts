@@ -39,8 +39,16 @@ export function promotable(split: Split): VirtualMachine[] {
     .map((x) => x.m);
 }
 
+/** What the roster puts together. */
+export interface RosterInput {
+  readonly count: Pick<Count, 'leaving' | 'creates' | 'staying'>;
+  readonly replace: Pick<Replace, 'victims'>;
+  readonly standby: Pick<StandbyPlan, 'victims' | 'creates' | 'returned' | 'staying'>;
+}
+
 /** Who disks are bound for after every decision: replicas and standby together. */
-export function rosterOf(count: Count, replace: Replace, standby: StandbyPlan): Roster {
+export function rosterOf(input: Readonly<RosterInput>): Roster {
+  const { count, replace, standby } = input;
   const replaced = new Set(replace.victims.map((d) => nameOf(d.vm)));
   const leaving = [...count.leaving, ...replaced, ...standby.victims.map((r) => r.name)];
   return {
@@ -53,7 +61,7 @@ export function rosterOf(count: Count, replace: Replace, standby: StandbyPlan): 
 
 /** The steps' outputs that become actions. */
 export interface Decided {
-  readonly view: View;
+  readonly view: Pick<View, 'busy' | 'pool' | 'poolDisks'>;
   readonly now: Date;
   readonly count: Count;
   readonly leave: Leave;
@@ -90,14 +98,18 @@ export function order(d: Decided): Action[][] {
   return batchesOf(actions);
 }
 
+/** What the intent records: the steps' decisions and what the view still has pending. */
+export interface IntentInput {
+  readonly view: Pick<View, 'pendingReplacements' | 'pendingPromotions'>;
+  readonly count: Pick<Count, 'creates' | 'victims' | 'promotions'>;
+  readonly replace: Pick<Replace, 'victims'>;
+  readonly standby: Pick<StandbyPlan, 'creates' | 'returned' | 'victims' | 'returns'>;
+  readonly bindings: readonly Binding[];
+}
+
 /** The intent to record before any action: creates, victims, replacements, bindings, flips. */
-export function intentOf(
-  view: View,
-  count: Count,
-  replace: Replace,
-  standby: StandbyPlan,
-  bindings: readonly Binding[],
-): Intent {
+export function intentOf(input: Readonly<IntentInput>): Intent {
+  const { view, count, replace, standby, bindings } = input;
   return {
     creates: [...count.creates, ...standby.creates],
     standbyCreates: [...standby.creates],
@@ -126,7 +138,7 @@ export interface HealingFacts {
 
 /** What status reports of the standby and of self-healing, for the features set up. */
 export function statusFacts(
-  view: View,
+  view: Pick<View, 'pool' | 'hash'>,
   split: Split,
   heal: HealingFacts,
 ): Pick<Leaving, 'standby' | 'healing'> {
