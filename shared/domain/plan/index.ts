@@ -98,10 +98,17 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
   const batches = order({ view, now, count, leave, standby, disks, updates });
   const actions = batches.flat();
   const intent = intentOf({ view, count, replace, standby, bindings: disks.bindings });
-  const status = computeStatus(pool, split.active.members, view.hash, intent, now, {
-    protectedHeld: count.protectedHeld,
-    draining: leave.draining,
-    ...statusFacts(view, split, replace),
+  const status = computeStatus({
+    pool,
+    members: split.active.members,
+    hash: view.hash,
+    intent,
+    now,
+    leaving: {
+      protectedHeld: count.protectedHeld,
+      draining: leave.draining,
+      ...statusFacts(view, split, replace),
+    },
   });
   const writeStatus = !sameStatus(status, pool.status);
   const fenced = actions.some(isFenced);
@@ -134,14 +141,21 @@ function paused(split: Split, pending: readonly string[], now: Date): Plan {
   const prev = pool.status ?? {};
   const intent = withoutCreates(prev.intent ?? {}, new Set(pending));
   const stored = prev.conditions?.find((c) => c.type === 'Healing');
-  const status = computeStatus(pool, split.active.members, split.active.hash, intent, now, {
-    protectedHeld: prev.protectedReplicas ?? 0,
-    draining: prev.drainingReplicas ?? 0,
-    ...statusFacts(split.active, split, {
-      unhealthy: prev.unhealthyReplicas ?? 0,
-      ...(prev.healing === undefined ? {} : { healing: prev.healing }),
-      ...(stored === undefined ? {} : { condition: stored }),
-    }),
+  const status = computeStatus({
+    pool,
+    members: split.active.members,
+    hash: split.active.hash,
+    intent,
+    now,
+    leaving: {
+      protectedHeld: prev.protectedReplicas ?? 0,
+      draining: prev.drainingReplicas ?? 0,
+      ...statusFacts(split.active, split, {
+        unhealthy: prev.unhealthyReplicas ?? 0,
+        ...(prev.healing === undefined ? {} : { healing: prev.healing }),
+        ...(stored === undefined ? {} : { condition: stored }),
+      }),
+    },
   });
   return idle(status, !sameStatus(status, prev));
 }

@@ -45,7 +45,13 @@ describe('countMembers', () => {
 describe('computeStatus', () => {
   it('steady state: counts, selector, hash, Available True, Progressing absent, Synced True', () => {
     const p = pool({ replicas: 2, generation: 7 });
-    const s = computeStatus(p, [on(p, 'a'), on(p, 'b')], H, {}, NOW);
+    const s = computeStatus({
+      pool: p,
+      members: [on(p, 'a'), on(p, 'b')],
+      hash: H,
+      intent: {},
+      now: NOW,
+    });
     expect(s).toMatchObject({
       observedGeneration: 7,
       replicas: 2,
@@ -161,7 +167,7 @@ describe('computeStatus', () => {
     ],
   ])('%s', (_, replicas, members, want) => {
     const p = pool({ replicas });
-    const s = computeStatus(p, members(p), H, {}, NOW);
+    const s = computeStatus({ pool: p, members: members(p), hash: H, intent: {}, now: NOW });
     for (const [type, expected] of Object.entries(want)) {
       const c = cond(s.conditions, type);
       if (expected === null) expect(c).toBeUndefined();
@@ -172,15 +178,27 @@ describe('computeStatus', () => {
   it('treats unset spec.replicas as 0', () => {
     const p = pool();
     delete p.spec.replicas;
-    const s = computeStatus(p, [], H, {}, NOW);
+    const s = computeStatus({ pool: p, members: [], hash: H, intent: {}, now: NOW });
     expect(cond(s.conditions, 'Available')?.status).toBe('True');
     expect(cond(s.conditions, 'Progressing')).toBeUndefined();
   });
 
   it('keeps lastTransitionTime while a status is unchanged, even when the reason or message changes', () => {
     const p = pool({ replicas: 3 });
-    const first = computeStatus(p, [on(p, 'a')], H, {}, new Date(NOW.getTime() - HOUR));
-    const later = computeStatus({ ...p, status: first }, [on(p, 'a'), on(p, 'b')], H, {}, NOW);
+    const first = computeStatus({
+      pool: p,
+      members: [on(p, 'a')],
+      hash: H,
+      intent: {},
+      now: new Date(NOW.getTime() - HOUR),
+    });
+    const later = computeStatus({
+      pool: { ...p, status: first },
+      members: [on(p, 'a'), on(p, 'b')],
+      hash: H,
+      intent: {},
+      now: NOW,
+    });
     expect(cond(later.conditions, 'Available')?.message).toBe('Only 2 of 3 replicas are ready.');
     expect(cond(later.conditions, 'Available')?.lastTransitionTime).toBe(at(-HOUR));
     expect(cond(later.conditions, 'Progressing')?.lastTransitionTime).toBe(at(-HOUR));
@@ -188,14 +206,20 @@ describe('computeStatus', () => {
 
   it('sets a new lastTransitionTime when a status flips', () => {
     const p = pool({ replicas: 1 });
-    const first = computeStatus(
-      p,
-      [on(p, 'a', { phase: 'Starting' })],
-      H,
-      {},
-      new Date(NOW.getTime() - HOUR),
-    );
-    const later = computeStatus({ ...p, status: first }, [on(p, 'a')], H, {}, NOW);
+    const first = computeStatus({
+      pool: p,
+      members: [on(p, 'a', { phase: 'Starting' })],
+      hash: H,
+      intent: {},
+      now: new Date(NOW.getTime() - HOUR),
+    });
+    const later = computeStatus({
+      pool: { ...p, status: first },
+      members: [on(p, 'a')],
+      hash: H,
+      intent: {},
+      now: NOW,
+    });
     expect(cond(later.conditions, 'Available')).toMatchObject({
       status: 'True',
       lastTransitionTime: rfc3339(NOW),
@@ -205,22 +229,24 @@ describe('computeStatus', () => {
 
   it('records a normalized intent and drops an empty one, keeping unknown status fields', () => {
     const p = pool({ replicas: 1, status: { intent: { creates: ['x'] }, extra: 'kept' } });
-    const withIntent = computeStatus(
-      p,
-      [],
-      H,
-      { creates: ['runners-bbbbb'], deletes: [], bindings: [] },
-      NOW,
-    );
+    const withIntent = computeStatus({
+      pool: p,
+      members: [],
+      hash: H,
+      intent: { creates: ['runners-bbbbb'], deletes: [], bindings: [] },
+      now: NOW,
+    });
     expect(withIntent.intent).toEqual({ creates: ['runners-bbbbb'] });
     expect((withIntent as Record<string, unknown>).extra).toBe('kept');
-    expect(computeStatus(p, [], H, { creates: [] }, NOW).intent).toBeUndefined();
+    expect(
+      computeStatus({ pool: p, members: [], hash: H, intent: { creates: [] }, now: NOW }).intent,
+    ).toBeUndefined();
   });
 
   it('omits observedGeneration when the pool has no generation', () => {
     const p = pool();
     delete p.metadata.generation;
-    const s = computeStatus(p, [], H, {}, NOW);
+    const s = computeStatus({ pool: p, members: [], hash: H, intent: {}, now: NOW });
     expect('observedGeneration' in s).toBe(false);
     expect(s.conditions?.every((c) => c.observedGeneration === undefined)).toBe(true);
   });
@@ -228,8 +254,20 @@ describe('computeStatus', () => {
   it('is stable: recomputing from its own output with the same members is the same status', () => {
     const p = pool({ replicas: 2 });
     const members = [on(p, 'a'), on(p, 'b', { phase: 'Pending' })];
-    const s1 = computeStatus(p, members, H, {}, new Date(NOW.getTime() - HOUR));
-    const s2 = computeStatus({ ...p, status: s1 }, members, H, {}, NOW);
+    const s1 = computeStatus({
+      pool: p,
+      members,
+      hash: H,
+      intent: {},
+      now: new Date(NOW.getTime() - HOUR),
+    });
+    const s2 = computeStatus({
+      pool: { ...p, status: s1 },
+      members,
+      hash: H,
+      intent: {},
+      now: NOW,
+    });
     expect(sameStatus(s1, s2)).toBe(true);
   });
 });
@@ -287,7 +325,14 @@ describe('computeStatus: protection and drains', () => {
     },
   ])('reports $what', ({ replicas, leaving, progressing }) => {
     const p = pool({ replicas });
-    const s = computeStatus(p, [on(p, 'a'), on(p, 'b'), on(p, 'c')], H, {}, NOW, leaving);
+    const s = computeStatus({
+      pool: p,
+      members: [on(p, 'a'), on(p, 'b'), on(p, 'c')],
+      hash: H,
+      intent: {},
+      now: NOW,
+      leaving,
+    });
     expect([s.replicas, s.protectedReplicas, s.drainingReplicas]).toEqual([
       3,
       leaving.protectedHeld,
@@ -298,7 +343,7 @@ describe('computeStatus: protection and drains', () => {
 
   it('reports zeros by default (no knob set: nothing held, nothing draining)', () => {
     const p = pool({ replicas: 1 });
-    const s = computeStatus(p, [on(p, 'a')], H, {}, NOW);
+    const s = computeStatus({ pool: p, members: [on(p, 'a')], hash: H, intent: {}, now: NOW });
     expect([s.protectedReplicas, s.drainingReplicas]).toEqual([0, 0]);
     expect(cond(s.conditions, 'Progressing')).toBeUndefined();
   });

@@ -185,15 +185,20 @@ export function normalizeIntent(intent: Intent): Intent | undefined {
   return Object.keys(out).length === 0 ? undefined : out;
 }
 
+/** What the status step reads: the replicas observed, and what the plan decided beside them. */
+export interface StatusInput {
+  readonly pool: VirtualMachinePool;
+  /** The replicas (standby members are reported apart, in `leaving.standby`). */
+  readonly members: readonly VirtualMachine[];
+  readonly hash: string;
+  readonly intent: Intent;
+  readonly now: Date;
+  readonly leaving?: Leaving;
+}
+
 /** The status a pool should have, given its members, its template revision and the intent. */
-export function computeStatus(
-  pool: VirtualMachinePool,
-  members: readonly VirtualMachine[],
-  hash: string,
-  intent: Intent,
-  now: Date,
-  leaving: Leaving = NOT_LEAVING,
-): PoolStatus {
+export function computeStatus(input: Readonly<StatusInput>): PoolStatus {
+  const { pool, members, hash, intent, now, leaving = NOT_LEAVING } = input;
   const c = countMembers(members, hash, now, 1000 * (pool.spec.minReadySeconds ?? 0));
   const prev = pool.status ?? {};
   const status: PoolStatus = {
