@@ -17,7 +17,8 @@ import type { Logger } from './log.js';
 import { METRICS_CONTENT_TYPE, createFunctionMetrics } from './metrics.js';
 import type { FunctionMetrics } from './metrics.js';
 import { errorResponse } from './responses.js';
-import { statusFailure, statusResponse } from './status.js';
+import { statusFailure } from '../api/index.js';
+import { statusResponse } from './status.js';
 
 /**
  * Hono env of apps served by @hono/node-server: the raw Node request is `c.env.incoming`; `caller`

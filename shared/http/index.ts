@@ -41,15 +41,9 @@ export {
 export { parseBody } from './parse.js';
 export type { BodyParsed } from './parse.js';
 export { serveApp } from './serve.js';
-export {
-  apiResponse,
-  eventReply,
-  poolNotFound,
-  statusFailure,
-  statusResponse,
-  statusSuccess,
-} from './status.js';
-export type { Status, StatusCause } from './status.js';
+export { apiResponse, eventReply, statusResponse } from './status.js';
+export { poolNotFound, statusFailure, statusSuccess } from '../api/index.js';
+export type { Status, StatusCause } from '../api/index.js';
 export type { ServeOptions, ServedApp } from './serve.js';
 export { clientCertificate, readTls, signedBy } from './tls.js';
 export type { ClientCertificate, TlsFiles, TlsMaterial } from './tls.js';
