@@ -10,11 +10,11 @@ import { POOL_PATH, SCALE_PATH } from '../../functions/scale-validate/app.js';
 import {
   explicitReplicasMessage,
   explicitScaleMessage,
-} from '../../shared/domain/admission/admission.js';
+  withTargets,
+} from '../../shared/domain/index.js';
 import { GROUP, VERSION, keys } from '../../shared/api/index.js';
 import { startApiserverFacing, reportLatency, type ApiserverFacing } from './apiserver-facing.js';
 import { cluster, create, dropNamespace, functionKube, newNamespace, read } from './harness.js';
-import { withTargets } from '../../shared/domain/fleet/targets.js';
 import { runnersPool } from '../../local/guide.js';
 import { toYaml } from '../../local/controlplane/kubectl.js';
 import { requestText } from '../../local/controlplane/http.js';
