@@ -10,7 +10,7 @@ import type { Context } from 'hono';
 import type { Kube } from '../kube/index.js';
 import type { AccessCheck, AccessRequest } from './access.js';
 import { authorize } from './access.js';
-import type { NodeEnv } from './app.js';
+import type { NodeEnv } from './env.js';
 import { statusFailure } from '../api/index.js';
 import type { Status } from '../api/index.js';
 
