@@ -2,6 +2,8 @@
  * `kubectl vmpool scale-down-with`, `victims` and `version`.
  * @module
  */
+import type { ScaleDownWithBody } from '../shared/api/index.js';
+import { VERSION } from '../shared/api/index.js';
 import type { Ctx } from './context.js';
 import { CliError, must, printObject, table } from './context.js';
 import { poolPath, scaleDownWithGroup } from './discover.js';
@@ -23,10 +25,10 @@ export async function scaleDownWith(
 ): Promise<void> {
   if (targets.length === 0) throw new CliError('error: name at least one VirtualMachine to remove');
   const group = await scaleDownWithGroup(ctx);
-  const body = {
-    apiVersion: `${group}/v1alpha2`,
+  const body: ScaleDownWithBody = {
+    apiVersion: `${group}/${VERSION}`,
     kind: 'VirtualMachinePoolScaleDownWith',
-    targets,
+    targets: [...targets],
     ...(dryRun ? { dryRun: ['All'] } : {}),
   };
   const path = poolPath(group, ctx.namespace, pool, 'scaledownwith');

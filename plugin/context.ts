@@ -7,7 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import type { Kube, Manifests, Outcome } from '../shared/kube/index.js';
 import { createKube, createManifests } from '../shared/kube/index.js';
-import { statusReason } from '../shared/http/status.js';
+import { statusReason } from '../shared/api/index.js';
 
 /** kubectl's global flags the plugin honours. */
 export interface GlobalFlags {

@@ -6,11 +6,12 @@
  * @module
  */
 import { build } from 'esbuild';
-import type { Metafile, Plugin } from 'esbuild';
+import type { Metafile } from 'esbuild';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { buildPlugin } from './build-plugin.js';
+import { BANNER, OPTIONAL_PEERS, ROOT, zodEnglishOnly } from './bundle-options.js';
 
 /** The four functions; each has functions/<name>/main.ts. */
 export const FUNCTIONS = [
@@ -21,46 +22,7 @@ export const FUNCTIONS = [
 ] as const;
 export type FunctionName = (typeof FUNCTIONS)[number];
 
-/** Repository root (this file lives in scripts/). */
-export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-
-/**
- * Some dependencies (client-node's transitive CJS modules) call `require` for Node built-ins; an
- * ESM bundle has no `require`, so give it one.
- */
-export const BANNER =
-  "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
-
-/**
- * Optional native/peer modules that dependencies `require` inside try/catch (ws: bufferutil,
- * utf-8-validate; node-fetch: encoding). They are not installed, stay external, and are never
- * loaded; declaring them makes that explicit instead of esbuild's silent fallback.
- */
-export const OPTIONAL_PEERS = ['bufferutil', 'utf-8-validate', 'encoding'] as const;
-
-/**
- * zod re-exports every locale (`z.locales`, ~60 languages, two thirds of zod's bytes in a bundle)
- * from a namespace object, which tree shaking cannot split. vmpool speaks English only (zod sets it
- * by default from its own en.js, which stays); every start paid for parsing and compiling the rest.
- */
-export const zodEnglishOnly: Plugin = {
-  name: 'zod-english-only',
-  setup(b) {
-    b.onResolve({ filter: /\/locales\/index\.js$/ }, (args) =>
-      /[\\/]zod[\\/]/.test(args.importer)
-        ? {
-            path: 'english-only',
-            namespace: 'zod-locales',
-            pluginData: join(dirname(args.importer), '..', 'locales', 'en.js'),
-          }
-        : undefined,
-    );
-    b.onLoad({ filter: /.*/, namespace: 'zod-locales' }, (args) => ({
-      contents: `export { default as en } from ${JSON.stringify(String(args.pluginData))};`,
-      resolveDir: ROOT,
-    }));
-  },
-};
+export { BANNER, OPTIONAL_PEERS, ROOT, zodEnglishOnly } from './bundle-options.js';
 
 /** One built bundle. */
 export interface BuiltBundle {

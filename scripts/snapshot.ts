@@ -16,7 +16,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import type { Plugin } from 'esbuild';
-import { OPTIONAL_PEERS, ROOT, zodEnglishOnly } from './build.js';
+import { OPTIONAL_PEERS, ROOT, zodEnglishOnly } from './bundle-options.js';
 
 /** The flags every function runs with (Containerfile, knative/); a blob must be built with them. */
 export const RUNTIME_FLAGS = ['--max-semi-space-size=1'] as const;

@@ -390,7 +390,7 @@ async function main(): Promise<void> {
         must(await installIfMissing(install, o));
         continue;
       }
-      const done = must(await installOwned(install, o, TODO[ref.kind] ?? ''));
+      const done = must(await installOwned(install, o, ADVICE_WHEN_TAKEN[ref.kind] ?? ''));
       applied.push(done.previous === undefined ? { ref } : { ref, previous: done.previous });
       if (done.action === 'tookOver')
         say(`${describeRef(ref)}: taken over; what was there is put back on Ctrl-C`);
@@ -509,7 +509,7 @@ async function uninstall(): Promise<void> {
 }
 
 /** What the operator can do when an object of vmpool's name is somebody else's, by kind. */
-const TODO: Readonly<Record<string, string>> = {
+const ADVICE_WHEN_TAKEN: Readonly<Record<string, string>> = {
   ValidatingWebhookConfiguration:
     'Delete it if nothing uses it, or run again with --take-over to replace it.',
   APIService:

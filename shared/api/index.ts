@@ -11,3 +11,4 @@ export * from './events.js';
 export * from './crd.js';
 export * from './issues.js';
 export * from './manifest.js';
+export * from './status.js';

@@ -1,33 +1,11 @@
 /**
- * The pure core of vmpool: no I/O, no clock, no randomness of its own.
+ * The pure core of vmpool: no I/O, no clock, no randomness of its own. `plan/` is the pipeline from
+ * what a reconcile read to what it does; `fleet/` and `disks/` are the policies its steps consult;
+ * `admission/` answers the webhook; `formats/` holds names, hashes, durations and quantities.
  * @module
  */
-export * from './actions.js';
-export * from './admission.js';
-export * from './blocked.js';
-export * from './disks.js';
-export * from './duration.js';
-export * from './gc.js';
-export * from './growth.js';
-export * from './in-use.js';
-export * from './hash.js';
-export * from './json.js';
-export * from './malformed.js';
-export * from './membership.js';
-export * from './names.js';
-export * from './plan.js';
-export * from './quantity.js';
-export * from './rollout.js';
-export * from './scale.js';
-export * from './scale-down-with.js';
-export * from './status.js';
-export * from './targets.js';
-export * from './target-admission.js';
-export * from './validation.js';
-export * from './preview.js';
-export * from './victims.js';
-export * from './drain.js';
-export * from './events.js';
-export * from './budget.js';
-export * from './lifecycle.js';
-export * from './roles.js';
+export * from './admission/index.js';
+export * from './disks/index.js';
+export * from './fleet/index.js';
+export * from './formats/index.js';
+export * from './plan/index.js';

@@ -6,11 +6,11 @@
  */
 import type { Context } from 'hono';
 import type { Kube } from '../kube/index.js';
-import type { NodeEnv } from './app.js';
-import type { Caller, FrontProxy } from './frontproxy.js';
+import type { Caller, NodeEnv } from './env.js';
+import type { FrontProxy } from './frontproxy.js';
 import { NOT_SIGNED, authenticate, headerLines, loadFrontProxy } from './frontproxy.js';
-import type { Status } from './status.js';
-import { statusFailure } from './status.js';
+import type { Status } from '../api/index.js';
+import { statusFailure } from '../api/index.js';
 import type { ClientCertificate } from './tls.js';
 
 /** Settings of {@link createAccessCheck}. */

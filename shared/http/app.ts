@@ -5,28 +5,19 @@
  */
 import { Hono } from 'hono';
 import type { Context, Handler } from 'hono';
-import type { HttpBindings } from '@hono/node-server';
 import { DEFAULT_MAX_BODY_BYTES, limitBody } from './body-limit.js';
 import { parseCloudEvent } from './cloudevent.js';
 import type { ParsedEvent } from './cloudevent.js';
 import { createHealth, healthRoutes } from './health.js';
 import type { Health } from './health.js';
-import type { Caller } from './frontproxy.js';
+import type { NodeEnv } from './env.js';
 import { eventLogger } from './log.js';
 import type { Logger } from './log.js';
 import { METRICS_CONTENT_TYPE, createFunctionMetrics } from './metrics.js';
 import type { FunctionMetrics } from './metrics.js';
 import { errorResponse } from './responses.js';
-import { statusFailure, statusResponse } from './status.js';
-
-/**
- * Hono env of apps served by @hono/node-server: the raw Node request is `c.env.incoming`; `caller`
- * is who an access check authenticated (for audit lines).
- */
-export interface NodeEnv {
-  Bindings: HttpBindings;
-  Variables: { caller?: Caller };
-}
+import { statusFailure } from '../api/index.js';
+import { statusResponse } from './status.js';
 
 /** Options of {@link buildFunctionApp}. */
 export interface FunctionAppOptions {

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Context, MiddlewareHandler } from 'hono';
-import type { NodeEnv } from './app.js';
+import type { NodeEnv } from './env.js';
 import { commonName, validForClientAuth } from './frontproxy.js';
 import { errorResponse } from './responses.js';
 import type { ClientCertificate } from './tls.js';

@@ -6,7 +6,7 @@
  */
 import type { X509Certificate } from 'node:crypto';
 import type { Context } from 'hono';
-import type { NodeEnv } from './app.js';
+import type { Caller, NodeEnv } from './env.js';
 import type { ClientCertificate } from './tls.js';
 import { signedBy } from './tls.js';
 import type { Kube } from '../kube/index.js';
@@ -20,14 +20,6 @@ export interface FrontProxy {
   readonly uidHeaders: readonly string[];
   readonly groupHeaders: readonly string[];
   readonly extraPrefixes: readonly string[];
-}
-
-/** An authenticated caller. */
-export interface Caller {
-  readonly user: string;
-  readonly uid?: string;
-  readonly groups: string[];
-  readonly extra: Record<string, string[]>;
 }
 
 function list(text: string | undefined, fallback: string[]): string[] {

@@ -8,14 +8,15 @@ export type { AccessCheck, AccessOptions, AccessRequest } from './access.js';
 export { buildFunctionApp, cloudEventHandler } from './app.js';
 export { caFile, refuseClient, requireClientCertificate } from './client-ca.js';
 export type { ClientCaOptions } from './client-ca.js';
-export type { EventContext, FunctionAppOptions, NodeEnv } from './app.js';
+export type { EventContext, FunctionAppOptions } from './app.js';
+export type { Caller, NodeEnv } from './env.js';
 export { DEFAULT_MAX_BODY_BYTES, limitBody } from './body-limit.js';
 export { DEFAULT_MAX_EVENT_BYTES, parseCloudEvent } from './cloudevent.js';
 export type { EventParse, EventRejection, ParsedEvent } from './cloudevent.js';
 export { resolveDeps } from './deps.js';
 export type { AppDeps, ResolvedDeps } from './deps.js';
 export { authenticate, commonName, headerLines, loadFrontProxy } from './frontproxy.js';
-export type { Caller, FrontProxy, HeaderLines } from './frontproxy.js';
+export type { FrontProxy, HeaderLines } from './frontproxy.js';
 export { bearerToken, createEventAccessCheck, createTokenCheck } from './oidc.js';
 export type { EventAccessOptions, TokenCheck, TokenCheckOptions } from './oidc.js';
 export { createHealth, healthRoutes } from './health.js';
@@ -41,15 +42,9 @@ export {
 export { parseBody } from './parse.js';
 export type { BodyParsed } from './parse.js';
 export { serveApp } from './serve.js';
-export {
-  apiResponse,
-  eventReply,
-  poolNotFound,
-  statusFailure,
-  statusResponse,
-  statusSuccess,
-} from './status.js';
-export type { Status, StatusCause } from './status.js';
+export { apiResponse, eventReply, statusResponse } from './status.js';
+export { poolNotFound, statusFailure, statusSuccess } from '../api/index.js';
+export type { Status, StatusCause } from '../api/index.js';
 export type { ServeOptions, ServedApp } from './serve.js';
 export { clientCertificate, readTls, signedBy } from './tls.js';
 export type { ClientCertificate, TlsFiles, TlsMaterial } from './tls.js';

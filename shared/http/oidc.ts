@@ -10,9 +10,9 @@ import type { Context } from 'hono';
 import type { Kube } from '../kube/index.js';
 import type { AccessCheck, AccessRequest } from './access.js';
 import { authorize } from './access.js';
-import type { NodeEnv } from './app.js';
-import { statusFailure } from './status.js';
-import type { Status } from './status.js';
+import type { NodeEnv } from './env.js';
+import { statusFailure } from '../api/index.js';
+import type { Status } from '../api/index.js';
 
 /** Settings of {@link createEventAccessCheck}. */
 export interface EventAccessOptions {

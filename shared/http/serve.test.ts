@@ -7,7 +7,7 @@ import { connect } from 'node:tls';
 import { Hono } from 'hono';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { mintCa, mintLeaf } from '../../local/controlplane/certs.js';
-import type { NodeEnv } from './app.js';
+import type { NodeEnv } from './env.js';
 import { createHealth, healthRoutes } from './health.js';
 import { serveApp } from './serve.js';
 import type { ServedApp } from './serve.js';

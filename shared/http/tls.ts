@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { TLSSocket } from 'node:tls';
 import type { PeerCertificate, SecureContextOptions } from 'node:tls';
 import type { Context } from 'hono';
-import type { NodeEnv } from './app.js';
+import type { NodeEnv } from './env.js';
 
 /** Where the serving certificate lives (a mounted Secret, usually). */
 export interface TlsFiles {

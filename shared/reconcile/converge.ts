@@ -135,7 +135,7 @@ export async function reconcilePool(
       await Promise.all(p.events.map((e) => kube.recordEvent(pool, e)));
     }
     if (p.actions.length === 0) return converged(pass, actions, p.recheckAt);
-    const ex = await execute(kube, pool, p.actions, log);
+    const ex = await execute(kube, pool, p.batches, log);
     actions += ex.done;
     for (const n of ex.foreign) foreign.add(n);
     // A 403 stops the pass even when other actions could be retried: a grant does not appear by itself.

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PoolEvent } from '../kube/index.js';
 import type { Action } from '../domain/index.js';
-import { newDisk, newMember } from '../domain/index.js';
+import { batchesOf, newDisk, newMember } from '../domain/index.js';
 import { execute } from './execute.js';
 import { disk, pool, runnersDiskTemplates, vm } from '../../test/unit/builders.js';
 import type { Script } from '../../test/unit/fake-kube.js';
@@ -46,7 +46,8 @@ function events(f: ReturnType<typeof fakeKube>): string[] {
 
 async function run(actions: Action[], script: Script = {}) {
   const f = fakeKube(script, p);
-  const out = await execute(f.kube, p, actions, log);
+  // The plan's order, in the batches order() makes of it.
+  const out = await execute(f.kube, p, batchesOf(actions), log);
   return { f, out };
 }
 
@@ -340,7 +341,7 @@ describe('execute: nothing left unhandled', () => {
         p,
       );
       await expect(
-        execute(f.kube, p, [createVm('runners-aaaaa'), deleteVm('runners-bbbbb')], log),
+        execute(f.kube, p, batchesOf([createVm('runners-aaaaa'), deleteVm('runners-bbbbb')]), log),
       ).rejects.toThrow('delete broke');
       await new Promise((r) => setTimeout(r, 100));
       expect(unhandled).toEqual([]);

@@ -5,6 +5,7 @@
 export * from './batch.js';
 export * from './blocked.js';
 export * from './converge.js';
+export * from './event-log.js';
 export * from './execute.js';
 export * from './resync.js';
 export * from './scope.js';

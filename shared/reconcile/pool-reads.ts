@@ -5,8 +5,8 @@
  */
 import type { Preview } from '../domain/index.js';
 import { malformedMessage, previewVictims, selectorOf } from '../domain/index.js';
-import type { Status } from '../http/status.js';
-import { poolNotFound, statusFailure } from '../http/status.js';
+import type { Status } from '../api/index.js';
+import { poolNotFound, statusFailure } from '../api/index.js';
 import type { Kube } from '../kube/index.js';
 
 /** The most victims a preview lists (a pool is at most a few thousand members; keep answers small). */

@@ -3,7 +3,12 @@
  * conditioned on the pool's resourceVersion; a lost race re-reads and re-plans.
  * @module
  */
-import type { ScaleDownWithBody, VirtualMachine, VirtualMachinePool } from '../api/index.js';
+import type {
+  ScaleDownWithBody,
+  VirtualMachine,
+  VirtualMachinePool,
+  Status,
+} from '../api/index.js';
 import {
   EMPTY_TARGETS,
   forbiddenMessage,
@@ -14,8 +19,7 @@ import {
   recordedRequests,
   refusedByRbac,
 } from '../domain/index.js';
-import type { Status } from '../http/status.js';
-import { poolNotFound, statusFailure, statusSuccess } from '../http/status.js';
+import { poolNotFound, statusFailure, statusSuccess } from '../api/index.js';
 import type { Failure, Kube } from '../kube/index.js';
 
 /** A 500 for a failed call of scale-down-with itself, naming the missing grant when it was RBAC. */

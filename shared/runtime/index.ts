@@ -4,7 +4,7 @@
  * @module
  */
 import type { Hono } from 'hono';
-import type { NodeEnv } from '../http/app.js';
+import type { NodeEnv } from '../http/env.js';
 import { createHealth } from '../http/health.js';
 import type { Health } from '../http/health.js';
 import { createLogger, logMalformed } from '../http/log.js';

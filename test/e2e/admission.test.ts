@@ -7,11 +7,14 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { POOL_PATH, SCALE_PATH } from '../../functions/scale-validate/app.js';
-import { explicitReplicasMessage, explicitScaleMessage } from '../../shared/domain/admission.js';
+import {
+  explicitReplicasMessage,
+  explicitScaleMessage,
+  withTargets,
+} from '../../shared/domain/index.js';
 import { GROUP, VERSION, keys } from '../../shared/api/index.js';
 import { startApiserverFacing, reportLatency, type ApiserverFacing } from './apiserver-facing.js';
 import { cluster, create, dropNamespace, functionKube, newNamespace, read } from './harness.js';
-import { withTargets } from '../../shared/domain/targets.js';
 import { runnersPool } from '../../local/guide.js';
 import { toYaml } from '../../local/controlplane/kubectl.js';
 import { requestText } from '../../local/controlplane/http.js';

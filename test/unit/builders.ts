@@ -15,8 +15,8 @@ import type {
 } from '../../shared/api/index.js';
 import { API_VERSION, DiskTemplate, VirtualMachineTemplate, keys } from '../../shared/api/index.js';
 import { runnersPool } from '../../local/guide.js';
-import { templateHash } from '../../shared/domain/hash.js';
-import type { Observed } from '../../shared/domain/observe.js';
+import { templateHash } from '../../shared/domain/index.js';
+import type { Observed } from '../../shared/domain/index.js';
 
 /** A fixed instant tests use as "now". */
 export const NOW = new Date('2025-01-01T12:00:00Z');

@@ -1,0 +1,118 @@
+/**
+ * Garbage collection of free Retain disks: the `keep` most recently freed stay warm, the rest go once
+ * free for longer than `ttl`. A disk in use (in-use.ts: any VM of the namespace references it, or
+ * the platform reports it attached) or bound by a pool's intent is never free, and a paused pool
+ * loses nothing.
+ * @module
+ */
+import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../../api/index.js';
+import { keys } from '../../api/index.js';
+import { freedAt, policyOf, poolOwned, reusable } from './disks.js';
+import { parseDuration } from '../formats/index.js';
+import { attached, referencedBy } from './in-use.js';
+import { byPool, isTerminating, nameOf, poolKey } from '../fleet/index.js';
+
+/** A disk to delete, with the preconditions that make the delete safe. */
+export interface Collect {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+  readonly resourceVersion: string;
+  readonly pool: string;
+  /** How long it had been free, in ms. */
+  readonly freeForMs: number;
+}
+
+/** The outcome of one GC pass. */
+export interface GcPlan {
+  readonly collect: Collect[];
+  /** Milliseconds until the next disk passes its ttl, if any will. */
+  readonly nextWakeMs: number | undefined;
+}
+
+/**
+ * Plans a GC pass over the cluster-wide lists of pools, VMs and pool disks. Only disks stamped
+ * `free-since` are considered: the reconcile stamps them once nothing uses them. Every VM in `vms`
+ * keeps the disks it references in its namespace, whoever it belongs to: the pool-labelled VMs, and
+ * the namespace's other VMs where a disk would go ({@link collectNamespaces}).
+ */
+export function planGc(
+  pools: readonly VirtualMachinePool[],
+  vms: readonly VirtualMachine[],
+  disks: readonly VirtualDisk[],
+  now: Date,
+): GcPlan {
+  const collect: Collect[] = [];
+  let nextWakeMs: number | undefined;
+  // Grouped once: a pool's disks and VMs are then found without scanning the cluster's per pool.
+  const disksByPool = byPool(disks);
+  const vmsByNamespace = new Map<string, VirtualMachine[]>();
+  for (const vm of vms) {
+    const ns = vm.metadata.namespace ?? '';
+    const group = vmsByNamespace.get(ns);
+    if (group === undefined) vmsByNamespace.set(ns, [vm]);
+    else group.push(vm);
+  }
+  for (const pool of pools) {
+    const poolDisks = disksByPool.get(poolKey(pool));
+    if (poolDisks === undefined || pool.metadata.deletionTimestamp !== undefined) continue;
+    // Paused means nothing of the pool is deleted, its free disks included.
+    if (pool.spec.paused === true) continue;
+    const used = usedDisks(pool, vmsByNamespace.get(pool.metadata.namespace ?? '') ?? []);
+    for (const t of pool.spec.virtualDiskTemplates) {
+      if (policyOf(t) !== 'Retain' || t.reclaim?.ttl === undefined) continue;
+      const ttl = parseDuration(t.reclaim.ttl);
+      if (ttl === undefined) continue;
+      const free = poolDisks
+        .filter(
+          (d) =>
+            poolOwned(pool, d) &&
+            d.metadata.labels?.[keys.diskTemplate] === t.name &&
+            !isTerminating(d) &&
+            !used.has(nameOf(d)) &&
+            !attached(d) &&
+            freedAt(d) !== undefined,
+        )
+        .sort((a, b) => (freedAt(b) ?? 0) - (freedAt(a) ?? 0) || (nameOf(a) < nameOf(b) ? -1 : 1));
+      // Only disks that could be reused fill the warm buffer: a Failed disk keeps nothing warm.
+      const warm = new Set(free.filter(reusable).slice(0, t.reclaim.keep).map(nameOf));
+      for (const d of free) {
+        if (warm.has(nameOf(d))) continue;
+        const age = now.getTime() - (freedAt(d) ?? now.getTime());
+        if (age > ttl) {
+          collect.push({
+            namespace: d.metadata.namespace ?? pool.metadata.namespace ?? '',
+            name: nameOf(d),
+            uid: d.metadata.uid ?? '',
+            resourceVersion: d.metadata.resourceVersion ?? '',
+            pool: nameOf(pool),
+            freeForMs: age,
+          });
+        } else {
+          const wait = Math.max(ttl - age, 1000);
+          nextWakeMs = nextWakeMs === undefined ? wait : Math.min(nextWakeMs, wait);
+        }
+      }
+    }
+  }
+  return { collect, nextWakeMs };
+}
+
+/**
+ * Disks referenced by any of `vms` (the VMs of the pool's namespace: members, Terminating ones and
+ * strangers alike) or bound by the pool's recorded intent.
+ */
+export function usedDisks(pool: VirtualMachinePool, vms: readonly VirtualMachine[]): Set<string> {
+  const used = referencedBy(vms.filter((vm) => vm.metadata.namespace === pool.metadata.namespace));
+  for (const b of pool.status?.intent?.bindings ?? []) used.add(b.disk);
+  return used;
+}
+
+/**
+ * The namespaces whose VMs a pass must read before deleting what `plan` collects: the pool-labelled
+ * list it was planned from does not show a VM outside every pool (a detached member, a VM a disk was
+ * hot-plugged into).
+ */
+export function collectNamespaces(plan: GcPlan): string[] {
+  return [...new Set(plan.collect.map((c) => c.namespace))].sort();
+}

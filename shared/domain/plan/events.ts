@@ -1,0 +1,143 @@
+/**
+ * The Events recorded about actions, in the reference's words where it has them.
+ * @module
+ */
+import { keys } from '../../api/index.js';
+import type { Action, DeleteDisk, DeleteVm, UpdateVm } from './actions.js';
+import type { VirtualDisk } from '../../api/index.js';
+
+/** An events.k8s.io Event about an action. */
+export interface ActionEvent {
+  readonly type: 'Normal' | 'Warning';
+  readonly reason: string;
+  readonly note: string;
+  readonly action: string;
+}
+
+const normal = (reason: string, note: string, action: string): ActionEvent => ({
+  type: 'Normal',
+  reason,
+  note,
+  action,
+});
+const warning = (reason: string, note: string, action: string): ActionEvent => ({
+  type: 'Warning',
+  reason,
+  note,
+  action,
+});
+
+/** The Event recorded for an action's outcome, in the reference's words. */
+export function eventFor(a: Action, ok: boolean, error = ''): ActionEvent | undefined {
+  switch (a.kind) {
+    case 'createVm': {
+      const name = a.vm.metadata.name ?? '';
+      return ok
+        ? normal('SuccessfulCreate', `Created VirtualMachine "${name}".`, 'Create')
+        : warning(
+            'FailedCreate',
+            `Failed to create a VirtualMachine from the template: ${error}`,
+            'Create',
+          );
+    }
+    case 'deleteVm':
+      if (ok && a.why === 'unhealthy')
+        return normal(
+          'ReplicaReplaced',
+          `Deleted unhealthy VirtualMachine "${a.name}": a replacement is created under a fresh name once it is gone.`,
+          'Replace',
+        );
+      if (ok && a.why === 'expired')
+        return normal(
+          'ReplicaExpired',
+          `Deleted VirtualMachine "${a.name}"${drained(a)}: older than maxMemberAge ${a.maxAge ?? ''}; a replacement is created under a fresh name.`,
+          'Replace',
+        );
+      if (ok && a.drain?.outcome === 'timedOut')
+        return warning(
+          'DrainTimedOut',
+          `Deleted VirtualMachine "${a.name}": not drained within drainTimeout ${a.drain.timeout}.`,
+          'Delete',
+        );
+      return ok
+        ? normal(
+            'SuccessfulDelete',
+            `Deleted ${a.why === 'standby' ? 'standby ' : ''}VirtualMachine "${a.name}"${drained(a)}.`,
+            'Delete',
+          )
+        : warning(
+            'FailedDelete',
+            `Failed to delete VirtualMachine "${a.name}": ${error}`,
+            'Delete',
+          );
+    case 'deleteDisk':
+      return ok
+        ? normal('DiskCollected', `Deleted VirtualDisk "${a.name}": ${COLLECTED[a.why]}.`, 'Delete')
+        : undefined;
+    case 'createDisk':
+      return ok
+        ? undefined
+        : warning(
+            'FailedCreate',
+            `Failed to create VirtualDisk "${a.disk.metadata.name ?? ''}": ${error}`,
+            'Create',
+          );
+    case 'updateDisk':
+      return ok && a.why.includes('grow') ? grown(a.disk) : undefined;
+    case 'claimDisk':
+      return ok && a.grownTo !== undefined ? grown(a.disk) : undefined;
+    case 'updateVm':
+      return ok ? memberEvent(a) : undefined;
+    case 'dropTargets':
+      return undefined;
+  }
+}
+
+/** Why a disk was collected, in the Event's words. */
+const COLLECTED: Readonly<Record<DeleteDisk['why'], string>> = {
+  gc: 'free for longer than its template ttl, beyond the keep most recently freed',
+  removedTemplate: 'its disk template was removed from the pool and nothing references it',
+  deletePolicy: 'its disk template is now reclaimed with onScaleDown: Delete and it is free',
+};
+
+function grown(disk: VirtualDisk): ActionEvent {
+  const size = String(disk.spec.persistentVolumeClaim?.size ?? '');
+  const note = `Grew VirtualDisk "${disk.metadata.name ?? ''}" to ${size}, the size of its template.`;
+  return normal('DiskSizeGrown', note, 'Update');
+}
+
+function drained(a: DeleteVm): string {
+  if (a.drain === undefined) return '';
+  return a.drain.outcome === 'drained'
+    ? ' (drained)'
+    : ` (drain timed out after ${a.drain.timeout})`;
+}
+
+function memberEvent(a: UpdateVm): ActionEvent | undefined {
+  const name = a.vm.metadata.name ?? '';
+  if (a.why.includes('promote'))
+    return normal(
+      'StandbyPromoted',
+      `Promoted standby VirtualMachine "${name}" to a replica (runPolicy ${a.vm.spec.runPolicy ?? 'as the platform defaults'}).`,
+      'Promote',
+    );
+  if (a.why.includes('toStandby'))
+    return normal(
+      'ReturnedToStandby',
+      `Returned VirtualMachine "${name}" to the standby instead of deleting it (standby.reuseOnScaleDown).`,
+      'ReturnToStandby',
+    );
+  if (a.why.includes('drainRequest'))
+    return normal(
+      'DrainRequested',
+      `Asked VirtualMachine "${name}" to drain before removal: it is deleted once annotated ${keys.drained}: "true", or after drainTimeout ${a.drainTimeout ?? ''}.`,
+      'Drain',
+    );
+  if (a.why.includes('drainCancel'))
+    return normal(
+      'DrainCancelled',
+      `Cancelled the drain of VirtualMachine "${name}": it stays in the pool.`,
+      'Drain',
+    );
+  return undefined;
+}

@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { keys } from '../../api/index.js';
+import { observe } from './observe.js';
+import { at, disk, HOUR, observed, pool, steady, vm } from '../../../test/unit/builders.js';
+
+describe('observe', () => {
+  it('sorts members into live and leaving and the disks they hold', () => {
+    const p = pool();
+    const a = steady(p, 'runners-aaaaa');
+    const t = steady(p, 'runners-ttttt', { terminating: true });
+    const stranger = vm(p, 'runners-sssss');
+    stranger.metadata.ownerReferences = [];
+    const v = observe({ ...observed(p, [a, t]), vms: [a.vm, t.vm, stranger] });
+    expect(v.members.map((m) => m.metadata.name)).toEqual(['runners-aaaaa', 'runners-ttttt']);
+    expect([...v.live.keys()]).toEqual(['runners-aaaaa']);
+    expect(v.liveRefs.has('runners-aaaaa-root')).toBe(true);
+    expect(v.heldByLeaving.has('runners-ttttt-root')).toBe(true);
+    expect(v.liveRefs.has('runners-ttttt-root')).toBe(false);
+  });
+
+  it('keeps recorded creates not yet seen, and drops one a foreign VM holds with a warning', () => {
+    const p = pool({
+      status: { intent: { creates: ['runners-aaaaa', 'runners-ppppp', 'runners-fffff'] } },
+    });
+    const v = observe({
+      ...observed(p, [steady(p, 'runners-aaaaa')]),
+      foreign: new Set(['runners-fffff']),
+    });
+    expect(v.pendingCreates).toEqual(['runners-ppppp']);
+    expect(v.warnings).toEqual([
+      "VirtualMachine runners-fffff exists and is not the pool's: creating another name",
+    ]);
+    expect([...v.taken].sort()).toEqual(['runners-aaaaa', 'runners-fffff', 'runners-ppppp']);
+  });
+
+  it('keeps recorded victims and targets only while live under the recorded uid', () => {
+    const p = pool({
+      annotations: {
+        [keys.scaleDownTargets]: JSON.stringify([
+          { name: 'runners-aaaaa', uid: 'uid-runners-aaaaa' },
+          { name: 'runners-ggggg', uid: 'uid-runners-ggggg' },
+        ]),
+      },
+      status: {
+        intent: {
+          deletes: [
+            { name: 'runners-bbbbb', uid: 'uid-runners-bbbbb' },
+            { name: 'runners-ccccc', uid: 'another-uid' },
+          ],
+        },
+      },
+    });
+    const members = ['runners-aaaaa', 'runners-bbbbb', 'runners-ccccc'].map((n) => steady(p, n));
+    const v = observe(observed(p, members));
+    expect(v.pendingDeletes.map((d) => d.name)).toEqual(['runners-bbbbb']);
+    expect(v.targets.map((t) => t.name)).toEqual(['runners-aaaaa', 'runners-ggggg']);
+    expect(v.liveTargets.map((t) => t.name)).toEqual(['runners-aaaaa']);
+  });
+
+  it('indexes the pool disks with their template; a removed template has none', () => {
+    const p = pool();
+    const kept = disk(p, 'runners-cache-bbbbbb');
+    const orphan = disk(p, 'runners-old-bbbbbb', { template: 'old' });
+    const leaving = disk(p, 'runners-cache-cccccc', { terminating: at(-HOUR) });
+    const other = disk(p, 'elsewhere');
+    other.metadata.labels = {};
+    const v = observe(observed(p, [], [kept, orphan, leaving, other]));
+    expect(v.poolDisks.map((d) => [d.disk.metadata.name, d.template?.name])).toEqual([
+      ['runners-cache-bbbbbb', 'cache'],
+      ['runners-old-bbbbbb', undefined],
+    ]);
+    expect(v.diskByName.has('elsewhere')).toBe(true);
+  });
+});

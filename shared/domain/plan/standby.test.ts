@@ -1,0 +1,310 @@
+/**
+ * Warm standby through whole plans on an in-memory API server: refill, promotion first on a
+ * scale-up, return on a scale-down, surplus, rollout order; and the new L1 as a property under
+ * duplicated, concurrent and crashed reconciles interleaved action by action.
+ */
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { keys } from '../../api/index.js';
+import { MINUTE, NOW, pool, seededRandom } from '../../../test/unit/builders.js';
+import type { World } from '../../../test/unit/world.js';
+import { applyAction, converge, observedOf, readOf, scale } from '../../../test/unit/world.js';
+import type { Action } from './actions.js';
+import { isFenced, isGate } from './actions.js';
+import { isStandby, nameOf, planScaleDownWith } from '../fleet/index.js';
+import type { Plan } from './index.js';
+import { plan } from './index.js';
+
+const later = (ms: number): Date => new Date(NOW.getTime() + ms);
+const updates = (pl: Plan) =>
+  pl.actions.filter((a): a is Extract<Action, { kind: 'updateVm' }> => a.kind === 'updateVm');
+const creates = (plans: readonly Plan[]) =>
+  plans.flatMap((p) => p.actions.filter((a) => a.kind === 'createVm'));
+
+type Standby = { replicas: number; state?: 'Stopped' | 'Running'; reuseOnScaleDown?: boolean };
+
+/** A converged pool of `replicas` with the given standby. */
+function world(replicas: number, standby: Standby): World {
+  const p = pool({ replicas });
+  p.spec.standby = { state: 'Stopped', ...standby };
+  return converge({ pool: p, vms: [], disks: [] }, NOW).w;
+}
+
+/** The world with its pool's standby replaced. */
+const withStandby = (w: World, standby: Standby): World => ({
+  ...w,
+  pool: { ...w.pool, spec: { ...w.pool.spec, standby: { state: 'Stopped', ...standby } } },
+});
+
+const split = (w: World) => ({
+  active: w.vms.filter((v) => !isStandby(v)),
+  standby: w.vms.filter(isStandby),
+});
+
+describe('warm standby', () => {
+  it('keeps N stopped standby members beside the replicas, left out of replicas and the scale selector', () => {
+    const w = world(2, { replicas: 3 });
+    const { active, standby } = split(w);
+    expect([active.length, standby.length]).toEqual([2, 3]);
+    for (const s of standby) {
+      expect(s.metadata.labels?.[keys.standby]).toBe('true');
+      expect(s.spec.runPolicy).toBe('AlwaysOff');
+      expect(s.status?.phase).toBe('Stopped');
+    }
+    expect(w.pool.status).toMatchObject({
+      replicas: 2,
+      readyReplicas: 2,
+      availableReplicas: 2,
+      standbyReplicas: 3,
+      readyStandbyReplicas: 3,
+      selector: `${keys.poolUid}=pool-uid-1,${keys.standby} notin (true)`,
+    });
+    expect(w.pool.status?.intent).toBeUndefined();
+    // L5: converged, nothing to write.
+    const idle = plan(observedOf(w), later(MINUTE), seededRandom(5));
+    expect([idle.actions, idle.writeStatus]).toEqual([[], false]);
+  });
+
+  it('a scale-up promotes first (recorded, fenced, before any create), creates the rest, then refills', () => {
+    const w0 = world(2, { replicas: 2 });
+    const before = split(w0).standby.map(nameOf).sort();
+    const first = plan(observedOf(scale(w0, 5)), NOW, seededRandom(3));
+    const promotions = updates(first).filter((u) => u.why.includes('promote'));
+    expect(promotions.map((u) => nameOf(u.vm)).sort()).toEqual(before);
+    for (const u of promotions) {
+      expect(isFenced(u) && isGate(u)).toBe(true);
+      expect(u.vm.metadata.labels?.[keys.standby]).toBeUndefined();
+      expect(u.vm.spec.runPolicy).toBe(w0.pool.spec.virtualMachineTemplate.spec?.runPolicy);
+    }
+    expect(first.status.intent?.promotions?.map((r) => r.name).sort()).toEqual(before);
+    // Promotions run before every create (the refill must not land while they carry the label).
+    const kinds = first.actions.map((a) => a.kind);
+    const lastPromotion = first.actions.findLastIndex((a) => isGate(a));
+    expect(kinds.indexOf('createVm')).toBeGreaterThan(lastPromotion);
+    // One new replica (5 = 2 + 2 promoted + 1) and two new standby members.
+    expect(first.status.intent?.creates).toHaveLength(3);
+    expect(first.status.intent?.standbyCreates).toHaveLength(2);
+
+    const { w, plans } = converge(scale(w0, 5), NOW);
+    const { active, standby } = split(w);
+    expect([active.length, standby.length]).toEqual([5, 2]);
+    expect(active.map(nameOf)).toEqual(expect.arrayContaining(before));
+    expect(creates(plans)).toHaveLength(3);
+    expect(w.pool.status?.intent).toBeUndefined();
+  });
+
+  it('Running standby: members run idle and count as ready standby', () => {
+    const w = world(1, { replicas: 2, state: 'Running' });
+    for (const s of split(w).standby) {
+      expect(s.spec.runPolicy).not.toBe('AlwaysOff');
+      expect(s.status?.phase).toBe('Running');
+    }
+    expect(w.pool.status).toMatchObject({
+      replicas: 1,
+      standbyReplicas: 2,
+      readyStandbyReplicas: 2,
+    });
+  });
+
+  it('switching the state from Stopped to Running starts the standby members in place', () => {
+    const w0 = world(1, { replicas: 2 });
+    const w1 = withStandby(w0, { replicas: 2, state: 'Running' });
+    const pl = plan(observedOf(w1), NOW, seededRandom(1));
+    expect(updates(pl).map((u) => u.why)).toEqual([['standbyState'], ['standbyState']]);
+    expect(pl.fenced).toBe(false);
+    const { w } = converge(w1, NOW);
+    expect(split(w).standby.map((s) => s.status?.phase)).toEqual(['Running', 'Running']);
+  });
+
+  it('lowering standby.replicas removes the surplus, never touching the replicas', () => {
+    const w0 = world(2, { replicas: 3 });
+    const lower = withStandby(w0, { replicas: 1 });
+    const { w, plans } = converge(lower, NOW);
+    const deleted = plans.flatMap((p) => p.actions.filter((a) => a.kind === 'deleteVm'));
+    expect(deleted).toHaveLength(2);
+    expect(deleted.every((d) => d.why === 'standby')).toBe(true);
+    expect(split(w).active.map(nameOf)).toEqual(split(w0).active.map(nameOf));
+    expect(split(w).standby).toHaveLength(1);
+  });
+
+  it('reuseOnScaleDown returns removed replicas to the standby while it is short, deletes the rest', () => {
+    const w0 = world(3, { replicas: 1, reuseOnScaleDown: true });
+    const { standby } = split(w0);
+    // Make room for one: the standby member leaves (a user deletes it).
+    const room = { ...w0, vms: w0.vms.filter((v) => v !== standby[0]) };
+    const { w, plans } = converge(scale(room, 1), NOW);
+    const returned = plans.flatMap((p) => updates(p).filter((u) => u.why.includes('toStandby')));
+    expect(returned).toHaveLength(1);
+    expect(returned[0]!.vm.spec.runPolicy).toBe('AlwaysOff');
+    expect(plans.flatMap((p) => p.actions.filter((a) => a.kind === 'deleteVm'))).toHaveLength(1);
+    expect(creates(plans)).toEqual([]);
+    expect([split(w).active.length, split(w).standby.length]).toEqual([1, 1]);
+  });
+
+  it('a rollout patches standby members first under a budget of one', () => {
+    const w0 = world(2, { replicas: 1, state: 'Running' });
+    const t = w0.pool.spec.virtualMachineTemplate;
+    const next: World = {
+      ...w0,
+      pool: {
+        ...w0.pool,
+        spec: {
+          ...w0.pool.spec,
+          rollout: { maxUnavailable: 1 },
+          virtualMachineTemplate: { ...t, metadata: { labels: { rev: '2' } } },
+        },
+      },
+    };
+    const pl = plan(observedOf(next), NOW, seededRandom(1));
+    const patched = updates(pl).filter((u) => u.why.includes('rollout'));
+    expect(patched.map((u) => isStandby(u.vm))).toEqual([true]);
+    expect(pl.status.conditions?.find((c) => c.type === 'Synced')?.status).toBe('False');
+  });
+
+  it('a scaledownwith naming a standby member is refused; its replicas are untouched', () => {
+    const w = world(1, { replicas: 1 });
+    const s = split(w).standby[0]!;
+    const r = planScaleDownWith(w.pool, { targets: [nameOf(s)] }, new Map([[nameOf(s), s]]));
+    expect(r).toMatchObject({ ok: false, code: 400 });
+  });
+});
+
+/** Replicas and standby members by label, as the API server holds them at one instant. */
+function census(w: World): { active: number; standby: number } {
+  const standby = w.vms.filter(isStandby).length;
+  return { active: w.vms.length - standby, standby };
+}
+
+/**
+ * The world moves between two reads: a member falls back to Pending or comes up again, or an agent
+ * changes its deletion cost, so two reconcilers may rank the standby (ready members are promoted
+ * first) or the victims differently.
+ */
+function platform(w: World, dice: () => number): World {
+  if (w.vms.length === 0 || dice() < 0.3) return w;
+  const i = Math.floor(dice() * w.vms.length);
+  const cost = String(Math.floor(dice() * 11) - 5);
+  const phase = dice() < 0.5;
+  return {
+    ...w,
+    vms: w.vms.map((v, j) => {
+      if (j !== i) return v;
+      if (!phase) {
+        const annotations = { ...v.metadata.annotations, [keys.deletionCost]: cost };
+        return { ...v, metadata: { ...v.metadata, annotations } };
+      }
+      const up = v.spec.runPolicy === 'AlwaysOff' ? 'Stopped' : 'Running';
+      const next = v.status?.phase === 'Pending' ? up : 'Pending';
+      return { ...v, status: { ...v.status, phase: next } };
+    }),
+  };
+}
+
+/** One executor's queue: the plan's actions, what it read, and its current group. */
+interface Exec {
+  readonly actions: Action[];
+  readonly read: ReturnType<typeof readOf>;
+  group?: { kind: Action['kind']; gate: boolean; failed: boolean };
+}
+
+/**
+ * Runs two reconcilers on one world as the fencing protocol lets them: A plans and records its
+ * intent; after a prefix of A's actions, B reads, plans and records; then both execute, interleaved
+ * action by action (groups of one kind in plan order; after a group holding a gate with a failure,
+ * the executor stops), and either may crash. L1 is checked after every single action.
+ */
+function race(w0: World, dice: () => number, now: Date): World {
+  const bound = {
+    active: Math.max(w0.pool.spec.replicas ?? 0, census(w0).active),
+    standby: Math.max(w0.pool.spec.standby?.replicas ?? 0, census(w0).standby),
+  };
+  const a = plan(observedOf(w0), now, seededRandom(Math.floor(dice() * 1e6)));
+  let w: World = a.writeStatus || a.fenced ? { ...w0, pool: { ...w0.pool, status: a.status } } : w0;
+  const runOne = (e: Exec): void => {
+    const next = e.actions[0]!;
+    if (e.group?.kind !== next.kind) {
+      if (e.group?.gate === true && e.group.failed) {
+        e.actions.length = 0;
+        return;
+      }
+      e.group = { kind: next.kind, gate: false, failed: false };
+    }
+    e.actions.shift();
+    const r = applyAction(w, next, now, e.read);
+    w = r.w;
+    e.group.gate ||= isGate(next);
+    e.group.failed ||= !r.ok;
+    const c = census(w);
+    expect(c.active).toBeLessThanOrEqual(bound.active);
+    expect(c.standby).toBeLessThanOrEqual(bound.standby);
+  };
+  const execs: Exec[] = [{ actions: [...a.actions], read: readOf(w0) }];
+  const prefix = Math.floor(dice() * (a.actions.length + 1));
+  for (let i = 0; i < prefix && execs[0]!.actions.length > 0; i++) runOne(execs[0]!);
+  w = platform(w, dice);
+  const b = plan(observedOf(w), now, seededRandom(Math.floor(dice() * 1e6)));
+  const readB = readOf(w);
+  if (b.writeStatus || b.fenced) w = { ...w, pool: { ...w.pool, status: b.status } };
+  execs.push({ actions: [...b.actions], read: readB });
+  const crashAt = dice() < 0.3 ? Math.floor(dice() * 6) : Infinity;
+  for (let step = 0; step < crashAt; step++) {
+    const open = execs.filter((e) => e.actions.length > 0);
+    if (open.length === 0) break;
+    runOne(open[Math.floor(dice() * open.length)]!);
+  }
+  return w;
+}
+
+describe('standby L1 as a property', () => {
+  // A step changes any of replicas, the standby and the members at once (a scale-down while the
+  // standby is short is what returns members to it).
+  const step = fc.record({
+    scale: fc.option(fc.integer({ min: 0, max: 6 }), { nil: undefined }),
+    standby: fc.option(fc.integer({ min: 0, max: 4 }), { nil: undefined }),
+    remove: fc.option(fc.nat(9), { nil: undefined }),
+  });
+  const arb = fc.record({
+    replicas: fc.integer({ min: 0, max: 4 }),
+    standby: fc.integer({ min: 0, max: 3 }),
+    state: fc.constantFrom<'Stopped' | 'Running'>('Stopped', 'Running'),
+    reuse: fc.boolean(),
+    seed: fc.integer(),
+    steps: fc.array(step, { minLength: 1, maxLength: 5 }),
+  });
+
+  it('replicas ≤ spec.replicas and standby ≤ standby.replicas at every instant; converges; L5', () => {
+    fc.assert(
+      fc.property(arb, (s) => {
+        let seed = s.seed;
+        const dice = (): number => {
+          seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+          return seed / 0x7fffffff;
+        };
+        const p = pool({ replicas: s.replicas });
+        p.spec.standby = { replicas: s.standby, state: s.state, reuseOnScaleDown: s.reuse };
+        let w = converge({ pool: p, vms: [], disks: [] }, NOW).w;
+        for (const st of s.steps) {
+          if (st.scale !== undefined) w = scale(w, st.scale);
+          const standby = { ...w.pool.spec.standby!, replicas: st.standby ?? s.standby };
+          if (st.standby !== undefined)
+            w = { ...w, pool: { ...w.pool, spec: { ...w.pool.spec, standby } } };
+          const gone = st.remove;
+          if (gone !== undefined && w.vms.length > 0)
+            w = { ...w, vms: w.vms.filter((_, i) => i !== gone % w.vms.length) };
+          for (let round = 0; round < 6; round++) w = race(w, dice, NOW);
+          // Then a lone reconciler finishes the job, and a converged pool writes nothing (L5).
+          w = converge(w, NOW, 12).w;
+          const c = census(w);
+          expect(c).toEqual({
+            active: w.pool.spec.replicas,
+            standby: w.pool.spec.standby?.replicas,
+          });
+          expect(w.pool.status?.intent).toBeUndefined();
+          const idle = plan(observedOf(w), NOW, seededRandom(7));
+          expect([idle.actions.length, idle.writeStatus]).toEqual([0, false]);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  }, 60_000);
+});

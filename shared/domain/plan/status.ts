@@ -1,0 +1,245 @@
+/**
+ * The pool's status and conditions, with the reference's reasons and messages.
+ * @module
+ */
+import type {
+  Condition,
+  HealingState,
+  Intent,
+  PoolStatus,
+  VirtualMachine,
+  VirtualMachinePool,
+} from '../../api/index.js';
+import { keys } from '../../api/index.js';
+import { canonicalJson, rfc3339 } from '../formats/index.js';
+import {
+  availableAt,
+  awaitingRestart,
+  isProtected,
+  isReady,
+  isTerminating,
+  scaleSelectorOf,
+} from '../fleet/index.js';
+
+/** Counts derived from the members. */
+export interface Counts {
+  readonly replicas: number;
+  readonly ready: number;
+  /** Ready for at least minReadySeconds. */
+  readonly available: number;
+  readonly updated: number;
+  readonly restartPending: number;
+  /** Non-Terminating members. */
+  readonly live: number;
+}
+
+/**
+ * Counts as the reference computes them (Terminating members only in `replicas`); a member is
+ * available once Running for `minReadyMs` at `now`.
+ */
+export function countMembers(
+  members: readonly VirtualMachine[],
+  hash: string,
+  now: Date = new Date(0),
+  minReadyMs = 0,
+): Counts {
+  const live = members.filter((m) => !isTerminating(m));
+  return {
+    replicas: members.length,
+    ready: live.filter(isReady).length,
+    available: live.filter((m) => (availableAt(m, minReadyMs) ?? Infinity) <= now.getTime()).length,
+    updated: live.filter((m) => m.metadata.labels?.[keys.templateHash] === hash).length,
+    restartPending: live.filter(
+      (m) => m.metadata.annotations?.[keys.patchedTemplateHash] === hash && awaitingRestart(m),
+    ).length,
+    live: live.length,
+  };
+}
+
+/** What the plan decided that status reports beyond the replicas' own state. */
+export interface Leaving {
+  /** Surplus kept because only protected members could leave. */
+  readonly protectedHeld: number;
+  /** Leaving members draining. */
+  readonly draining: number;
+  /** The standby, when `spec.standby` is set: its members, the ready and the outdated among them. */
+  readonly standby?: {
+    readonly replicas: number;
+    readonly ready: number;
+    readonly outdated: number;
+  };
+  /** Self-healing, when `spec.healing` is set: unhealthy members, back-off state, condition. */
+  readonly healing?: {
+    readonly unhealthy: number;
+    readonly state?: HealingState;
+    readonly condition?: Condition;
+  };
+}
+
+const NOT_LEAVING: Leaving = { protectedHeld: 0, draining: 0 };
+
+function progressing(desired: number, c: Counts, l: Leaving): Condition | undefined {
+  if (l.protectedHeld > 0)
+    return {
+      type: 'Progressing',
+      status: 'False',
+      reason: 'ScaleDownBlockedByProtection',
+      message: `Scale-down to ${desired} replicas waits: ${l.protectedHeld} surplus replicas are protected (annotation ${keys.protected}: "true").`,
+    };
+  if (c.replicas === desired) return undefined;
+  const draining = l.draining > 0 ? `, ${l.draining} draining` : '';
+  return {
+    type: 'Progressing',
+    status: 'True',
+    reason: 'ReplicasProgressing',
+    message: `Converging to ${desired} replicas (currently ${c.replicas}${draining}).`,
+  };
+}
+
+function synced(c: Counts, l: Leaving): Condition {
+  const outdated = l.standby?.outdated ?? 0;
+  if (c.updated >= c.live && outdated > 0)
+    return {
+      type: 'Synced',
+      status: 'False',
+      reason: 'RolloutInProgress',
+      message: `${outdated} standby members are not on the current virtualMachineTemplate yet.`,
+    };
+  if (c.updated >= c.live)
+    return { type: 'Synced', status: 'True', reason: 'PoolSynced', message: '' };
+  if (c.restartPending > 0)
+    return {
+      type: 'Synced',
+      status: 'False',
+      reason: 'RestartPendingApproval',
+      message: `${c.restartPending} of ${c.live} replicas await a restart to apply configuration.`,
+    };
+  return {
+    type: 'Synced',
+    status: 'False',
+    reason: 'RolloutInProgress',
+    message: `${c.updated} of ${c.live} replicas are on the current virtualMachineTemplate.`,
+  };
+}
+
+/** `Paused=True` while `spec.paused` holds (absent otherwise, as `Progressing` is when converged). */
+const PAUSED: Condition = {
+  type: 'Paused',
+  status: 'True',
+  reason: 'Paused',
+  message:
+    'spec.paused is true: vmpool creates, deletes and updates nothing for this pool, and scaledownwith is refused; status is still reported. Set it to false to resume from the live state.',
+};
+
+function conditions(pool: VirtualMachinePool, c: Counts, l: Leaving): Condition[] {
+  const desired = pool.spec.replicas ?? 0;
+  const out: Condition[] = [];
+  out.push(
+    c.available >= desired
+      ? { type: 'Available', status: 'True', reason: 'AllReplicasReady', message: '' }
+      : {
+          type: 'Available',
+          status: 'False',
+          reason: 'InsufficientReadyReplicas',
+          message: `Only ${c.available} of ${desired} replicas are ready${c.available < c.ready ? ` for minReadySeconds (${c.ready} Running)` : ''}.`,
+        },
+  );
+  const moving = progressing(desired, c, l);
+  // A paused pool converges to nothing: saying it does would contradict Paused=True beside it.
+  if (moving !== undefined && pool.spec.paused === true)
+    out.push({
+      type: 'Progressing',
+      status: 'False',
+      reason: 'Paused',
+      message: `Paused at ${c.replicas} of ${desired} replicas (spec.paused is true).`,
+    });
+  else if (moving !== undefined) out.push(moving);
+  out.push(synced(c, l));
+  if (l.healing?.condition !== undefined) out.push(l.healing.condition);
+  if (pool.spec.paused === true) out.push(PAUSED);
+  const generation = pool.metadata.generation;
+  return generation === undefined
+    ? out
+    : out.map((x) => ({ ...x, observedGeneration: generation }));
+}
+
+/** Keeps a condition's lastTransitionTime unless its status flipped (SetStatusCondition semantics). */
+function withTransitions(next: Condition[], prev: readonly Condition[], now: Date): Condition[] {
+  return next.map((c) => {
+    const old = prev.find((p) => p.type === c.type);
+    const since = old?.status === c.status ? old.lastTransitionTime : undefined;
+    return { ...c, lastTransitionTime: since ?? rfc3339(now) };
+  });
+}
+
+/** An intent with empty lists dropped, or undefined when nothing is pending. */
+export function normalizeIntent(intent: Intent): Intent | undefined {
+  const out: Intent = {};
+  if (intent.creates?.length) out.creates = [...intent.creates];
+  if (intent.deletes?.length) out.deletes = [...intent.deletes];
+  if (intent.bindings?.length) out.bindings = [...intent.bindings];
+  const creating = new Set(out.creates);
+  const standby = intent.standbyCreates?.filter((n) => creating.has(n));
+  if (standby?.length) out.standbyCreates = standby;
+  if (intent.promotions?.length) out.promotions = [...intent.promotions];
+  if (intent.returns?.length) out.returns = [...intent.returns];
+  return Object.keys(out).length === 0 ? undefined : out;
+}
+
+/** What the status step reads: the replicas observed, and what the plan decided beside them. */
+export interface StatusInput {
+  readonly pool: VirtualMachinePool;
+  /** The replicas (standby members are reported apart, in `leaving.standby`). */
+  readonly members: readonly VirtualMachine[];
+  readonly hash: string;
+  readonly intent: Intent;
+  readonly now: Date;
+  readonly leaving?: Leaving;
+}
+
+/** The status a pool should have, given its members, its template revision and the intent. */
+export function computeStatus(input: Readonly<StatusInput>): PoolStatus {
+  const { pool, members, hash, intent, now, leaving = NOT_LEAVING } = input;
+  const c = countMembers(members, hash, now, 1000 * (pool.spec.minReadySeconds ?? 0));
+  const prev = pool.status ?? {};
+  const status: PoolStatus = {
+    ...prev,
+    observedGeneration: pool.metadata.generation,
+    replicas: c.replicas,
+    readyReplicas: c.ready,
+    availableReplicas: c.available,
+    updatedReplicas: c.updated,
+    restartPendingReplicas: c.restartPending,
+    // Every count is reported, 0 where its feature is off: one rule for every column.
+    protectedReplicas: members.filter((m) => isProtected(m) && !isTerminating(m)).length,
+    heldReplicas: leaving.protectedHeld,
+    drainingReplicas: leaving.draining,
+    standbyReplicas: leaving.standby?.replicas ?? 0,
+    readyStandbyReplicas: leaving.standby?.ready ?? 0,
+    unhealthyReplicas: leaving.healing?.unhealthy ?? 0,
+    desiredTemplateHash: hash,
+    selector: scaleSelectorOf(pool),
+    conditions: withTransitions(conditions(pool, c, leaving), prev.conditions ?? [], now),
+  };
+  setOptional(status, 'healing', leaving.healing?.state);
+  const normalized = normalizeIntent(intent);
+  if (normalized === undefined) delete status.intent;
+  else status.intent = normalized;
+  if (status.observedGeneration === undefined) delete status.observedGeneration;
+  return status;
+}
+
+/** Sets a field the pool reports only when its feature is set up (and drops it otherwise). */
+function setOptional<K extends keyof PoolStatus>(
+  status: PoolStatus,
+  key: K,
+  value: PoolStatus[K] | undefined,
+): void {
+  if (value === undefined) delete status[key];
+  else status[key] = value;
+}
+
+/** True when two statuses are the same document (so writing would change nothing). */
+export function sameStatus(a: PoolStatus | undefined, b: PoolStatus | undefined): boolean {
+  return canonicalJson(a ?? {}) === canonicalJson(b ?? {});
+}
