@@ -212,16 +212,25 @@ export async function restoreTakenOver(
   previous: StoredObject,
 ): Promise<string | undefined> {
   const ref = refOf(previous);
-  const have = await existing(m, ref);
-  if (!have.ok) return have.message;
-  const now = have.value;
-  if (now === undefined) return `${describeRef(ref)} is gone: nothing to restore`;
-  if (now.metadata.uid !== previous.metadata.uid || !ownedByVmpool(now))
-    return `${describeRef(ref)} is no longer the object vmpool took over (${provenance(now)}): left in place, not restored`;
-  const meta = { ...previous.metadata, resourceVersion: now.metadata.resourceVersion };
-  // Its own managedFields are the API server's to keep; the version read just now conditions the
-  // write, so a change since is somebody else's and is not undone.
-  delete meta.managedFields;
-  const back = await m.replace({ ...previous, metadata: meta });
-  return back.ok ? undefined : `restore ${describeRef(ref)}: ${back.message}`;
+  // A 409 is most often the aggregator writing the APIService's status meanwhile: read again and
+  // decide again (a few times), never write over a change of somebody else's.
+  for (let attempt = 1; ; attempt++) {
+    const have = await existing(m, ref);
+    if (!have.ok) return have.message;
+    const now = have.value;
+    if (now === undefined) return `${describeRef(ref)} is gone: nothing to restore`;
+    if (now.metadata.uid !== previous.metadata.uid || !ownedByVmpool(now))
+      return `${describeRef(ref)} is no longer the object vmpool took over (${provenance(now)}): left in place, not restored`;
+    const meta = { ...previous.metadata, resourceVersion: now.metadata.resourceVersion };
+    // Its own managedFields are the API server's to keep; the version read just now conditions the
+    // write, so a change since is somebody else's and is not undone.
+    delete meta.managedFields;
+    const back = await m.replace({ ...previous, metadata: meta });
+    if (back.ok) return undefined;
+    if (back.reason !== 'conflict' || attempt >= RESTORE_ATTEMPTS)
+      return `restore ${describeRef(ref)}: ${back.message}`;
+  }
 }
+
+/** Reads and writes a restore may take when its object keeps changing under it. */
+const RESTORE_ATTEMPTS = 5;
