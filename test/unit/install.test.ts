@@ -16,6 +16,7 @@ import {
   restoreTakenOver,
 } from '../../local/install.js';
 import { foreignMessage } from '../../local/ownership.js';
+import { statusBody } from '../functions/fixtures.js';
 
 const API = 'https://k8s.test';
 const COLLECTION = '/apis/apiregistration.k8s.io/v1/apiservices';
@@ -212,6 +213,31 @@ describe('take-over and restore', () => {
       ...before,
       metadata: { name: NAME, uid: 'uid-1', resourceVersion: '12', labels: FOREIGN },
     });
+  });
+
+  it('a restore refused as stale (the aggregator wrote the status) is read and decided again', async () => {
+    const before = stored(FOREIGN, '7') as StoredObject;
+    const versions: string[] = [];
+    const scope = nock(API)
+      .get(PATH)
+      .reply(200, stored(OURS, '12', 'scale-down-with'))
+      .put(PATH)
+      .query({ fieldManager: 'vmpool' })
+      .reply(409, (_uri, body) => {
+        versions.push((body as StoredObject).metadata.resourceVersion ?? '');
+        return statusBody(409, 'Conflict', 'the object has been modified');
+      })
+      .get(PATH)
+      .reply(200, stored(OURS, '13', 'scale-down-with'))
+      .put(PATH)
+      .query({ fieldManager: 'vmpool' })
+      .reply(200, (_uri, body) => {
+        versions.push((body as StoredObject).metadata.resourceVersion ?? '');
+        return stored(FOREIGN, '14');
+      });
+    expect(await restoreTakenOver(ctx().manifests, before)).toBeUndefined();
+    scope.done();
+    expect(versions).toEqual(['12', '13']);
   });
 
   it('an object no longer the one taken over, or no longer vmpool’s, is left as it is', async () => {
