@@ -53,10 +53,11 @@ interface Condition {
   message: string;
 }
 
-async function disks(pool: string): Promise<Disk[]> {
+/** The objects of a kind (`vm`, `vd`) carrying a pool's label. */
+async function ofPool<T>(kind: 'vm' | 'vd', pool: string): Promise<T[]> {
   const { out } = await kubectl([
     'get',
-    'vd',
+    kind,
     '-n',
     NS,
     '-l',
@@ -64,8 +65,10 @@ async function disks(pool: string): Promise<Disk[]> {
     '-o',
     'json',
   ]);
-  return (JSON.parse(out) as { items: Disk[] }).items;
+  return (JSON.parse(out) as { items: T[] }).items;
 }
+
+const disks = (pool: string): Promise<Disk[]> => ofPool<Disk>('vd', pool);
 
 async function condition(pool: string, type: string): Promise<Condition | undefined> {
   const { out } = await kubectl(['get', 'vmpool', '-n', NS, pool, '-o', 'json']);
@@ -98,19 +101,7 @@ async function freeDisks(pool: string): Promise<string[]> {
     .map((d) => d.metadata.name);
 }
 
-async function vms(pool: string): Promise<Vm[]> {
-  const { out } = await kubectl([
-    'get',
-    'vm',
-    '-n',
-    NS,
-    '-l',
-    `${keys.pool}=${pool}`,
-    '-o',
-    'json',
-  ]);
-  return (JSON.parse(out) as { items: Vm[] }).items;
-}
+const vms = (pool: string): Promise<Vm[]> => ofPool<Vm>('vm', pool);
 
 async function until<T>(what: string, ms: number, f: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + ms;
