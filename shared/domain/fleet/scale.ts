@@ -112,12 +112,25 @@ export function decideScale(input: ScaleInput, rand: Rand): ScaleDecision {
  */
 function droppedCreates(input: ScaleInput, surplus: number, burst: number): string[] {
   const bound = input.bound ?? new Set<string>();
-  const free = input.pendingCreates.filter((n) => !bound.has(n));
-  const forDesire = Math.min(surplus, free.length);
-  const left = input.pendingCreates.length - forDesire;
-  const forBurst = Math.min(Math.max(0, left - burst), free.length - forDesire);
-  const n = forDesire + forBurst;
-  return n === 0 ? [] : free.slice(-n);
+  const free =
+    input.pendingCreates.length - input.pendingCreates.filter((n) => bound.has(n)).length;
+  const forDesire = Math.min(surplus, free);
+  const forBurst = Math.max(0, input.pendingCreates.length - forDesire - burst);
+  return latestUnbound(input.pendingCreates, bound, forDesire + forBurst);
+}
+
+/**
+ * The latest `n` pending creates (fewer when there are not that many) no disk was recorded for:
+ * those a surplus drops, never one another reconcile may be making with a disk of its own (L3).
+ */
+export function latestUnbound(
+  pending: readonly string[],
+  bound: ReadonlySet<string>,
+  n: number,
+): string[] {
+  const free = pending.filter((name) => !bound.has(name));
+  const k = Math.min(Math.max(0, n), free.length);
+  return k === 0 ? [] : free.slice(-k);
 }
 
 /** Steps a name's suffix through the alphabet until it is free: randomness that repeats still ends. */

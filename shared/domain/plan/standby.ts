@@ -11,7 +11,7 @@ import { keys } from '../../api/index.js';
 import type { DeleteVm } from './actions.js';
 import { resourceVersionOf } from './actions.js';
 import type { Departure } from './count.js';
-import { isTerminating, nameOf, freshNames, isProtected } from '../fleet/index.js';
+import { isTerminating, nameOf, freshNames, isProtected, latestUnbound } from '../fleet/index.js';
 import type { Rand } from '../formats/index.js';
 import type { MemberRef } from './observe.js';
 import type { Split } from './partition.js';
@@ -76,10 +76,7 @@ export function decideStandby(input: Readonly<StandbyInput>): StandbyPlan {
     terminating -
     live.filter((m) => out.has(nameOf(m))).length;
   // Pending creates the standby no longer wants are dropped before any member is chosen to go.
-  const droppable = split.standbyCreates.filter((n) => !input.bound.has(n));
-  const drop = new Set(
-    droppable.slice(droppable.length - Math.min(Math.max(0, over), droppable.length)),
-  );
+  const drop = new Set(latestUnbound(split.standbyCreates, input.bound, over));
   const pending = split.standbyCreates.filter((n) => !drop.has(n));
   const total = count + pending.length;
   const surplus = over - drop.size;
