@@ -9,7 +9,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ObjectRef, StoredObject } from '../shared/api/index.js';
-import { describeRef, poolCrd, refOf } from '../shared/api/index.js';
+import { claimCrd, describeRef, poolCrd, refOf } from '../shared/api/index.js';
 import type { Manifests } from '../shared/kube/index.js';
 import {
   decideOwned,
@@ -172,8 +172,26 @@ export const POOL_CRD_TODO =
  * back and checks the served schema is the generated one, `x-kubernetes-*` keys included.
  */
 export async function installPoolCrd(ctx: InstallContext, timeoutMs = 30_000): Promise<Installed> {
-  const crd = poolCrd();
-  const done = await installOwned(ctx, crd, POOL_CRD_TODO);
+  return installCrd(ctx, poolCrd(), POOL_CRD_TODO, 'pools', timeoutMs);
+}
+
+/** What the operator can do when the claim CRD is somebody else's. */
+export const CLAIM_CRD_TODO =
+  "The VirtualMachineClaim CRD is in vmpool's own group; an object of this name that is not vmpool's was put there by hand or by another tool: remove it, or run again with --take-over to replace it.";
+
+/** Installs vmpool's VirtualMachineClaim CRD, as {@link installPoolCrd} installs the pool's. */
+export async function installClaimCrd(ctx: InstallContext, timeoutMs = 30_000): Promise<Installed> {
+  return installCrd(ctx, claimCrd(), CLAIM_CRD_TODO, 'claims', timeoutMs);
+}
+
+async function installCrd(
+  ctx: InstallContext,
+  crd: Record<string, unknown>,
+  advice: string,
+  objects: string,
+  timeoutMs: number,
+): Promise<Installed> {
+  const done = await installOwned(ctx, crd, advice);
   if (!done.ok) return done;
   const ref = refOf(crd);
   const served = await readBackEstablished(ctx.manifests, ref, timeoutMs);
@@ -182,7 +200,7 @@ export async function installPoolCrd(ctx: InstallContext, timeoutMs = 30_000): P
   if (drift !== undefined)
     return {
       ok: false,
-      message: `${describeRef(ref)} was applied but the API server serves a different schema (${drift}; ${provenance(served.value)}): pools would be refused or pruned. Another writer may have changed it meanwhile, or something on the path rewrote the manifest.`,
+      message: `${describeRef(ref)} was applied but the API server serves a different schema (${drift}; ${provenance(served.value)}): ${objects} would be refused or pruned. Another writer may have changed it meanwhile, or something on the path rewrote the manifest.`,
     };
   return { ...done, object: served.value };
 }

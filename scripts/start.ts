@@ -70,6 +70,7 @@ import type { Installed } from '../local/install.js';
 import {
   installIfMissing,
   installOwned,
+  installClaimCrd,
   installPoolCrd,
   removeOwned,
   restoreTakenOver,
@@ -196,6 +197,8 @@ async function main(): Promise<void> {
   if (attach) {
     const crd = must(await installPoolCrd(install));
     say(`${describeRef(refOf(crd.object))}: ${crd.action}; the served schema is vmpool's`);
+    const claims = must(await installClaimCrd(install));
+    say(`${describeRef(refOf(claims.object))}: ${claims.action}; the served schema is vmpool's`);
     // The platform's CRDs are the platform's: created only where missing, never updated.
     if (flags['simulate-platform'])
       for (const c of platformCrds()) {

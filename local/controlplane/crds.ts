@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { poolCrd } from '../../shared/api/crd.js';
+import { claimCrd } from '../../shared/api/claim-crd.js';
 import { REPO_ROOT } from './binaries.js';
 
 /** A Kubernetes object as plain JSON. */
@@ -63,7 +64,7 @@ export function platformCrds(env: NodeJS.ProcessEnv = process.env): KubeObject[]
   );
 }
 
-/** All CRDs to install, pool CRD first. */
+/** All CRDs to install, vmpool's (pool, claim) first. */
 export function testCrds(env: NodeJS.ProcessEnv = process.env): KubeObject[] {
-  return [poolCrd() as KubeObject, ...platformCrds(env)];
+  return [poolCrd() as KubeObject, claimCrd() as KubeObject, ...platformCrds(env)];
 }

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { poolCrd } from './crd.js';
 import { celMessages } from './pool.js';
+import { claimCelMessages } from './claim.js';
 
 type Json = Record<string, unknown>;
 const crd = poolCrd() as {
@@ -45,7 +46,7 @@ describe('the VirtualMachinePool CRD generated from the models', () => {
     });
   });
 
-  it('prints Replicas, Ready, Age, and Updated, Available, Standby, Draining, Protected, Held and Policy at priority 1 (-o wide)', () => {
+  it('prints Replicas, Ready, Age, and Updated, Available, Standby, Draining, Protected, Held, Claimed, Idle and Policy at priority 1 (-o wide)', () => {
     const cols = version.additionalPrinterColumns as Array<{
       name: string;
       priority?: number;
@@ -62,6 +63,8 @@ describe('the VirtualMachinePool CRD generated from the models', () => {
       ['Draining', 1],
       ['Protected', 1],
       ['Held', 1],
+      ['Claimed', 1],
+      ['Idle', 1],
       ['Policy', 1],
       ['Age', 0],
     ]);
@@ -88,7 +91,9 @@ describe('the VirtualMachinePool CRD generated from the models', () => {
       const rules = n['x-kubernetes-validations'] as Array<{ message: string }> | undefined;
       for (const r of rules ?? []) messages.push(r.message);
     });
-    expect(messages.sort()).toEqual(Object.values(celMessages).sort());
+    expect(messages.sort()).toEqual(
+      [...Object.values(celMessages), claimCelMessages.minIdleWithinMax].sort(),
+    );
   });
 
   it('is structural: no additionalProperties false or empty, no $ref, typed nodes', () => {

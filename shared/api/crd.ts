@@ -7,7 +7,8 @@ import { z } from 'zod';
 import { API_VERSION, GROUP, PART_OF_LABEL, VERSION, VMPOOL } from './meta.js';
 import { PoolSpec, PoolStatus } from './pool.js';
 
-type Schema = Record<string, unknown>;
+/** A JSON object of a CRD. */
+export type Schema = Record<string, unknown>;
 
 const INT32_MAX = 2147483647;
 const INT32_MIN = -2147483648;
@@ -58,7 +59,8 @@ function structural(node: Schema, preserve: boolean): Schema {
   return out;
 }
 
-function schemaOf(model: z.ZodType): Schema {
+/** The structural OpenAPI schema of a zod model, as a CRD version's schema takes it. */
+export function schemaOf(model: z.ZodType): Schema {
   const raw = z.toJSONSchema(model, {
     target: 'openapi-3.0',
     io: 'input',
@@ -186,6 +188,20 @@ export function poolCrd(): Schema {
               jsonPath: '.status.heldReplicas',
               description:
                 'Surplus replicas a scale-down keeps because only protected members could leave.',
+              priority: 1,
+            },
+            {
+              name: 'Claimed',
+              type: 'integer',
+              jsonPath: '.status.claimedReplicas',
+              description: 'Members bound to a VirtualMachineClaim.',
+              priority: 1,
+            },
+            {
+              name: 'Idle',
+              type: 'integer',
+              jsonPath: '.status.idleReplicas',
+              description: 'Members a claim could take now.',
               priority: 1,
             },
             {

@@ -76,6 +76,17 @@ export const keys = {
    * `/scale` and the scale selector leave out until a scale-up promotes it.
    */
   standby: `${PREFIX}standby`,
+  /** annotation on members (vmpool's own): the name of the VirtualMachineClaim the member is bound to. */
+  claimedBy: `${PREFIX}claimed-by`,
+  /** annotation on members (vmpool's own): the uid of that claim, so a same-named newer claim is not it. */
+  claimUid: `${PREFIX}claim-uid`,
+  /** label on members (vmpool's own): `"true"` on a claimed member (`kubectl get vm -l`). */
+  claimed: `${PREFIX}claimed`,
+  /**
+   * annotation on members (vmpool's own): `Delete` or `Recycle`, the release the claim asked for,
+   * recorded at binding so a claim deleted outright is still released as it said.
+   */
+  onRelease: `${PREFIX}on-release`,
 } as const;
 
 /**

@@ -6,6 +6,8 @@ import { z } from 'zod';
 import { Condition, Integer, ObjectMeta } from './meta.js';
 import { VirtualMachineSpec } from './vm.js';
 import { VirtualDiskSpec } from './disk.js';
+import { goDuration } from './duration.js';
+import { ClaimBinding, PoolClaims } from './claim.js';
 
 /** Messages of the CRD's CEL rules, verbatim from the reference. */
 export const celMessages = {
@@ -28,10 +30,6 @@ export const celMessages = {
 
 const hasRefs =
   'has(self.virtualMachineTemplate.spec) && has(self.virtualMachineTemplate.spec.blockDeviceRefs)';
-
-/** Go duration strings as `time.ParseDuration` accepts them (`30m`, `1h30m`, `1.5h`). */
-export const DURATION_PATTERN =
-  '^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))*$';
 
 /** What happens to a replica's disk when the replica leaves the pool. */
 export const Reclaim = z
@@ -120,10 +118,6 @@ export const ScaleDown = z
   .describe('How members leave the pool on a scale-down.');
 export type ScaleDown = z.infer<typeof ScaleDown>;
 
-/** A Go duration field the API server checks against {@link DURATION_PATTERN}. */
-const goDuration = (description: string) =>
-  z.string().regex(new RegExp(DURATION_PATTERN)).describe(description);
-
 /** Warm standby: members kept ready beside the replicas, promoted first on a scale-up. */
 export const Standby = z
   .looseObject({
@@ -209,6 +203,7 @@ export const PoolSpec = z
     ),
     scaleDown: ScaleDown.optional(),
     standby: Standby.optional(),
+    claims: PoolClaims.optional(),
     healing: Healing.optional(),
     rollout: Rollout.optional(),
     minReadySeconds: z
@@ -321,6 +316,10 @@ export const Intent = z
       .optional()
       .describe('Members recorded to be deleted and still live.'),
     bindings: z.array(Binding).optional().describe('Retain disks recorded as bound to members.'),
+    claims: z
+      .array(ClaimBinding)
+      .optional()
+      .describe('Claims recorded as bound to members not marked claimed yet.'),
     promotions: z
       .array(MemberRef)
       .optional()
@@ -372,6 +371,16 @@ export const PoolStatus = z.looseObject({
     .optional()
     .describe(
       'Surplus replicas a scale-down keeps because only protected members could leave (0 when none is held).',
+    ),
+  claimedReplicas: z
+    .int32()
+    .optional()
+    .describe('Live members bound to a VirtualMachineClaim; 0 when none is.'),
+  idleReplicas: z
+    .int32()
+    .optional()
+    .describe(
+      'Members a claim could take now: Ready replicas on the current template, not claimed, draining, protected or standby.',
     ),
   availableReplicas: z
     .int32()

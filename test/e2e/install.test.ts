@@ -41,6 +41,7 @@ import { startSimulator, type Simulator } from '../../local/simulator/simulator.
 import { adminCheckout, NAMESPACE, readmeBlock } from './knative.js';
 
 const POOL_CRD = 'virtualmachinepools.virtualization.deckhouse.io';
+const CLAIM_CRD = 'virtualmachineclaims.vmpool.virtualization.deckhouse.io';
 const APISERVICE = 'v1alpha2.subresources.virtualization.deckhouse.io';
 const SAMPLE_NS = 'vmpool-verify';
 
@@ -208,7 +209,10 @@ async function names(args: string[]): Promise<string[]> {
 }
 
 beforeAll(async () => {
-  const crds = testCrds().filter((c) => c.metadata.name !== POOL_CRD);
+  // knative/crd is applied by the README's step 1.
+  const crds = testCrds().filter(
+    (c) => c.metadata.name !== POOL_CRD && c.metadata.name !== CLAIM_CRD,
+  );
   plane = await startControlPlane({ binDir: bin(), crds });
   // Prerequisites that are CRDs: Knative's real ones and the cert-manager stand-ins.
   const knative = join(REPO_ROOT, '..', 'shared', 'fixtures', 'knative-crds');

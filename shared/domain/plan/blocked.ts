@@ -18,7 +18,7 @@ const BLOCKING: ReadonlySet<string> = new Set([INTENT_NOT_PERSISTED, FORBIDDEN, 
 
 /** The message of {@link INTENT_NOT_PERSISTED}: the cause and the fix. */
 export const INTENT_NOT_PERSISTED_MESSAGE =
-  "The API server stored this pool's status without status.intent: the served VirtualMachinePool CRD prunes it (most likely the virtualization platform's own CRD, not vmpool's). Without recorded intent vmpool cannot fence creates and deletes against over-creation, so it creates and deletes nothing. Fix: disable the platform's pool controller, then install vmpool's CRD (npm start -- --take-over, or kubectl apply --server-side --force-conflicts -f knative/base/crd.yaml); or stop vmpool.";
+  "The API server stored this pool's status without status.intent: the served VirtualMachinePool CRD prunes it (most likely the virtualization platform's own CRD, not vmpool's). Without recorded intent vmpool cannot fence creates and deletes against over-creation, so it creates and deletes nothing. Fix: disable the platform's pool controller, then install vmpool's CRD (npm start -- --take-over, or kubectl apply --server-side --force-conflicts -f knative/crd/crd.yaml); or stop vmpool.";
 
 /** The message of {@link FORBIDDEN} for the API server's refusal `refusal`. */
 export function forbiddenMessage(fn: string, refusal: string): string {
