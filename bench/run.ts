@@ -34,6 +34,8 @@ import { startStack } from './stack.js';
 import type { StandbyRun } from './standby.js';
 import { standbyBench, standbyNamespaces, standbyRows } from './standby.js';
 import type { BenchPlane } from './plane.js';
+import { claimsBench, claimsNamespaces, claimsRows } from './claims.js';
+import type { ClaimsResult } from './claims.js';
 
 const quick = process.argv.includes('--quick');
 const cfg = quick
@@ -46,6 +48,7 @@ const cfg = quick
       gcPools: 500,
       ticks: 2,
       standbyScale: 0.1,
+      claimTrials: 20,
     }
   : {
       sizes: [200, 1000],
@@ -56,15 +59,16 @@ const cfg = quick
       gcPools: 5000,
       ticks: 3,
       standbyScale: 0.25,
+      claimTrials: 50,
     };
 /**
- * `--skip=scale,replace,cost,plan,resync,gc,cold,standby` leaves benchmarks out (for working on one); the
+ * `--skip=scale,replace,cost,plan,resync,gc,cold,standby,claims` leaves benchmarks out (for working on one); the
  * table then lacks their rows.
  */
 const skip = new Set(
   (process.argv.find((a) => a.startsWith('--skip='))?.slice('--skip='.length) ?? '').split(','),
 );
-/** `--only=standby` runs the standby benchmark alone. */
+/** `--only=standby` (or `--only=claims`) runs that benchmark alone. */
 const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length);
 const log = (l: string): void => {
   console.error(`[bench] ${l}`);
@@ -349,6 +353,21 @@ function coldRows(cold: readonly ColdStart[]): Row[] {
   return rows;
 }
 
+/** The claims benchmark alone (`--only=claims`): its rows printed, nothing recorded. */
+async function claimsOnly(plane: BenchPlane): Promise<void> {
+  const stack = await startStack(
+    plane.kc,
+    plane.cp.kubeconfigPath,
+    plane.knativeBinDir,
+    claimsNamespaces(),
+  );
+  try {
+    console.log(table(claimsRows(await claimsBench(plane, stack, cfg.claimTrials, log))));
+  } finally {
+    await stack.stop();
+  }
+}
+
 /** The standby benchmark alone (`--only=standby`): its rows printed, nothing recorded. */
 async function standbyOnly(plane: BenchPlane): Promise<void> {
   const stack = await startStack(
@@ -409,6 +428,10 @@ async function main(): Promise<void> {
     await standbyOnly(plane).finally(() => plane.stop());
     return;
   }
+  if (only === 'claims') {
+    await claimsOnly(plane).finally(() => plane.stop());
+    return;
+  }
   const out = join(ROOT, 'bench-results');
   mkdirSync(out, { recursive: true });
   try {
@@ -441,13 +464,16 @@ async function main(): Promise<void> {
     let latency: ReplaceResult | undefined;
     let actions: ActionCost[] = [];
     let standby: StandbyRun[] = [];
+    let claims: ClaimsResult | undefined;
     const sizes = skip.has('scale') ? [] : cfg.sizes;
-    if (sizes.length > 0 || !skip.has('replace') || !skip.has('cost') || !skip.has('standby')) {
+    const stacked = ['replace', 'cost', 'standby', 'claims'].some((b) => !skip.has(b));
+    if (sizes.length > 0 || stacked) {
       const namespaces = [
         ...sizes.flatMap((n) => scaleNamespaces(n, cfg.reps)),
         REPLACE_NS,
         EVENTS_NS,
         ...(skip.has('standby') ? [] : standbyNamespaces(cfg.reps)),
+        ...(skip.has('claims') ? [] : claimsNamespaces()),
       ];
       const stack = await startStack(
         plane.kc,
@@ -461,6 +487,7 @@ async function main(): Promise<void> {
         if (!skip.has('cost')) actions = await eventsPerAction(plane, stack);
         if (!skip.has('standby'))
           standby = await standbyBench(plane, stack, cfg.reps, cfg.standbyScale, log);
+        if (!skip.has('claims')) claims = await claimsBench(plane, stack, cfg.claimTrials, log);
       } finally {
         await stack.stop();
       }
@@ -490,6 +517,7 @@ async function main(): Promise<void> {
         : latencyRows(cfg.trials, lat, latency.breakdown)),
       ...coldRows(cold),
       ...(standby.length > 0 ? standbyRows(standby) : []),
+      ...(claims === undefined ? [] : claimsRows(claims)),
       quick
         ? {
             bench: '7 this run (--quick)',
@@ -524,6 +552,7 @@ async function main(): Promise<void> {
       coldStart: cold,
       gc,
       standby,
+      ...(claims === undefined ? {} : { claims }),
       controlPlaneMemory: memory,
       totalSeconds: totalS,
       table: rows,
