@@ -42,7 +42,7 @@ import {
   type K8sObject,
 } from './knative.js';
 
-/** The group an apiservice step registers: vmpool's own under overlays/own-group (README "Attach mode"). */
+/** The group an apiservice step registers: vmpool's own under overlays/own-group (docs/operations.md, "Attach mode"). */
 const groupOf = (dir: string): string =>
   dir.startsWith('knative/overlays/own-group/') ? OWN_SUBRESOURCES_GROUP : SUBRESOURCES_GROUP;
 /** An admin's copy of overlays/example with the scaledownwith-events component added. */
