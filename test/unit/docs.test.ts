@@ -1,12 +1,14 @@
 /**
  * The documentation's links resolve: every relative link in README.md, docs/*.md and
  * knative/README.md names a file of the repository, and every `#anchor` into a Markdown file names
- * one of its headings, slugged as GitHub slugs them.
+ * one of its headings, slugged as GitHub slugs them. And the user guide names every field of a
+ * pool's spec.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../local/controlplane/binaries.js';
+import { poolCrd } from '../../shared/api/crd.js';
 
 /** The documents a reader follows links in. */
 const DOCS = [
@@ -131,5 +133,45 @@ describe('documentation links', () => {
       'README.md: (docs/guide.md#no-such-heading): docs/guide.md has no heading #no-such-heading',
       'README.md: (../outside.md) leaves the repository',
     ]);
+  });
+});
+
+interface SchemaNode {
+  readonly properties?: Record<string, SchemaNode>;
+  readonly items?: SchemaNode;
+}
+
+/**
+ * The leaf fields of the pool CRD's `spec` as the guide writes them (`spec.a.b`, `[]` for a list's
+ * items), stopping at the platform's own VirtualMachine and VirtualDisk specs.
+ */
+function specFields(): string[] {
+  const crd = poolCrd() as {
+    spec: { versions: { schema: { openAPIV3Schema: { properties: { spec: SchemaNode } } } }[] };
+  };
+  const spec = crd.spec.versions[0]?.schema.openAPIV3Schema.properties.spec;
+  const out: string[] = [];
+  const walk = (node: SchemaNode, path: string): void => {
+    for (const [key, child] of Object.entries(node.properties ?? {})) {
+      const p = `${path}.${key}`;
+      const inner = child.items?.properties === undefined ? child : child.items;
+      const items = inner === child ? p : `${p}[]`;
+      const platforms = p === 'spec.virtualMachineTemplate.spec' || p.endsWith('[].spec');
+      if (platforms || inner.properties === undefined) out.push(p);
+      else walk(inner, items);
+    }
+  };
+  if (spec !== undefined) walk(spec, 'spec');
+  return out;
+}
+
+describe('docs/guide.md', () => {
+  it('names every field of the pool spec', () => {
+    const fields = specFields();
+    expect(fields).toEqual(
+      expect.arrayContaining(['spec.replicas', 'spec.virtualDiskTemplates[].reclaim.ttl']),
+    );
+    const guide = readFileSync(join(REPO_ROOT, 'docs', 'guide.md'), 'utf8');
+    expect(fields.filter((f) => !guide.includes(`\`${f}\``))).toEqual([]);
   });
 });
