@@ -44,7 +44,7 @@ export function table(rows: readonly Row[]): string {
   return aligned(head, cells);
 }
 
-/** The table as Markdown (README's performance section is pasted from it). */
+/** The table as Markdown (docs/performance.md is pasted from it). */
 export function markdown(rows: readonly Row[]): string {
   const cell = (x: string) => x.replace(/\|/g, '\\|');
   const lines = [

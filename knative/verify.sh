@@ -227,6 +227,17 @@ check_prerequisites() {
       ok "CRD $POOL_CRD (vmpool's)"
     fi
   fi
+  check_platform_pool_controller
+}
+
+# The platform's own pool controller registers its pool webhook only while it runs (its
+# VirtualMachinePool feature gate); two controllers on one pool would both create replicas.
+check_platform_pool_controller() {
+  local hooks
+  hooks=$(kubectl get validatingwebhookconfigurations -o 'jsonpath={range .items[*]}{range .webhooks[*]}{.name}{"\n"}{end}{end}' 2>/dev/null)
+  if grep -qx 'vmpool.virtualization-controller.validate.d8-virtualization' <<<"$hooks"; then
+    fail "the virtualization platform's own pool controller is running (its webhook vmpool.virtualization-controller.validate.d8-virtualization is registered): it and vmpool would both manage every pool. vmpool cannot run beside it (README, \"Where the platform ships its own pool\")"
+  fi
 }
 
 check_controller() {
@@ -327,6 +338,8 @@ EOF
   done
   ready "Broker $NS/vmpool" brokers.eventing.knative.dev vmpool "$NS" Ready "Knative Eventing"
   ready "ApiServerSource $NS/vmpool" apiserversources.sources.knative.dev vmpool "$NS" Ready "Knative Eventing"
+  check_adapter_watches
+  check_event_policies
   local ping
   for ping in vmpool-resync vmpool-disk-gc; do
     ready "PingSource $NS/$ping" pingsources.sources.knative.dev "$ping" "$NS" Ready "Knative Eventing"
@@ -337,13 +350,89 @@ EOF
   done
 }
 
+# Knative Eventing's sender identity against the EventPolicies installed: with
+# `authentication-oidc` off, Knative marks every EventPolicy not Ready (AuthenticationEnabled=False,
+# knative/eventing pkg/reconciler/eventpolicy/eventpolicy.go), a Broker with an unready policy is not
+# Ready (pkg/auth/event_policy.go) and its Triggers deliver nothing (pkg/reconciler/broker/trigger).
+check_event_policies() {
+  local features oidc mode policies
+  features=$(get configmap config-features knative-eventing '{.data.authentication-oidc}/{.data.default-authorization-mode}')
+  oidc=${features%%/*}
+  mode=${features#*/}
+  # Knative's defaults where the ConfigMap or a key is missing.
+  oidc=${oidc:-disabled}
+  mode=${mode:-allow-same-namespace}
+  policies=$(kubectl get eventpolicies.eventing.knative.dev -n "$NS" -o 'jsonpath={range .items[*]}{.metadata.name}{" "}{end}' 2>/dev/null)
+  policies=${policies% }
+  local events=false
+  if exists triggers.eventing.knative.dev vmpool-scaledownwith "$NS" || [[ " $policies " == *" vmpool-broker "* ]]; then
+    events=true
+  fi
+  if [ "$oidc" != enabled ]; then
+    if [ "$events" = true ]; then
+      fail "the scaledownwith-events component is applied while authentication-oidc is off (knative-eventing/config-features): it needs Eventing's sender identity; enable it (README, \"scaledownwith as a CloudEvent\") or take the component out of your overlay"
+    fi
+    if [ -n "$policies" ]; then
+      fail "EventPolicies $policies in $NS while authentication-oidc is off (knative-eventing/config-features): Knative marks them not Ready, so Broker $NS/vmpool is not Ready and no event reaches any function. Take ../oidc and ../scaledownwith-events out of your overlay and run: kubectl -n $NS delete eventpolicy $policies; or enable authentication-oidc"
+    else
+      ok "Eventing sender identity off: no EventPolicy in $NS (events are not authenticated; the NetworkPolicies keep other pods away)"
+    fi
+    return
+  fi
+  local p missing=""
+  for p in vmpool-ticks vmpool-watch; do
+    [[ " $policies " == *" $p "* ]] || missing+=" $p"
+  done
+  if [ -z "$missing" ]; then
+    ok "Eventing sender identity on: EventPolicies admit vmpool's sources into Broker $NS/vmpool"
+  elif [ "$mode" = deny-all ] || [ "$events" = true ]; then
+    fail "EventPolicy${missing} missing while authentication-oidc is on$([ "$mode" = deny-all ] && echo ' with default-authorization-mode deny-all')$([ "$events" = true ] && echo ' and the scaledownwith-events policy applies'): the Broker refuses vmpool's own ticks and watch events (403). Add the component ../oidc to your overlay and apply it again"
+  else
+    note "Eventing sender identity on, EventPolicy${missing} missing: any sender in $NS may post into the Broker (default-authorization-mode $mode); add the component ../oidc to admit only vmpool's sources"
+  fi
+}
+
+# The ApiServerSource adapter looks its resources up once, when it starts: one whose group/version
+# is served but whose CRD does not exist yet is skipped with "it doesn't exist. skipping..." and
+# never watched, while the adapter stays Ready (knative/eventing pkg/adapter/apiserver/adapter.go,
+# startResilient). So every CRD it watches must be older than the adapter's container.
+check_adapter_watches() {
+  local pods started
+  pods=$(kubectl get pods -n "$NS" -l eventing.knative.dev/sourceName=vmpool \
+    -o 'jsonpath={range .items[*]}{range .status.containerStatuses[?(@.name=="receive-adapter")]}{.state.running.startedAt}{"\n"}{end}{end}' 2>/dev/null)
+  started=$(grep . <<<"$pods" | sort | head -1)
+  if [ -z "$started" ]; then
+    note "no running ApiServerSource adapter pod in $NS (label eventing.knative.dev/sourceName=vmpool): cannot check what it watches"
+    return
+  fi
+  local crd created late=""
+  for crd in "$POOL_CRD" virtualmachines.virtualization.deckhouse.io virtualdisks.virtualization.deckhouse.io; do
+    created=$(get crd "$crd" "" '{.metadata.creationTimestamp}')
+    # RFC 3339 times in UTC compare as strings.
+    if [ -n "$created" ] && [[ "$created" > "$started" ]]; then late+=" $crd"; fi
+  done
+  if [ -n "$late" ]; then
+    fail "the ApiServerSource adapter started ($started) before CRD(s)${late} existed: Knative's adapter skips a resource it cannot find at start and never watches it. Restart it: kubectl -n $NS rollout restart deployment -l eventing.knative.dev/sourceName=vmpool"
+  else
+    ok "the ApiServerSource adapter started after the pool, VM and disk CRDs: it watches all three"
+  fi
+}
+
 check_apiservice() {
   section "aggregated API (scaledownwith)"
+  # With the own-group component scale-down-with serves vmpool's own group: check that APIService.
+  local group
+  group=$(get deployment scale-down-with "$NS" '{.spec.template.spec.containers[0].env[?(@.name=="SCALEDOWNWITH_GROUP")].value}')
+  local step=knative/overlays/\<tls\>/apiservice
+  if [ -n "$group" ]; then
+    APISERVICE="v1alpha2.$group"
+    step=knative/overlays/own-group/\<tls\>/apiservice
+  fi
   if ! exists apiservice "$APISERVICE" ""; then
     if [ "$controller_only" = true ]; then
-      ok "APIService $APISERVICE not registered yet: next step, kubectl apply --server-side --field-manager=vmpool -k knative/overlays/<tls>/apiservice"
+      ok "APIService $APISERVICE not registered yet: next step, kubectl apply --server-side --field-manager=vmpool -k $step"
     else
-      fail "APIService $APISERVICE not registered: once \`$0 --controller\` passes, kubectl apply --server-side --field-manager=vmpool -k knative/overlays/<tls>/apiservice"
+      fail "APIService $APISERVICE not registered: once \`$0 --controller\` passes, kubectl apply --server-side --field-manager=vmpool -k $step"
     fi
     return
   fi

@@ -19,8 +19,9 @@
  * webhook lets only scale-down-with's add scaledownwith targets (--scaledownwith-user changes that,
  * `*` lets anyone).
  *
- * Attached to a cluster it shares, it writes only what it owns (local/install.ts, README "Attach
- * mode"): an object of its names that is somebody else's is left alone unless --take-over says so.
+ * Attached to a cluster it shares, it writes only what it owns (local/install.ts,
+ * docs/operations.md "Attach mode"): an object of its names that is somebody else's is left alone
+ * unless --take-over says so.
  */
 import { pingInit } from '../local/events.js';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';

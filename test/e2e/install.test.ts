@@ -217,7 +217,7 @@ beforeAll(async () => {
   // Prerequisites that are CRDs: Knative's real ones and the cert-manager stand-ins.
   const knative = join(REPO_ROOT, '..', 'shared', 'fixtures', 'knative-crds');
   const certManager = join(REPO_ROOT, 'test', 'fixtures', 'cert-manager');
-  // knative/base ships EventPolicies (Eventing 1.15+), which the shared Knative CRDs lack.
+  // knative/overlays/oidc ships EventPolicies (Eventing 1.15+), which the shared Knative CRDs lack.
   const eventPolicy = join(REPO_ROOT, 'test', 'fixtures', 'knative-eventpolicy');
   const fromEnv = process.env.VMPOOL_KNATIVE_CRDS;
   const dirs = [
@@ -283,6 +283,36 @@ describe('knative/README.md, followed as written on a fresh control plane', () =
     const v = await verify('--controller');
     expect(v.code).toBe(1);
     expect(v.out).toContain(`CRD ${POOL_CRD} is not vmpool's (its status has no intent field`);
+    expect(v.out).not.toContain("the virtualization platform's own pool controller is running");
+    // The platform's pool controller registers its pool webhook only while it runs.
+    const platformHook = {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingWebhookConfiguration',
+      metadata: { name: 'd8-virtualization-standin' },
+      webhooks: [
+        {
+          name: 'vmpool.virtualization-controller.validate.d8-virtualization',
+          clientConfig: { url: 'https://127.0.0.1:1/validate' },
+          rules: [
+            {
+              apiGroups: ['virtualization.deckhouse.io'],
+              apiVersions: ['v1alpha2'],
+              operations: ['CREATE'],
+              resources: ['virtualmachinepools'],
+            },
+          ],
+          failurePolicy: 'Ignore',
+          sideEffects: 'None',
+          admissionReviewVersions: ['v1'],
+        },
+      ],
+    };
+    await kubectl(['create', '-f', '-'], toYaml([platformHook]));
+    const withPlatform = await verify('--controller');
+    await kubectl(['delete', 'validatingwebhookconfiguration', platformHook.metadata.name]);
+    expect(withPlatform.out).toContain(
+      "FAIL  the virtualization platform's own pool controller is running (its webhook vmpool.virtualization-controller.validate.d8-virtualization is registered)",
+    );
     await kubectl(['delete', 'crd', POOL_CRD, '--wait=true']);
   });
 
@@ -495,6 +525,127 @@ describe('knative/README.md, followed as written on a fresh control plane', () =
     const sample = await readme('verify-pool');
     expect(sample.code, sample.out).toBe(0);
     expect(sample.out).toContain(`ok    pool ${SAMPLE_NS}/verify: 1 of 1 replicas ready`);
+  });
+
+  it('verify names an adapter that started before a CRD it watches, and EventPolicies while Eventing’s sender identity is off', async () => {
+    // The adapter's pod as Eventing renders it (labels, its restricted securityContext), admitted
+    // under the namespace's enforced restricted profile; no kubelet, so its status is written here.
+    const pod = 'apiserversource-vmpool-standin';
+    await kubectl(
+      ['create', '-f', '-'],
+      toYaml([
+        {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: {
+            name: pod,
+            namespace: NAMESPACE,
+            labels: {
+              'eventing.knative.dev/source': 'apiserver-source-controller',
+              'eventing.knative.dev/sourceName': 'vmpool',
+              'sidecar.istio.io/inject': 'true',
+            },
+          },
+          spec: {
+            serviceAccountName: 'vmpool-source-adapter',
+            containers: [
+              {
+                name: 'receive-adapter',
+                image: 'registry.k8s.io/pause:3.10',
+                securityContext: {
+                  allowPrivilegeEscalation: false,
+                  readOnlyRootFilesystem: true,
+                  runAsNonRoot: true,
+                  capabilities: { drop: ['ALL'] },
+                  seccompProfile: { type: 'RuntimeDefault' },
+                },
+              },
+            ],
+          },
+        },
+      ]),
+    );
+    const startedAt = async (at: Date): Promise<void> => {
+      const status = {
+        phase: 'Running',
+        containerStatuses: [
+          {
+            name: 'receive-adapter',
+            ready: true,
+            restartCount: 0,
+            image: 'registry.k8s.io/pause:3.10',
+            imageID: '',
+            state: { running: { startedAt: at.toISOString().replace(/\.\d+Z$/, 'Z') } },
+          },
+        ],
+      };
+      await kubectl([
+        'patch',
+        'pod',
+        pod,
+        '-n',
+        NAMESPACE,
+        '--subresource=status',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ status }),
+      ]);
+    };
+    const created = await kubectl([
+      'get',
+      'crd',
+      'virtualmachines.virtualization.deckhouse.io',
+      '-o',
+      'jsonpath={.metadata.creationTimestamp}',
+    ]);
+    await startedAt(new Date(Date.parse(created) - 60_000));
+    let v = await verify('--controller');
+    expect(v.code, v.out).toBe(1);
+    expect(v.out).toMatch(
+      /FAIL {2}the ApiServerSource adapter started \(\S+\) before CRD\(s\) virtualmachinepools\.virtualization\.deckhouse\.io virtualmachines\.virtualization\.deckhouse\.io virtualdisks\.virtualization\.deckhouse\.io existed: .*Restart it: kubectl -n vmpool-system rollout restart deployment -l eventing\.knative\.dev\/sourceName=vmpool/,
+    );
+    await startedAt(new Date());
+    v = await verify('--controller');
+    expect(v.code, v.out).toBe(0);
+    expect(v.out).toContain(
+      'ok    the ApiServerSource adapter started after the pool, VM and disk CRDs: it watches all three',
+    );
+    expect(v.out).toContain('ok    Eventing sender identity off: no EventPolicy in vmpool-system');
+
+    // The oidc component's policies while config-features leaves authentication-oidc off.
+    const policies = join(co, 'knative/overlays/oidc/eventpolicies.yaml');
+    await kubectl(['apply', '--server-side', '--field-manager=vmpool', '-f', policies]);
+    v = await verify('--controller');
+    expect(v.code, v.out).toBe(1);
+    expect(v.out).toContain(
+      'FAIL  EventPolicies vmpool-ticks vmpool-watch in vmpool-system while authentication-oidc is off (knative-eventing/config-features): Knative marks them not Ready, so Broker vmpool-system/vmpool is not Ready',
+    );
+    const features = (data: Record<string, string>) =>
+      kubectl(
+        ['apply', '--server-side', '--force-conflicts', '-f', '-'],
+        toYaml([
+          {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: 'config-features', namespace: 'knative-eventing' },
+            data,
+          },
+        ]),
+      );
+    await features({ 'authentication-oidc': 'enabled', 'default-authorization-mode': 'deny-all' });
+    v = await verify('--controller');
+    expect(v.code, v.out).toBe(0);
+    expect(v.out).toContain('ok    Eventing sender identity on: EventPolicies admit');
+    // deny-all without the component: every source event would be refused.
+    await kubectl(['delete', '-f', policies]);
+    v = await verify('--controller');
+    expect(v.code, v.out).toBe(1);
+    expect(v.out).toContain(
+      'FAIL  EventPolicy vmpool-ticks vmpool-watch missing while authentication-oidc is on with default-authorization-mode deny-all',
+    );
+    await kubectl(['delete', 'configmap', 'config-features', '-n', 'knative-eventing']);
+    await kubectl(['delete', 'pod', pod, '-n', NAMESPACE]);
+    expect((await verify('--controller')).code).toBe(0);
   });
 
   it('Uninstall removes the controller and keeps every pool, VM and disk', async () => {

@@ -42,10 +42,13 @@ import {
   type K8sObject,
 } from './knative.js';
 
-/** The group an apiservice step registers: vmpool's own under overlays/own-group (README "Attach mode"). */
+/** The group an apiservice step registers: vmpool's own under overlays/own-group (docs/operations.md, "Attach mode"). */
 const groupOf = (dir: string): string =>
   dir.startsWith('knative/overlays/own-group/') ? OWN_SUBRESOURCES_GROUP : SUBRESOURCES_GROUP;
-/** An admin's copy of overlays/example with the scaledownwith-events component added. */
+/**
+ * An admin's copy of overlays/example with the scaledownwith-events component added, and the oidc
+ * component it needs beside it (knative/README.md).
+ */
 const WITH_EVENTS = 'knative/overlays/with-events';
 /** Every kustomization of the repository's knative/, found on disk (Components excluded). */
 const DIRS = kustomizations();
@@ -171,13 +174,13 @@ beforeAll(async () => {
       dir,
       await render(join(info.binDir, 'kubectl'), info.kubeconfigPath, join(checkout, dir)),
     );
-  // The optional CloudEvent form, as knative/README.md says to add it: the component in a copy of
-  // overlays/example.
+  // The optional CloudEvent form, as knative/README.md says to add it: the component, with the oidc
+  // one, in a copy of overlays/example.
   const withEvents = join(checkout, WITH_EVENTS);
   cpSync(join(checkout, 'knative/overlays/example'), withEvents, { recursive: true });
   appendFileSync(
     join(withEvents, 'kustomization.yaml'),
-    'components:\n  - ../scaledownwith-events\n',
+    'components:\n  - ../oidc\n  - ../scaledownwith-events\n',
   );
   renders.set(
     WITH_EVENTS,
@@ -324,7 +327,24 @@ describe('every kustomization under knative/', () => {
           'timeout',
         ) as string,
       );
-    expect(timeoutOf('disk-gc-tick')).toBeLessThan(5 * 60);
+    // A GC tick and its retries end before the next tick (every minute), so none queues behind a
+    // pass (one request at a time), and the ksvc is kept up rather than claimed to scale to zero.
+    const gc = triggers.find((t) => t.metadata.name === 'disk-gc-tick');
+    const retries = at(gc, 'spec', 'delivery', 'retry') as number;
+    expect((retries + 1) * timeoutOf('disk-gc-tick') + retries * 0.5).toBeLessThan(60);
+    const ping = byKind(objectsOf('knative/base'), 'PingSource').find(
+      (p) => p.metadata.name === 'vmpool-disk-gc',
+    );
+    expect(at(ping, 'spec', 'schedule')).toBe('* * * * *');
+    const gcSvc = byKind(objectsOf('knative/base'), 'Service').find(
+      (s) => s.metadata.name === 'disk-gc-tick',
+    );
+    expect(at(gcSvc, 'spec', 'template', 'spec', 'containerConcurrency')).toBe(1);
+    expect(
+      (at(gcSvc, 'spec', 'template', 'metadata', 'annotations') as Record<string, string>)[
+        'autoscaling.knative.dev/min-scale'
+      ],
+    ).toBe('1');
     expect(timeoutOf('reconcile-pool-resync')).toBeLessThan(2 * 60);
   });
 
@@ -381,9 +401,15 @@ describe('knative/base', () => {
     expect(verbs.filter((v) => v.startsWith('authentication.k8s.io/tokenreviews'))).toEqual([]);
   });
 
-  it("admits each of its own sources into the Broker with that source's event types only", () => {
-    const objects = objectsOf('knative/base');
-    const policies = byKind(objects, 'EventPolicy');
+  it('ships no EventPolicy: Knative marks one not Ready while authentication-oidc is off, and the Broker with it', () => {
+    expect(byKind(objectsOf('knative/base'), 'EventPolicy')).toEqual([]);
+  });
+
+  it("with the oidc component, admits each of its own sources into the Broker with that source's event types only", () => {
+    const objects = objectsOf(WITH_EVENTS);
+    const policies = byKind(objects, 'EventPolicy').filter(
+      (p) => p.metadata.name !== 'vmpool-broker',
+    );
     const refOf = (f: { ref?: { kind: string; name: string } }): string =>
       f.ref === undefined ? 'not a ref' : `${f.ref.kind}/${f.ref.name}`;
     const admitted = policies.flatMap((p) =>

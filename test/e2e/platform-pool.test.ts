@@ -1,5 +1,6 @@
 /**
- * Where the virtualization platform's own VirtualMachinePool CRD is installed (README "Attach mode",
+ * Where the virtualization platform's own VirtualMachinePool CRD is installed (docs/operations.md,
+ * "Attach mode",
  * decision: refuse by default, take over only when told). On a plane of its own with that CRD (from
  * the shared fixtures, `x-doc-*` keys stripped as the platform does) and the platform's other CRDs:
  * - reconcile-pool (as its own ServiceAccount) fails closed: the CRD prunes `status.intent`, so the

@@ -2,7 +2,8 @@
  * Least privilege in the shipped manifests, read from the files themselves (no kustomize, so it runs
  * without the control plane; test/e2e/manifests.test.ts checks the rendered installs): knative/base
  * grants what its own features use, the optional CloudEvent form brings its TokenReview right along,
- * and the Broker admits each of vmpool's sources with its own event types only.
+ * and with Eventing's sender identity on (the oidc component) the Broker admits each of vmpool's
+ * sources with its own event types only.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -60,9 +61,13 @@ describe('grants only for the enabled features', () => {
 
 describe("the Broker's EventPolicies", () => {
   const base = docs('knative/base');
-  const policies = base.filter((o) => o.kind === 'EventPolicy');
+  const policies = docs('knative/overlays/oidc').filter((o) => o.kind === 'EventPolicy');
 
-  it('knative/base admits each of its sources, each with its own event types', () => {
+  it('knative/base ships none: with authentication-oidc off Knative marks one not Ready, and the Broker with it', () => {
+    expect(base.filter((o) => o.kind === 'EventPolicy')).toEqual([]);
+  });
+
+  it('the oidc component admits each source of knative/base, each with its own event types', () => {
     const admitted = policies.flatMap((p) =>
       (p.spec?.from as { ref: { kind: string; name: string } }[]).map(
         (f) => `${f.ref.kind}/${f.ref.name}`,
@@ -85,5 +90,49 @@ describe("the Broker's EventPolicies", () => {
     expect(policy?.spec?.filters).toEqual([
       { exact: { type: 'io.deckhouse.virtualization.vmpool.scaledownwith' } },
     ]);
+  });
+});
+
+describe('namespace vmpool-system', () => {
+  const base = docs('knative/base');
+  const ns = base.find((o) => o.kind === 'Namespace');
+  const labels = (ns?.metadata as { labels?: Record<string, string> } | undefined)?.labels ?? {};
+
+  it('enforces the restricted Pod Security profile and keeps Istio sidecars out', () => {
+    expect(labels['pod-security.kubernetes.io/enforce']).toBe('restricted');
+    expect(labels['istio-injection']).toBe('disabled');
+  });
+
+  it("every pod template of knative/base meets the restricted profile's container rules", () => {
+    interface Sc {
+      runAsNonRoot?: boolean;
+      allowPrivilegeEscalation?: boolean;
+      capabilities?: { drop?: string[]; add?: string[] };
+      seccompProfile?: { type: string };
+    }
+    interface Pod {
+      securityContext?: Sc;
+      containers: { name: string; securityContext?: Sc }[];
+    }
+    const pods = base
+      .filter((o) => o.kind === 'Deployment' || o.kind === 'Service')
+      .map(
+        (o) => [o.metadata.name, (o.spec?.template as { spec?: Pod } | undefined)?.spec] as const,
+      )
+      .filter((e): e is readonly [string, Pod] => e[1] !== undefined);
+    // The two Deployments and the three Knative Services.
+    expect(pods).toHaveLength(5);
+    for (const [name, pod] of pods)
+      for (const c of pod.containers) {
+        const sc = c.securityContext ?? {};
+        const where = `${name}/${c.name}`;
+        expect(sc.allowPrivilegeEscalation, where).toBe(false);
+        expect(sc.capabilities?.drop, where).toEqual(['ALL']);
+        expect(sc.capabilities?.add ?? [], where).toEqual([]);
+        expect(sc.runAsNonRoot ?? pod.securityContext?.runAsNonRoot, where).toBe(true);
+        expect((sc.seccompProfile ?? pod.securityContext?.seccompProfile)?.type, where).toBe(
+          'RuntimeDefault',
+        );
+      }
   });
 });
