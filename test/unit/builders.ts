@@ -245,3 +245,19 @@ export function observed(
 
 /** A seeded PRNG: the same seed replays the same names. */
 export { seededRandom } from '../../local/simulator/rng.js';
+
+/** `levels` objects nested in one another, `leaf` at the bottom; `reversed` inserts keys the other way. */
+export function nested(levels: number, leaf: unknown = 'bottom', reversed = false): unknown {
+  let v = leaf;
+  for (let i = 0; i < levels; i++) {
+    const key = `k${String(i % 3)}`;
+    v = reversed ? { [key]: i, deeper: v } : { deeper: v, [key]: i };
+  }
+  return v;
+}
+
+/** The runners pool with `field` as a pass-through field of its VM template spec. */
+export function withField(field: unknown): VirtualMachinePool {
+  const t = runnersVmTemplate();
+  return pool({ replicas: 1, virtualMachineTemplate: { ...t, spec: { ...t.spec, extra: field } } });
+}
