@@ -1,32 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { DiskTemplate, VirtualMachinePool } from '../../api/index.js';
-import { pool, runnersVmTemplate } from '../../../test/unit/builders.js';
+import {
+  pool,
+  validationMessages as messages,
+  withRefs,
+  diskTemplate as tmpl,
+} from '../../../test/unit/builders.js';
 import { validatePool } from './validation.js';
 
 const REFS = 'spec.virtualMachineTemplate.spec.blockDeviceRefs';
-
-function messages(p: VirtualMachinePool): string[] {
-  return validatePool(p).map((v) => v.message);
-}
-
-function withRefs(
-  refs: {
-    kind: 'VirtualDisk' | 'ClusterVirtualImage' | 'VirtualImage';
-    name: string;
-    bootOrder?: number;
-  }[],
-  templates?: DiskTemplate[],
-): VirtualMachinePool {
-  const t = runnersVmTemplate();
-  return pool({
-    virtualMachineTemplate: { ...t, spec: { ...t.spec, blockDeviceRefs: refs } },
-    ...(templates === undefined ? {} : { virtualDiskTemplates: templates }),
-  });
-}
-
-function tmpl(name: string, extra: Partial<DiskTemplate> = {}): DiskTemplate {
-  return { name, spec: { persistentVolumeClaim: { size: '10Gi' } }, ...extra };
-}
 
 describe('validatePool', () => {
   it.each([

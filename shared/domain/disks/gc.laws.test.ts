@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import type { DiskTemplate, VirtualMachinePool } from '../../api/index.js';
+import type { VirtualMachinePool } from '../../api/index.js';
 import { keys } from '../../api/index.js';
 import {
   at,
@@ -9,21 +9,12 @@ import {
   MINUTE,
   NOW,
   pool,
-  runnersDiskTemplates,
   vm,
+  poolWithReclaim as poolWith,
+  ttl30Pool as ttl30,
+  collectedNames as names,
 } from '../../../test/unit/builders.js';
 import { collectNamespaces, planGc, usedDisks } from './gc.js';
-
-function poolWith(
-  reclaim: DiskTemplate['reclaim'],
-  o: Parameters<typeof pool>[0] = {},
-): VirtualMachinePool {
-  const [root, cache] = runnersDiskTemplates();
-  return pool({ ...o, virtualDiskTemplates: [root!, { ...cache!, reclaim }] });
-}
-
-const ttl30 = poolWith({ onScaleDown: 'Retain', keep: 0, ttl: '30m' });
-const names = (plan: ReturnType<typeof planGc>): string[] => plan.collect.map((c) => c.name);
 
 describe('planGc', () => {
   it('a VM outside every pool (a detached member) keeps the disk it references past ttl', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { DiskTemplate, VirtualDisk, VirtualMachinePool } from '../../api/index.js';
+import type { VirtualDisk, VirtualMachinePool } from '../../api/index.js';
 import { keys } from '../../api/index.js';
 import {
   at,
@@ -7,22 +7,12 @@ import {
   HOUR,
   MINUTE,
   NOW,
-  pool,
-  runnersDiskTemplates,
   vm,
+  poolWithReclaim as poolWith,
+  ttl30Pool as ttl30,
+  collectedNames as names,
 } from '../../../test/unit/builders.js';
 import { planGc } from './gc.js';
-
-function poolWith(
-  reclaim: DiskTemplate['reclaim'],
-  o: Parameters<typeof pool>[0] = {},
-): VirtualMachinePool {
-  const [root, cache] = runnersDiskTemplates();
-  return pool({ ...o, virtualDiskTemplates: [root!, { ...cache!, reclaim }] });
-}
-
-const ttl30 = poolWith({ onScaleDown: 'Retain', keep: 0, ttl: '30m' });
-const names = (plan: ReturnType<typeof planGc>): string[] => plan.collect.map((c) => c.name);
 
 describe('planGc', () => {
   it('collects a free disk 1h old with ttl 30m and keep 0, with its preconditions', () => {

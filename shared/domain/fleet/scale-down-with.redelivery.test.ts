@@ -1,23 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import type { VirtualMachine } from '../../api/index.js';
 import { keys } from '../../api/index.js';
-import { pool, vm } from '../../../test/unit/builders.js';
-import type { Accepted } from './scale-down-with.js';
+import {
+  pool,
+  vm,
+  vmsByName as byName,
+  acceptedOf as accepted,
+} from '../../../test/unit/builders.js';
 import { planScaleDownWith } from './scale-down-with.js';
 import { recordedRequests, recordedTargets, requestKey, withRequest } from './targets.js';
 
 const p = pool({ replicas: 3 });
 const a = vm(p, 'runners-aaaaa');
 const c = vm(p, 'runners-ccccc');
-
-function byName(...vms: VirtualMachine[]): Map<string, VirtualMachine> {
-  return new Map(vms.map((v) => [v.metadata.name!, v]));
-}
-
-function accepted(r: ReturnType<typeof planScaleDownWith>): Accepted {
-  if (!r.ok) throw new Error(`refused: ${r.message}`);
-  return r;
-}
 
 describe('planScaleDownWith with a request key (CloudEvent redelivery)', () => {
   const key = requestKey('system:serviceaccount:ci:keda', 'https://keda.example', 'evt-1');

@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { VirtualMachine, VirtualMachinePool } from '../../api/index.js';
 import { keys } from '../../api/index.js';
-import { pool, vm } from '../../../test/unit/builders.js';
-import type { Accepted } from './scale-down-with.js';
+import {
+  pool,
+  vm,
+  vmsByName as byName,
+  acceptedOf as accepted,
+} from '../../../test/unit/builders.js';
 import { EMPTY_TARGETS, planScaleDownWith } from './scale-down-with.js';
 import { recordedTargets } from './targets.js';
 
@@ -10,15 +14,6 @@ const p = pool({ replicas: 3 });
 const a = vm(p, 'runners-aaaaa');
 const b = vm(p, 'runners-bbbbb');
 const c = vm(p, 'runners-ccccc');
-
-function byName(...vms: VirtualMachine[]): Map<string, VirtualMachine> {
-  return new Map(vms.map((v) => [v.metadata.name!, v]));
-}
-
-function accepted(r: ReturnType<typeof planScaleDownWith>): Accepted {
-  if (!r.ok) throw new Error(`refused: ${r.message}`);
-  return r;
-}
 
 describe('planScaleDownWith refusals', () => {
   it('refuses an empty target list with the reference message', () => {

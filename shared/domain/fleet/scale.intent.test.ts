@@ -1,25 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { at, MINUTE, pool, seededRandom, vm } from '../../../test/unit/builders.js';
-import type { ScaleInput } from './scale.js';
+import {
+  seededRandom,
+  scaleInput as input,
+  oldVm as old,
+  midVm as mid,
+} from '../../../test/unit/builders.js';
 import { CREATE_BURST, decideScale } from './scale.js';
-
-const p = pool();
-
-function input(o: Partial<ScaleInput>): ScaleInput {
-  return {
-    pool: 'runners',
-    desired: 3,
-    policy: 'NewestFirst',
-    members: [],
-    pendingCreates: [],
-    leaving: new Set(),
-    taken: new Set(),
-    ...o,
-  };
-}
-
-const old = vm(p, 'runners-old11', { created: at(-30 * MINUTE) });
-const mid = vm(p, 'runners-mid11', { created: at(-20 * MINUTE) });
 
 describe('decideScale: intent never outlives the desire that made it', () => {
   const pending = (n: number) =>

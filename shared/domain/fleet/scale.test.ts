@@ -1,8 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { ScaleDownPolicy, VirtualMachine } from '../../api/index.js';
-import { at, MINUTE, pool, seededRandom, vm } from '../../../test/unit/builders.js';
-import type { ScaleInput } from './scale.js';
+import {
+  at,
+  MINUTE,
+  pool,
+  seededRandom,
+  vm,
+  scaleInput as input,
+  oldVm as old,
+  midVm as mid,
+  youngVm as young,
+} from '../../../test/unit/builders.js';
 import { decideScale } from './scale.js';
 import { nameOf } from './membership.js';
 import type { Ranked } from './victims.js';
@@ -13,22 +22,6 @@ const NOTHING = { creates: [], dropped: [], victims: [], cancelled: [], promoted
 
 const p = pool();
 
-function input(o: Partial<ScaleInput>): ScaleInput {
-  return {
-    pool: 'runners',
-    desired: 3,
-    policy: 'NewestFirst',
-    members: [],
-    pendingCreates: [],
-    leaving: new Set(),
-    taken: new Set(),
-    ...o,
-  };
-}
-
-const old = vm(p, 'runners-old11', { created: at(-30 * MINUTE) });
-const mid = vm(p, 'runners-mid11', { created: at(-20 * MINUTE) });
-const young = vm(p, 'runners-yng11', { created: at(-10 * MINUTE) });
 const three = [mid, young, old];
 
 describe('decideScale', () => {

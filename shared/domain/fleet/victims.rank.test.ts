@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { VirtualMachine } from '../../api/index.js';
 import { keys } from '../../api/index.js';
-import { at, MINUTE, pool, vm } from '../../../test/unit/builders.js';
+import {
+  rankedMember as member,
+  candidate as cand,
+  fleetOf,
+  rankedNames as names,
+} from '../../../test/unit/builders.js';
 import { nameOf } from './membership.js';
 import type { Candidate, RankingPolicy } from './victims.js';
 import {
@@ -13,47 +18,6 @@ import {
   occupancy,
   rankVictims,
 } from './victims.js';
-
-const p = pool();
-
-/** A member with the ranking's inputs. */
-function member(
-  name: string,
-  o: { ageMin?: number; cost?: string; node?: string; protect?: string; gen?: number } = {},
-): VirtualMachine {
-  const annotations: Record<string, string> = {};
-  if (o.cost !== undefined) annotations[keys.deletionCost] = o.cost;
-  if (o.protect !== undefined) annotations[keys.protected] = o.protect;
-  if (o.gen !== undefined) annotations[keys.createdGeneration] = String(o.gen);
-  const v = vm(p, name, { created: at(-(o.ageMin ?? 10) * MINUTE), annotations });
-  if (o.node !== undefined) v.status = { ...v.status, nodeName: o.node };
-  return v;
-}
-
-const cand = (vm: VirtualMachine, cost: number, crowd: number): Candidate => ({ vm, cost, crowd });
-
-/** What a generated member carries: its age in minutes and the ranking's annotations. */
-interface MemberSpec {
-  readonly age: number;
-  readonly gen?: number | undefined;
-  readonly cost?: string | undefined;
-  readonly node?: string | undefined;
-  readonly protect: boolean;
-}
-
-/** Members built from generated specs, named in order. */
-function fleetOf(specs: readonly MemberSpec[]): VirtualMachine[] {
-  return specs.map((s, i) =>
-    member(`runners-m${String(i).padStart(2, '0')}xx`, {
-      ageMin: s.age,
-      ...(s.gen === undefined ? {} : { gen: s.gen }),
-      ...(s.cost === undefined ? {} : { cost: s.cost }),
-      ...(s.node === undefined ? {} : { node: s.node }),
-      ...(s.protect ? { protect: 'true' } : {}),
-    }),
-  );
-}
-const names = (xs: ReadonlyArray<{ vm: VirtualMachine }>) => xs.map((x) => nameOf(x.vm));
 
 describe('rankVictims', () => {
   it('without costs or nodes is the policy age order (today’s behaviour)', () => {

@@ -1,28 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import type { VirtualMachine } from '../../api/index.js';
-import { keys } from '../../api/index.js';
-import { at, MINUTE, pool, vm } from '../../../test/unit/builders.js';
+import { rankedMember as member, candidate as cand } from '../../../test/unit/builders.js';
 import type { Candidate, RankingPolicy } from './victims.js';
 import { compareVictims, deletionCost, isProtected, nodeOf, occupancy } from './victims.js';
-
-const p = pool();
-
-/** A member with the ranking's inputs. */
-function member(
-  name: string,
-  o: { ageMin?: number; cost?: string; node?: string; protect?: string; gen?: number } = {},
-): VirtualMachine {
-  const annotations: Record<string, string> = {};
-  if (o.cost !== undefined) annotations[keys.deletionCost] = o.cost;
-  if (o.protect !== undefined) annotations[keys.protected] = o.protect;
-  if (o.gen !== undefined) annotations[keys.createdGeneration] = String(o.gen);
-  const v = vm(p, name, { created: at(-(o.ageMin ?? 10) * MINUTE), annotations });
-  if (o.node !== undefined) v.status = { ...v.status, nodeName: o.node };
-  return v;
-}
-
-const cand = (vm: VirtualMachine, cost: number, crowd: number): Candidate => ({ vm, cost, crowd });
 
 describe('annotations the ranking reads', () => {
   it.each<[string | undefined, boolean]>([

@@ -14,10 +14,10 @@ import {
   pool,
   seededRandom,
   steady,
+  actionsOf as of,
 } from '../../../test/unit/builders.js';
 import type { World } from '../../../test/unit/world.js';
 import { annotate, apply, observedOf, scale } from '../../../test/unit/world.js';
-import type { Action } from './actions.js';
 import {
   nameOf,
   planScaleDownWith,
@@ -27,9 +27,6 @@ import {
 } from '../fleet/index.js';
 import type { Plan } from './index.js';
 import { plan } from './index.js';
-
-const of = <K extends Action['kind']>(pl: Plan, kind: K) =>
-  pl.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);
 
 describe('fleet control: laws as properties', () => {
   const member = fc.record({

@@ -13,6 +13,8 @@ import {
   pool,
   seededRandom,
   steady,
+  actionsOf as of,
+  later,
 } from '../../../test/unit/builders.js';
 import type { World } from '../../../test/unit/world.js';
 import { annotate, apply, converge, observedOf, scale } from '../../../test/unit/world.js';
@@ -21,10 +23,6 @@ import { isFenced } from './actions.js';
 import { nameOf, planScaleDownWith } from '../fleet/index.js';
 import type { Plan } from './index.js';
 import { plan } from './index.js';
-
-const of = <K extends Action['kind']>(pl: Plan, kind: K) =>
-  pl.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);
-const later = (ms: number): Date => new Date(NOW.getTime() + ms);
 
 /** A world of `n` steady members (newest last) of a pool with the given drain timeout. */
 function world(

@@ -1,9 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import type { VirtualMachinePool } from '../../api/index.js';
-import type { Action } from './actions.js';
 import { canonicalJson } from '../formats/index.js';
-import type { Plan } from './index.js';
 import { plan } from './index.js';
 import { CREATE_BURST } from '../fleet/index.js';
 import {
@@ -18,17 +15,10 @@ import {
   seededRandom,
   steady,
   withField,
+  actionsOf as of,
+  rand42 as rand,
+  stored,
 } from '../../../test/unit/builders.js';
-
-const rand = () => seededRandom(42);
-
-const of = <K extends Action['kind']>(pl: Plan, kind: K) =>
-  pl.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);
-
-/** Feeds a plan's status back into the pool, as the API server would store it. */
-function stored(p: VirtualMachinePool, pl: Plan): VirtualMachinePool {
-  return { ...p, status: pl.status };
-}
 
 describe('plan: laws as properties', () => {
   const memberArb = fc.record({

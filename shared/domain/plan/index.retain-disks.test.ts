@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { keys } from '../../api/index.js';
-import type { Action } from './actions.js';
 import { ALPHABET } from '../formats/index.js';
-import type { Plan } from './index.js';
 import { plan } from './index.js';
 import {
   HOUR,
@@ -14,13 +12,10 @@ import {
   pool,
   seededRandom,
   steady,
+  actionsOf as of,
+  actionKinds as kinds,
+  rand42 as rand,
 } from '../../../test/unit/builders.js';
-
-const rand = () => seededRandom(42);
-
-const kinds = (pl: Plan) => pl.actions.map((a) => a.kind);
-const of = <K extends Action['kind']>(pl: Plan, kind: K) =>
-  pl.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);
 
 describe('plan: Retain disks', () => {
   it('reuses a free Ready disk instead of creating one, claiming it first', () => {

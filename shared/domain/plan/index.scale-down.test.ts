@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { VirtualMachinePool } from '../../api/index.js';
 import { keys } from '../../api/index.js';
-import type { Action } from './actions.js';
-import type { Plan } from './index.js';
 import { plan } from './index.js';
 import {
   HOUR,
@@ -10,14 +8,10 @@ import {
   at,
   observed as observe,
   pool,
-  seededRandom,
   steady,
+  actionsOf as of,
+  rand42 as rand,
 } from '../../../test/unit/builders.js';
-
-const rand = () => seededRandom(42);
-
-const of = <K extends Action['kind']>(pl: Plan, kind: K) =>
-  pl.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);
 
 describe('plan: scale down', () => {
   const ages = (p: VirtualMachinePool) => [

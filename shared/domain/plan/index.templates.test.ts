@@ -1,24 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import type { VirtualMachinePool } from '../../api/index.js';
 import { AWAITING_RESTART, keys } from '../../api/index.js';
-import type { Action } from './actions.js';
 import { templateHash, ALPHABET } from '../formats/index.js';
-import type { Plan } from './index.js';
 import { plan } from './index.js';
 import {
   NOW,
   disk,
   observed as observe,
   pool,
-  seededRandom,
   steady,
   vm,
+  actionsOf as of,
+  rand42 as rand,
 } from '../../../test/unit/builders.js';
-
-const rand = () => seededRandom(42);
-
-const of = <K extends Action['kind']>(pl: Plan, kind: K) =>
-  pl.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);
 
 describe('plan: Delete disks, placeholders, sizes, removed templates', () => {
   it('recreates a missing Delete disk of a live member, owned by that VM', () => {

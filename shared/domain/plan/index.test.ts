@@ -1,9 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { VirtualMachinePool } from '../../api/index.js';
 import { keys } from '../../api/index.js';
-import type { Action } from './actions.js';
 import { templateHash, ALPHABET } from '../formats/index.js';
-import type { Plan } from './index.js';
 import { plan } from './index.js';
 import {
   HOUR,
@@ -13,18 +10,11 @@ import {
   pool,
   seededRandom,
   steady,
+  actionsOf as of,
+  actionKinds as kinds,
+  rand42 as rand,
+  stored,
 } from '../../../test/unit/builders.js';
-
-const rand = () => seededRandom(42);
-
-const kinds = (pl: Plan) => pl.actions.map((a) => a.kind);
-const of = <K extends Action['kind']>(pl: Plan, kind: K) =>
-  pl.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);
-
-/** Feeds a plan's status back into the pool, as the API server would store it. */
-function stored(p: VirtualMachinePool, pl: Plan): VirtualMachinePool {
-  return { ...p, status: pl.status };
-}
 
 describe('plan: scale up', () => {
   it('creates the deficit with names from the reference alphabet and records it as intent', () => {

@@ -5,46 +5,17 @@ import { describe, expect, it } from 'vitest';
 import type { VirtualMachinePool } from '../../api/index.js';
 import { keys } from '../../api/index.js';
 import {
-  at,
-  MINUTE,
   NOW,
   SECOND,
   observed,
   pool,
   seededRandom,
-  steady,
+  phasedMember as member,
+  actionsOf as of,
+  later,
 } from '../../../test/unit/builders.js';
-import type { Action } from './actions.js';
 import type { Plan } from './index.js';
 import { plan } from './index.js';
-
-const later = (ms: number): Date => new Date(NOW.getTime() + ms);
-const of = <K extends Action['kind']>(pl: Plan, kind: K) =>
-  pl.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);
-
-/** A member of `p` in `phase`, its phase history ending with `history` (phase, ms from NOW). */
-function member(
-  p: VirtualMachinePool,
-  name: string,
-  phase: string,
-  o: {
-    created?: number;
-    history?: Array<[string, number]>;
-    annotations?: Record<string, string>;
-    runPolicy?: string;
-  } = {},
-) {
-  const m = steady(p, name, {
-    phase,
-    created: at(o.created ?? -HOUR_AGO),
-    ...(o.annotations === undefined ? {} : { annotations: o.annotations }),
-  });
-  const history = (o.history ?? []).map(([ph, ms]) => ({ phase: ph, timestamp: at(ms) }));
-  m.vm.status = { ...m.vm.status, stats: { phasesTransitions: history } };
-  if (o.runPolicy !== undefined) m.vm.spec = { ...m.vm.spec, runPolicy: o.runPolicy as 'Manual' };
-  return m;
-}
-const HOUR_AGO = 60 * MINUTE;
 
 describe('rollout budget', () => {
   /** Six Running members of `p` on the revision before `p`'s template. */

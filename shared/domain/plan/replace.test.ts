@@ -2,7 +2,6 @@
  * Self-healing, member lifetime and the disruption budget through whole plans.
  */
 import { describe, expect, it } from 'vitest';
-import type { VirtualMachinePool } from '../../api/index.js';
 import { keys } from '../../api/index.js';
 import {
   at,
@@ -12,58 +11,17 @@ import {
   observed,
   pool,
   seededRandom,
-  steady,
+  phasedMember as member,
+  HOUR_AGO,
+  healingPool,
+  actionsOf as of,
+  later,
 } from '../../../test/unit/builders.js';
-import type { Action } from './actions.js';
 import type { Plan } from './index.js';
 import { plan } from './index.js';
 import { backoffMs } from './replace.js';
 
-const later = (ms: number): Date => new Date(NOW.getTime() + ms);
-const of = <K extends Action['kind']>(pl: Plan, kind: K) =>
-  pl.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);
 const healing = (pl: Plan) => pl.status.conditions?.find((c) => c.type === 'Healing');
-
-/** A member of `p` in `phase`, its phase history ending with `history` (phase, ms from NOW). */
-function member(
-  p: VirtualMachinePool,
-  name: string,
-  phase: string,
-  o: {
-    created?: number;
-    history?: Array<[string, number]>;
-    annotations?: Record<string, string>;
-    runPolicy?: string;
-  } = {},
-) {
-  const m = steady(p, name, {
-    phase,
-    created: at(o.created ?? -HOUR_AGO),
-    ...(o.annotations === undefined ? {} : { annotations: o.annotations }),
-  });
-  const history = (o.history ?? []).map(([ph, ms]) => ({ phase: ph, timestamp: at(ms) }));
-  m.vm.status = { ...m.vm.status, stats: { phasesTransitions: history } };
-  if (o.runPolicy !== undefined) m.vm.spec = { ...m.vm.spec, runPolicy: o.runPolicy as 'Manual' };
-  return m;
-}
-const HOUR_AGO = 60 * MINUTE;
-
-function healingPool(
-  o: {
-    replicas?: number;
-    timeout?: string;
-    budget?: number | string;
-    maxUnhealthy?: number | string;
-  } = {},
-) {
-  const p = pool({ replicas: o.replicas ?? 2 });
-  p.spec.healing = {
-    startupTimeout: o.timeout ?? '5m',
-    ...(o.maxUnhealthy === undefined ? {} : { maxUnhealthy: o.maxUnhealthy }),
-  };
-  if (o.budget !== undefined) p.spec.rollout = { maxUnavailable: o.budget };
-  return p;
-}
 
 describe('self-healing', () => {
   it('replaces a member not Running startupTimeout after its creation: recorded, Warning then delete', () => {

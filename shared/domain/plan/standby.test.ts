@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { keys } from '../../api/index.js';
-import { MINUTE, NOW, pool, seededRandom } from '../../../test/unit/builders.js';
+import { MINUTE, NOW, pool, seededRandom, later } from '../../../test/unit/builders.js';
 import type { World } from '../../../test/unit/world.js';
 import { converge, observedOf, scale } from '../../../test/unit/world.js';
 import type { Action } from './actions.js';
@@ -14,7 +14,6 @@ import { isStandby, nameOf, planScaleDownWith } from '../fleet/index.js';
 import type { Plan } from './index.js';
 import { plan } from './index.js';
 
-const later = (ms: number): Date => new Date(NOW.getTime() + ms);
 const updates = (pl: Plan) =>
   pl.actions.filter((a): a is Extract<Action, { kind: 'updateVm' }> => a.kind === 'updateVm');
 const creates = (plans: readonly Plan[]) =>

@@ -1,24 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import type { Condition, VirtualMachine, VirtualMachinePool } from '../../api/index.js';
-import { AWAITING_RESTART, keys } from '../../api/index.js';
-import { at, HOUR, NOW, pool, vm } from '../../../test/unit/builders.js';
+import type { VirtualMachine, VirtualMachinePool } from '../../api/index.js';
+import { keys } from '../../api/index.js';
+import {
+  at,
+  HOUR,
+  NOW,
+  pool,
+  vm,
+  REVISION as H,
+  AWAITING_RESTART_TRUE as restart,
+  onRevision as on,
+  conditionOf as cond,
+} from '../../../test/unit/builders.js';
 import { rfc3339 } from '../formats/index.js';
 import { computeStatus } from './status.js';
-
-const H = 'abcd1234';
-const restart: Condition[] = [{ type: AWAITING_RESTART, status: 'True' }];
-
-function on(p: VirtualMachinePool, name: string, o: Parameters<typeof vm>[2] = {}): VirtualMachine {
-  return vm(p, name, {
-    ...o,
-    labels: { [keys.templateHash]: H, ...o.labels },
-    annotations: { [keys.patchedTemplateHash]: H, ...o.annotations },
-  });
-}
-
-function cond(conds: readonly Condition[] | undefined, type: string): Condition | undefined {
-  return conds?.find((c) => c.type === type);
-}
 
 describe('computeStatus', () => {
   it('steady state: counts, selector, hash, Available True, Progressing absent, Synced True', () => {

@@ -1,22 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import type { Condition, VirtualMachine, VirtualMachinePool } from '../../api/index.js';
 import { keys } from '../../api/index.js';
-import { HOUR, NOW, pool, vm } from '../../../test/unit/builders.js';
+import {
+  HOUR,
+  NOW,
+  pool,
+  REVISION as H,
+  onRevision as on,
+  conditionOf as cond,
+} from '../../../test/unit/builders.js';
 import { computeStatus, normalizeIntent, sameStatus } from './status.js';
-
-const H = 'abcd1234';
-
-function on(p: VirtualMachinePool, name: string, o: Parameters<typeof vm>[2] = {}): VirtualMachine {
-  return vm(p, name, {
-    ...o,
-    labels: { [keys.templateHash]: H, ...o.labels },
-    annotations: { [keys.patchedTemplateHash]: H, ...o.annotations },
-  });
-}
-
-function cond(conds: readonly Condition[] | undefined, type: string): Condition | undefined {
-  return conds?.find((c) => c.type === type);
-}
 
 describe('computeStatus', () => {
   it('is stable: recomputing from its own output with the same members is the same status', () => {

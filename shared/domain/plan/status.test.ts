@@ -1,19 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import type { Condition, VirtualMachine, VirtualMachinePool } from '../../api/index.js';
-import { AWAITING_RESTART, keys } from '../../api/index.js';
-import { pool, vm } from '../../../test/unit/builders.js';
+import { keys } from '../../api/index.js';
+import {
+  pool,
+  vm,
+  REVISION as H,
+  AWAITING_RESTART_TRUE as restart,
+  onRevision as on,
+} from '../../../test/unit/builders.js';
 import { countMembers } from './status.js';
-
-const H = 'abcd1234';
-const restart: Condition[] = [{ type: AWAITING_RESTART, status: 'True' }];
-
-function on(p: VirtualMachinePool, name: string, o: Parameters<typeof vm>[2] = {}): VirtualMachine {
-  return vm(p, name, {
-    ...o,
-    labels: { [keys.templateHash]: H, ...o.labels },
-    annotations: { [keys.patchedTemplateHash]: H, ...o.annotations },
-  });
-}
 
 describe('countMembers', () => {
   it('counts Terminating members only in replicas', () => {
