@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { NOW } from '../../test/unit/builders.js';
-import { createRechecks, RECHECK_SLACK_MS } from './recheck.js';
+import { createRechecks, RECHECK_SLACK_MS, recheckConverged } from './recheck.js';
+import type { PoolRef } from './scope.js';
 
 describe('createRechecks', () => {
   afterEach(() => {
@@ -33,5 +34,44 @@ describe('createRechecks', () => {
     r.at('ci/x', new Date(NOW.getTime() - 5_000), () => runs.push(1));
     vi.advanceTimersByTime(RECHECK_SLACK_MS);
     expect(runs).toEqual([1]);
+  });
+});
+
+describe('recheckConverged', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('schedules only converged pools with a deadline, and runs each with its own ref', () => {
+    vi.useFakeTimers();
+    vi.setSystemTime(NOW);
+    const r = createRechecks(() => new Date());
+    const soon = new Date(NOW.getTime() + 10_000);
+    const ran: PoolRef[] = [];
+    recheckConverged(
+      r,
+      [
+        {
+          pool: 'ci/runners',
+          ref: { namespace: 'ci', name: 'runners' },
+          outcome: { kind: 'converged', passes: 1, actions: 1, recheckAt: soon },
+        },
+        {
+          pool: 'ci/idle',
+          ref: { namespace: 'ci', name: 'idle' },
+          outcome: { kind: 'converged', passes: 1, actions: 0 },
+        },
+        {
+          pool: 'ci/busy',
+          ref: { namespace: 'ci', name: 'busy' },
+          outcome: { kind: 'retry', reason: 'conflict' },
+        },
+        { pool: '*', outcome: { kind: 'retry', reason: 'list failed' } },
+      ],
+      (ref) => ran.push(ref),
+    );
+    expect(r.pending()).toEqual(['ci/runners']);
+    vi.advanceTimersByTime(10_000 + RECHECK_SLACK_MS);
+    expect(ran).toEqual([{ namespace: 'ci', name: 'runners' }]);
   });
 });
