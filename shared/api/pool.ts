@@ -30,7 +30,7 @@ const hasRefs =
   'has(self.virtualMachineTemplate.spec) && has(self.virtualMachineTemplate.spec.blockDeviceRefs)';
 
 /** Go duration strings as `time.ParseDuration` accepts them (`30m`, `1h30m`, `1.5h`). */
-export const DURATION_PATTERN =
+const DURATION_PATTERN =
   '^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))*$';
 
 /** What happens to a replica's disk when the replica leaves the pool. */

@@ -12,7 +12,7 @@ import { runBounded } from './batch.js';
 import type { PoolRef, Scope } from './scope.js';
 
 /** Pools reconciled at once during a resync. */
-export const RESYNC_PARALLEL = 4;
+const RESYNC_PARALLEL = 4;
 
 /** One pool's outcome within a scope. */
 export interface ScopedOutcome {

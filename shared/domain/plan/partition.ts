@@ -24,7 +24,7 @@ export type SplitInput = Pick<
 >;
 
 /** What {@link standbyTest} reads: the recorded promotions and returns. */
-export type StandbyTestInput = Pick<View, 'pendingPromotions' | 'pendingReturns'>;
+type StandbyTestInput = Pick<View, 'pendingPromotions' | 'pendingReturns'>;
 
 /** A view split into the replicas and the standby. */
 export interface Split<V = View> {
@@ -52,7 +52,7 @@ const keyOf = (name: string, uid: string | undefined): string => `${name}/${uid 
  * Tells whether a member belongs to the standby once the recorded promotions and returns are done
  * (one index of the recorded flips, then constant time per member).
  */
-export function standbyTest(view: StandbyTestInput): (m: VirtualMachine) => boolean {
+function standbyTest(view: StandbyTestInput): (m: VirtualMachine) => boolean {
   if (view.pendingPromotions.length === 0 && view.pendingReturns.length === 0) return isStandby;
   const promoted = new Set(view.pendingPromotions.map((r) => keyOf(r.name, r.uid)));
   const returned = new Set(view.pendingReturns.map((r) => keyOf(r.name, r.uid)));
