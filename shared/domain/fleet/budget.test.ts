@@ -1,5 +1,5 @@
 /**
- * Self-healing, member lifetime and the disruption budget through whole plans.
+ * The disruption budget (maxUnavailable) as whole plans spend it.
  */
 import { describe, expect, it } from 'vitest';
 import type { VirtualMachinePool } from '../../api/index.js';
@@ -14,8 +14,8 @@ import {
   actionsOf as of,
   later,
 } from '../../../test/unit/builders.js';
-import type { Plan } from './index.js';
-import { plan } from './index.js';
+import type { Plan } from '../plan/index.js';
+import { plan } from '../plan/index.js';
 
 describe('rollout budget', () => {
   /** Six Running members of `p` on the revision before `p`'s template. */
