@@ -1,26 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { AdmissionRequest, VirtualMachinePool } from '../api/index.js';
-import { pool } from '../../test/unit/builders.js';
+import { pool, poolWrite as write } from '../../test/unit/builders.js';
 import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
 import { reviewAdmission } from './admission.js';
-
-function write(object: VirtualMachinePool, oldObject?: VirtualMachinePool): AdmissionRequest {
-  return {
-    uid: 'u1',
-    kind: { group: 'virtualization.deckhouse.io', version: 'v1alpha2', kind: 'VirtualMachinePool' },
-    resource: {
-      group: 'virtualization.deckhouse.io',
-      version: 'v1alpha2',
-      resource: 'virtualmachinepools',
-    },
-    namespace: 'ci',
-    name: 'runners',
-    operation: oldObject === undefined ? 'CREATE' : 'UPDATE',
-    userInfo: { username: 'someone' },
-    object,
-    ...(oldObject === undefined ? {} : { oldObject }),
-  };
-}
 
 describe('reviewAdmission', () => {
   it('refuses growth beyond maxReplicas before any API call', async () => {

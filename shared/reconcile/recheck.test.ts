@@ -3,11 +3,11 @@ import { NOW } from '../../test/unit/builders.js';
 import { createRechecks, RECHECK_SLACK_MS, recheckConverged } from './recheck.js';
 import type { PoolRef } from './scope.js';
 
-describe('createRechecks', () => {
-  afterEach(() => {
-    vi.useRealTimers();
-  });
+afterEach(() => {
+  vi.useRealTimers();
+});
 
+describe('createRechecks', () => {
   it('runs once at the deadline (plus slack); an earlier deadline replaces a later one', () => {
     vi.useFakeTimers();
     vi.setSystemTime(NOW);
@@ -38,10 +38,6 @@ describe('createRechecks', () => {
 });
 
 describe('recheckConverged', () => {
-  afterEach(() => {
-    vi.useRealTimers();
-  });
-
   it('schedules only converged pools with a deadline, and runs each with its own ref', () => {
     vi.useFakeTimers();
     vi.setSystemTime(NOW);

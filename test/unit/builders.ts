@@ -4,6 +4,7 @@
  * @module
  */
 import type {
+  AdmissionRequest,
   BlockDeviceRef,
   Condition,
   Quantity,
@@ -476,4 +477,33 @@ export const rand42 = () => seededRandom(42);
 /** Feeds a plan's status back into the pool, as the API server would store it. */
 export function stored(p: VirtualMachinePool, pl: Plan): VirtualMachinePool {
   return { ...p, status: pl.status };
+}
+
+// Admission tests (admission/*.test.ts, reconcile/admission.test.ts).
+/** What every AdmissionReview about the `runners` pool carries: its uid, kind, resource and name. */
+export const POOL_REVIEW = {
+  uid: 'u1',
+  kind: { group: 'virtualization.deckhouse.io', version: 'v1alpha2', kind: 'VirtualMachinePool' },
+  resource: {
+    group: 'virtualization.deckhouse.io',
+    version: 'v1alpha2',
+    resource: 'virtualmachinepools',
+  },
+  namespace: 'ci',
+  name: 'runners',
+};
+
+/** A CREATE of `object` (no `oldObject`) or an UPDATE from `oldObject`, by `username`. */
+export function poolWrite(
+  object: VirtualMachinePool,
+  oldObject?: VirtualMachinePool,
+  username = 'someone',
+): AdmissionRequest {
+  return {
+    ...POOL_REVIEW,
+    operation: oldObject === undefined ? 'CREATE' : 'UPDATE',
+    userInfo: { username },
+    object,
+    ...(oldObject === undefined ? {} : { oldObject }),
+  };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RecordedTarget, ScaleDownPolicy, VirtualMachinePool } from '../../api/index.js';
 import { keys } from '../../api/index.js';
-import { pool } from '../../../test/unit/builders.js';
+import { POOL_REVIEW, pool } from '../../../test/unit/builders.js';
 import {
   admitRequest,
   afterDryRun,
@@ -146,17 +146,7 @@ describe('decidePoolWrite (pool CREATE/UPDATE)', () => {
 });
 
 describe('admitRequest / afterDryRun / afterPoolRead (the pure adjudication)', () => {
-  const base = {
-    uid: 'u1',
-    kind: { group: 'virtualization.deckhouse.io', version: 'v1alpha2', kind: 'VirtualMachinePool' },
-    resource: {
-      group: 'virtualization.deckhouse.io',
-      version: 'v1alpha2',
-      resource: 'virtualmachinepools',
-    },
-    namespace: 'ci',
-    name: 'runners',
-  };
+  const base = POOL_REVIEW;
   const scale = (from: number, to: number) => ({
     ...base,
     subResource: 'scale',
