@@ -2,19 +2,15 @@
  * `kubectl vmpool scale-down-with`, `victims` and `version`.
  * @module
  */
-import type { ScaleDownWithBody } from '../shared/api/index.js';
+import type { ScaleDownWithBody, Status } from '../shared/api/index.js';
 import { VERSION } from '../shared/api/index.js';
+import type { Preview } from '../shared/domain/index.js';
 import type { Ctx } from './context.js';
 import { CliError, must, printObject, table } from './context.js';
 import { poolPath, scaleDownWithGroup } from './discover.js';
 
 /** The plugin's version (the project's). */
 export const VERSION_TEXT = 'kubectl-vmpool 0.1.0';
-
-interface StatusAnswer {
-  message?: string;
-  details?: { causes?: Array<{ field?: string; reason?: string; message?: string }> };
-}
 
 /** Removes the named replicas of a pool atomically and prints what happened to each. */
 export async function scaleDownWith(
@@ -32,25 +28,12 @@ export async function scaleDownWith(
     ...(dryRun ? { dryRun: ['All'] } : {}),
   };
   const path = poolPath(group, ctx.namespace, pool, 'scaledownwith');
-  const answer = must(await ctx.raw.request('POST', path, body)) as StatusAnswer;
+  const answer = must(await ctx.raw.request('POST', path, body)) as Status;
   if (printObject(ctx, answer)) return;
   const causes = answer.details?.causes ?? [];
   for (const c of causes)
-    ctx.out(`virtualmachine/${c.field ?? ''} ${c.reason ?? ''}${dryRun ? ' (dry run)' : ''}`);
-  ctx.out(`virtualmachinepool/${pool}: ${answer.message ?? ''}`);
-}
-
-interface PreviewAnswer {
-  victims?: Array<{
-    name: string;
-    reason: string;
-    message?: string;
-    protected?: boolean;
-    deletionCost?: number;
-    nodeName?: string;
-  }>;
-  leaving?: Array<{ name: string; why: string; draining?: boolean }>;
-  message?: string;
+    ctx.out(`virtualmachine/${c.field} ${c.reason}${dryRun ? ' (dry run)' : ''}`);
+  ctx.out(`virtualmachinepool/${pool}: ${answer.message}`);
 }
 
 /** The next `count` members a scale-down would remove, in order, and why. */
@@ -59,20 +42,20 @@ export async function victims(ctx: Ctx, pool: string, count: number): Promise<vo
     throw new CliError('error: --count must be a whole number from 1 to 1000');
   const group = await scaleDownWithGroup(ctx);
   const path = `${poolPath(group, ctx.namespace, pool, 'victims')}?count=${String(count)}`;
-  const answer = must(await ctx.raw.request('GET', path)) as PreviewAnswer;
+  const answer = must(await ctx.raw.request('GET', path)) as Preview;
   if (printObject(ctx, answer)) return;
-  const rows = (answer.victims ?? []).map((v, i) => [
+  const rows = answer.victims.map((v, i) => [
     String(i + 1),
     v.name,
     v.reason,
-    String(v.deletionCost ?? 0),
+    String(v.deletionCost),
     v.nodeName ?? '<none>',
-    v.protected === true ? 'yes' : 'no',
-    v.message ?? '',
+    v.protected ? 'yes' : 'no',
+    v.message,
   ]);
   for (const line of table([['#', 'NAME', 'REASON', 'COST', 'NODE', 'PROTECTED', 'WHY'], ...rows]))
     ctx.out(line);
-  for (const l of answer.leaving ?? [])
-    ctx.out(`already leaving: ${l.name} (${l.why}${l.draining === true ? ', draining' : ''})`);
-  if (answer.message !== undefined && answer.message !== '') ctx.out(answer.message);
+  for (const l of answer.leaving)
+    ctx.out(`already leaving: ${l.name} (${l.why}${l.draining ? ', draining' : ''})`);
+  if (answer.message !== '') ctx.out(answer.message);
 }

@@ -22,6 +22,7 @@ import {
   invalidScope,
   reconcilePool,
   reconcileScope,
+  recheckConverged,
   scopeOf,
 } from '../../shared/reconcile/index.js';
 
@@ -51,14 +52,10 @@ export function buildReconcileApp(input: ReconcileAppDeps): Hono<NodeEnv> {
   );
   // A pool waiting on a drain is looked at again at its deadline (the resync tick is the fallback).
   const recheck = (results: readonly ScopedOutcome[]): void => {
-    for (const { pool, outcome } of results) {
-      if (outcome.kind !== 'converged' || outcome.recheckAt === undefined) continue;
-      const [namespace = '', name = ''] = pool.split('/');
-      rechecks.at(pool, outcome.recheckAt, () => {
-        const scope = { kind: 'pool', namespace, name } as const;
-        void reconcileScope(deps, scope, reconcileOne).then(recheck, () => undefined);
-      });
-    }
+    recheckConverged(rechecks, results, (ref) => {
+      const scope = { kind: 'pool', ...ref } as const;
+      void reconcileScope(deps, scope, reconcileOne).then(recheck, () => undefined);
+    });
   };
   app.post(
     '/',

@@ -54,7 +54,7 @@ export const DiskPhase = z.enum([
  * An entry of `status.attachedToVirtualMachines`: a VM the platform sees using the disk (`mounted`
  * while it is plugged in). The platform's CRD requires neither field, so neither is required here.
  */
-export const AttachedVm = z.looseObject({
+const AttachedVm = z.looseObject({
   name: z.string().optional(),
   mounted: z.boolean().optional(),
 });

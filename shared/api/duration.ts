@@ -5,7 +5,7 @@
 import { z } from 'zod';
 
 /** Go duration strings as `time.ParseDuration` accepts them (`30m`, `1h30m`, `1.5h`). */
-export const DURATION_PATTERN =
+const DURATION_PATTERN =
   '^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))*$';
 
 /** A Go duration string field described by `description`. */

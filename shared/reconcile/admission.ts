@@ -34,7 +34,7 @@ export const ADMISSION_BUDGET = { totalMs: 6_000, timeoutMs: 3_000, attempts: 2 
 export const ADMISSION_MAX_BODY_BYTES = 2 * 1.5 * 1024 * 1024 + 1024 * 1024;
 
 /** Target reads in flight at once (scale-down-with adds up to 1000 targets in one write). */
-export const ADMISSION_TARGET_READS = 8;
+const ADMISSION_TARGET_READS = 8;
 
 /**
  * Decides one admission request within {@link ADMISSION_BUDGET} (and `signal`: the caller left).

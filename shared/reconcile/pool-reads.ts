@@ -10,7 +10,7 @@ import { poolNotFound, statusFailure } from '../api/index.js';
 import type { Kube } from '../kube/index.js';
 
 /** The most victims a preview lists (a pool is at most a few thousand members; keep answers small). */
-export const MAX_PREVIEW = 1000;
+const MAX_PREVIEW = 1000;
 
 /** A document of the aggregated API (apiVersion of its group), or a Status. */
 export type ApiAnswer =
@@ -30,7 +30,7 @@ export async function poolMeta(
 }
 
 /** The preview as served: `VirtualMachinePoolVictims`. */
-export interface VictimsDocument extends Preview {
+interface VictimsDocument extends Preview {
   readonly apiVersion: string;
   readonly kind: 'VirtualMachinePoolVictims';
   readonly metadata: { readonly name: string; readonly namespace: string };

@@ -4,6 +4,8 @@
  * with its process); the timer holds no state a reconcile needs, only a hint of when to look.
  * @module
  */
+import type { ScopedOutcome } from './resync.js';
+import type { PoolRef } from './scope.js';
 
 /** Timer functions (injectable for tests). */
 export interface Timers {
@@ -47,4 +49,22 @@ export function createRechecks(now: () => Date, timers: Timers = nodeTimers): Re
     },
     pending: () => [...scheduled.keys()],
   };
+}
+
+/**
+ * Schedules a reconcile of each pool that converged with a deadline ahead (a drain, a startup
+ * timeout, an age), at that deadline; `run` gets the pool as reconciled, never a parsed key.
+ */
+export function recheckConverged(
+  rechecks: Rechecks,
+  results: readonly ScopedOutcome[],
+  run: (pool: PoolRef) => void,
+): void {
+  for (const { pool, ref, outcome } of results) {
+    if (ref === undefined || outcome.kind !== 'converged' || outcome.recheckAt === undefined)
+      continue;
+    rechecks.at(pool, outcome.recheckAt, () => {
+      run(ref);
+    });
+  }
 }

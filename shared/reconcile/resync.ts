@@ -9,15 +9,23 @@ import { blockMalformed } from './blocked.js';
 import type { ReconcileDeps, ReconcileOutcome } from './converge.js';
 import { converged, reconcilePool, statusToWrite } from './converge.js';
 import { runBounded } from './batch.js';
-import type { Scope } from './scope.js';
+import type { PoolRef, Scope } from './scope.js';
 
 /** Pools reconciled at once during a resync. */
-export const RESYNC_PARALLEL = 4;
+const RESYNC_PARALLEL = 4;
 
 /** One pool's outcome within a scope. */
 export interface ScopedOutcome {
+  /** `namespace/name` for logs and messages; `*` when the pools could not be listed. */
   readonly pool: string;
+  /** The pool reconciled; absent when the pools could not be listed. */
+  readonly ref?: PoolRef;
   readonly outcome: ReconcileOutcome;
+}
+
+/** The outcome of one pool of a scope. */
+function scoped(ref: PoolRef, outcome: ReconcileOutcome): ScopedOutcome {
+  return { pool: `${ref.namespace}/${ref.name}`, ref, outcome };
 }
 
 /** How one pool is reconciled (reconcilePool, or a coalescing wrapper of it). */
@@ -57,8 +65,8 @@ export async function reconcileScope(
   reconcile: PoolReconciler = reconcilePool,
 ): Promise<ScopedOutcome[]> {
   if (scope.kind === 'pool') {
-    const outcome = await reconcile(deps, scope.namespace, scope.name);
-    return [{ pool: `${scope.namespace}/${scope.name}`, outcome }];
+    const { namespace, name } = scope;
+    return [scoped({ namespace, name }, await reconcile(deps, namespace, name))];
   }
   const ns = scope.kind === 'namespace' ? scope.namespace : undefined;
   const listed = await deps.kube.listPools(ns);
@@ -85,14 +93,11 @@ export async function reconcileScope(
     // Only the pools an object that does not parse claims stop; every other pool goes on.
     const claims = unseen.get(key);
     if (claims !== undefined)
-      return { pool: `${namespace}/${name}`, outcome: await blockMalformed(deps, p, claims) };
+      return scoped({ namespace, name }, await blockMalformed(deps, p, claims));
     const quiet =
       vms === undefined || disks === undefined
         ? undefined
         : settled(deps, p, vms.get(key) ?? [], disks.get(key) ?? []);
-    return {
-      pool: `${namespace}/${name}`,
-      outcome: quiet ?? (await reconcile(deps, namespace, name)),
-    };
+    return scoped({ namespace, name }, quiet ?? (await reconcile(deps, namespace, name)));
   });
 }

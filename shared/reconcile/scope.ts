@@ -7,9 +7,16 @@ import { APISERVER_REF, controllerOf, keys } from '../api/index.js';
 import { invalidObjectKey, isDnsLabel } from '../domain/index.js';
 import type { Kube } from '../kube/index.js';
 
+/** A pool's identity, kept as its two parts end to end (a `namespace/name` string is a label or a
+ * map key, never parsed back). */
+export interface PoolRef {
+  readonly namespace: string;
+  readonly name: string;
+}
+
 /** A pool, every pool of a namespace, or every pool. */
 export type Scope =
-  | { readonly kind: 'pool'; readonly namespace: string; readonly name: string }
+  | ({ readonly kind: 'pool' } & PoolRef)
   | { readonly kind: 'namespace'; readonly namespace: string }
   | { readonly kind: 'all' };
 

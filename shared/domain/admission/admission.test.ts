@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RecordedTarget, ScaleDownPolicy, VirtualMachinePool } from '../../api/index.js';
 import { keys } from '../../api/index.js';
-import { pool } from '../../../test/unit/builders.js';
+import { POOL_REVIEW, pool } from '../../../test/unit/builders.js';
 import {
   admitRequest,
   afterDryRun,
@@ -146,17 +146,7 @@ describe('decidePoolWrite (pool CREATE/UPDATE)', () => {
 });
 
 describe('admitRequest / afterDryRun / afterPoolRead (the pure adjudication)', () => {
-  const base = {
-    uid: 'u1',
-    kind: { group: 'virtualization.deckhouse.io', version: 'v1alpha2', kind: 'VirtualMachinePool' },
-    resource: {
-      group: 'virtualization.deckhouse.io',
-      version: 'v1alpha2',
-      resource: 'virtualmachinepools',
-    },
-    namespace: 'ci',
-    name: 'runners',
-  };
+  const base = POOL_REVIEW;
   const scale = (from: number, to: number) => ({
     ...base,
     subResource: 'scale',
@@ -237,24 +227,5 @@ describe('admitRequest / afterDryRun / afterPoolRead (the pure adjudication)', (
       code: 500,
       message: 'cannot read VirtualMachinePool "runners": down',
     });
-  });
-});
-
-describe('disk template sizes only grow', () => {
-  const sized = (size: string) => {
-    const p = pool();
-    p.spec.virtualDiskTemplates[1]!.spec.persistentVolumeClaim = { size };
-    return p;
-  };
-
-  it('refuses lowering a size, naming the template and both sizes; allows raising it', () => {
-    expect(decidePoolWrite(sized('40Gi'), sized('50Gi'))).toEqual({
-      allowed: false,
-      message:
-        'virtualDiskTemplates "cache": persistentVolumeClaim.size cannot be lowered from 50Gi to 40Gi; disks only grow',
-    });
-    expect(decidePoolWrite(sized('60Gi'), sized('50Gi'))).toEqual({ allowed: true });
-    expect(decidePoolWrite(sized('51200Mi'), sized('50Gi'))).toEqual({ allowed: true });
-    expect(decidePoolWrite(sized('40Gi'), undefined)).toEqual({ allowed: true });
   });
 });

@@ -154,7 +154,7 @@ const MAX_WARNING_LENGTH = 256;
  * A warning of the VM API about the template's VM, in the pool's terms: a field path of the VM
  * (`spec.cpus`) is one of the template (`spec.virtualMachineTemplate.spec.cpus`).
  */
-export function templateWarning(text: string): string {
+function templateWarning(text: string): string {
   const relayed = text.replace(/"spec\./g, '"spec.virtualMachineTemplate.spec.');
   return relayed.length > MAX_WARNING_LENGTH
     ? `${relayed.slice(0, MAX_WARNING_LENGTH - 1)}…`

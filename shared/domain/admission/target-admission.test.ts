@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AdmissionRequest, RecordedTarget, VirtualMachinePool } from '../../api/index.js';
 import { MAX_TARGETS, keys } from '../../api/index.js';
-import { pool, vm } from '../../../test/unit/builders.js';
+import { pool, poolWrite, vm } from '../../../test/unit/builders.js';
 import { explicitReplicasMessage } from './admission.js';
 import type { ReadTargets } from './target-admission.js';
 import {
@@ -30,27 +30,11 @@ function withRecorded(p: VirtualMachinePool, targets: RecordedTarget[]): Virtual
 const explicit = (replicas: number): VirtualMachinePool =>
   pool({ scaleDownPolicy: 'Explicit', replicas });
 
-function update(
+const update = (
   object: VirtualMachinePool,
   oldObject: VirtualMachinePool,
   username = DEFAULT_RECORDER,
-): AdmissionRequest {
-  return {
-    uid: 'u1',
-    kind: { group: 'virtualization.deckhouse.io', version: 'v1alpha2', kind: 'VirtualMachinePool' },
-    resource: {
-      group: 'virtualization.deckhouse.io',
-      version: 'v1alpha2',
-      resource: 'virtualmachinepools',
-    },
-    namespace: 'ci',
-    name: 'runners',
-    operation: 'UPDATE',
-    userInfo: { username },
-    object,
-    oldObject,
-  };
-}
+): AdmissionRequest => poolWrite(object, oldObject, username);
 
 describe('targetWriters (the configured recorder)', () => {
   it('defaults to knative/base’s scale-down-with ServiceAccount; `*` lets anyone', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../../api/index.js';
 import { keys } from '../../api/index.js';
-import type { Action, Plan } from '../plan/index.js';
+import type { Plan } from '../plan/index.js';
 import { attached, freesDisks, referencedBy } from './in-use.js';
 import { observe, plan } from '../plan/index.js';
 import { pruneDisks } from './prune.js';
@@ -16,10 +16,8 @@ import {
   seededRandom,
   steady,
   vm,
+  actionsOf as of,
 } from '../../../test/unit/builders.js';
-
-const of = <K extends Action['kind']>(pl: Plan, kind: K) =>
-  pl.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);
 
 /** A VM of the namespace that is no pool's: a member detached as a ReplicaSet detaches (label and
  * controller reference removed), or any VM a user made. */

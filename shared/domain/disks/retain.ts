@@ -29,7 +29,7 @@ export interface Ledger {
   readonly free: Map<string, { readonly ranked: readonly VirtualDisk[]; next: number }>;
 }
 
-export const bindingKey = (vm: string, template: string): string => `${vm}\u0000${template}`;
+const bindingKey = (vm: string, template: string): string => `${vm}\u0000${template}`;
 
 /** Adds a binding; the first one per member and template is the one looked up. */
 export function record(ledger: Ledger, b: Binding): void {

@@ -11,7 +11,7 @@ import { isUp, stoppedOnPurpose, wantsRunning } from './lifecycle.js';
 import { isTerminating } from './membership.js';
 
 /** The budget of a pool with self-healing and no `rollout.maxUnavailable`: a quarter of its members. */
-export const HEALING_BUDGET = '25%';
+const HEALING_BUDGET = '25%';
 
 /** How many unhealthy members healing tolerates without `spec.healing.maxUnhealthy`: half. */
 export const HEALING_MAX_UNHEALTHY = '50%';
@@ -53,7 +53,7 @@ function scaledOf(v: number | string, total: number): number {
 }
 
 /** A rollout step started on the member and not finished: patched, not yet marked updated. */
-export function inRollout(vm: VirtualMachine, hash: string): boolean {
+function inRollout(vm: VirtualMachine, hash: string): boolean {
   return (
     vm.metadata.annotations?.[keys.patchedTemplateHash] === hash &&
     vm.metadata.labels?.[keys.templateHash] !== hash

@@ -12,13 +12,12 @@ import {
   pool,
   seededRandom,
   steady,
+  actionsOf as of,
 } from '../../../test/unit/builders.js';
-import type { Action, Plan } from '../plan/index.js';
+import type { Plan } from '../plan/index.js';
 import { maxUnavailableOf, maxUnhealthyOf } from './budget.js';
 import { plan } from '../plan/index.js';
 
-const of = <K extends Action['kind']>(pl: Plan, kind: K) =>
-  pl.actions.filter((a): a is Extract<Action, { kind: K }> => a.kind === kind);
 const healing = (pl: Plan) => pl.status.conditions?.find((c) => c.type === 'Healing');
 
 function healingPool(replicas: number, healing: { maxUnhealthy?: number | string } = {}) {

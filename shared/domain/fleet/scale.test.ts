@@ -1,9 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { ScaleDownPolicy, VirtualMachine } from '../../api/index.js';
-import { at, MINUTE, pool, seededRandom, vm } from '../../../test/unit/builders.js';
-import type { ScaleInput } from './scale.js';
-import { CREATE_BURST, decideScale } from './scale.js';
+import {
+  at,
+  MINUTE,
+  pool,
+  seededRandom,
+  vm,
+  scaleInput as input,
+  oldVm as old,
+  midVm as mid,
+  youngVm as young,
+} from '../../../test/unit/builders.js';
+import { decideScale } from './scale.js';
 import { nameOf } from './membership.js';
 import type { Ranked } from './victims.js';
 import { rankVictims } from './victims.js';
@@ -13,22 +22,6 @@ const NOTHING = { creates: [], dropped: [], victims: [], cancelled: [], promoted
 
 const p = pool();
 
-function input(o: Partial<ScaleInput>): ScaleInput {
-  return {
-    pool: 'runners',
-    desired: 3,
-    policy: 'NewestFirst',
-    members: [],
-    pendingCreates: [],
-    leaving: new Set(),
-    taken: new Set(),
-    ...o,
-  };
-}
-
-const old = vm(p, 'runners-old11', { created: at(-30 * MINUTE) });
-const mid = vm(p, 'runners-mid11', { created: at(-20 * MINUTE) });
-const young = vm(p, 'runners-yng11', { created: at(-10 * MINUTE) });
 const three = [mid, young, old];
 
 describe('decideScale', () => {
@@ -230,75 +223,5 @@ describe('decideScale with randomness that repeats', () => {
     );
     expect(new Set(d.creates).size).toBe(3);
     expect(d.creates).not.toContain('p-bbbbb');
-  });
-});
-
-describe('decideScale: intent never outlives the desire that made it', () => {
-  const pending = (n: number) =>
-    Array.from({ length: n }, (_, i) => `runners-p${String(i).padStart(4, '0')}`);
-
-  it('records at most CREATE_BURST creates, pending ones included', () => {
-    const big = decideScale(input({ desired: 100_000, members: [old] }), seededRandom(1));
-    expect(big.creates).toHaveLength(CREATE_BURST);
-    const more = decideScale(
-      input({ desired: 100_000, members: [old], pendingCreates: pending(200) }),
-      seededRandom(1),
-    );
-    expect(more.creates).toHaveLength(CREATE_BURST - 200);
-    expect(
-      decideScale(
-        input({ desired: 100_000, members: [old], pendingCreates: pending(CREATE_BURST) }),
-        seededRandom(1),
-      ).creates,
-    ).toEqual([]);
-  });
-
-  it('drops pending creates beyond the desire (the latest first) before choosing any victim', () => {
-    const d = decideScale(
-      input({ desired: 3, members: [old, mid], pendingCreates: pending(5) }),
-      seededRandom(1),
-    );
-    expect(d.dropped).toEqual(pending(5).slice(1));
-    expect(d.creates).toEqual([]);
-    expect(d.victims).toEqual([]);
-    // Taken back below the members: every pending create goes, then the surplus member.
-    const down = decideScale(
-      input({ desired: 1, members: [old, mid], pendingCreates: pending(3) }),
-      seededRandom(1),
-    );
-    expect(down.dropped).toEqual(pending(3));
-    expect(down.victims.map((v) => v.vm.metadata.name)).toEqual([mid.metadata.name]);
-  });
-
-  it('drops pending creates of an Explicit pool too: not made yet, nobody is deleted', () => {
-    const d = decideScale(
-      input({ desired: 1, policy: 'Explicit', members: [old], pendingCreates: pending(4) }),
-      seededRandom(1),
-    );
-    expect(d).toMatchObject({ dropped: pending(4), creates: [], victims: [] });
-  });
-});
-
-describe('decideScale: which pending creates may go', () => {
-  const pending = (n: number) =>
-    Array.from({ length: n }, (_, i) => `runners-q${String(i).padStart(4, '0')}`);
-
-  it('never drops a create with a disk recorded for it: another reconcile may be making it now', () => {
-    const names = pending(4);
-    const d = decideScale(
-      input({ desired: 1, members: [old], pendingCreates: names, bound: new Set([names[3]!]) }),
-      seededRandom(1),
-    );
-    expect(d.dropped).toEqual(names.slice(0, 3));
-  });
-
-  it('drops an intent recorded beyond one burst down to the burst (the latest first)', () => {
-    const names = pending(30);
-    const d = decideScale(
-      input({ desired: 100, members: [old], pendingCreates: names, burst: 10 }),
-      seededRandom(1),
-    );
-    expect(d.dropped).toEqual(names.slice(10));
-    expect(d.creates).toEqual([]);
   });
 });

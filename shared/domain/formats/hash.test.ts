@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { VirtualMachineTemplate } from '../../api/index.js';
-import { runnersVmTemplate } from '../../../test/unit/builders.js';
+import { nested, runnersVmTemplate, withField } from '../../../test/unit/builders.js';
 import { canonicalJson, fnv1a, templateHash } from './hash.js';
 
 describe('fnv1a', () => {
@@ -104,5 +104,24 @@ describe('templateHash', () => {
     const t: VirtualMachineTemplate = { spec: { runPolicy: 'AlwaysOnUnlessStoppedManually' } };
     templateHash(t);
     expect(t.spec?.runPolicy).toBe('AlwaysOnUnlessStoppedManually');
+  });
+});
+
+describe('a template nested thousands of levels deep (a pass-through field has no schema bound)', () => {
+  it('hashes without overflowing the stack, by content, whatever the key order', () => {
+    for (const levels of [2_000, 20_000]) {
+      const a = withField(nested(levels));
+      const b = withField(nested(levels, 'bottom', true));
+      const c = withField(nested(levels, 'other bottom'));
+      expect(templateHash(a.spec.virtualMachineTemplate)).toMatch(/^[0-9a-f]{8}$/);
+      expect(templateHash(a.spec.virtualMachineTemplate)).toBe(
+        templateHash(b.spec.virtualMachineTemplate),
+      );
+      expect(templateHash(c.spec.virtualMachineTemplate)).not.toBe(
+        templateHash(a.spec.virtualMachineTemplate),
+      );
+    }
+    // Keys sorted, the null at the bottom dropped, nothing else lost.
+    expect(canonicalJson(nested(2, null))).toBe('{"deeper":{"k0":0},"k1":1}');
   });
 });

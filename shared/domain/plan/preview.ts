@@ -15,7 +15,7 @@ import {
   nodeOf,
   rankVictims,
 } from '../fleet/index.js';
-import type { Observed } from './observe.js';
+import type { Observed, View } from './observe.js';
 import { observe } from './observe.js';
 import { splitStandby } from './partition.js';
 import type { RankReason, Ranked } from '../fleet/index.js';
@@ -54,10 +54,20 @@ export interface Preview {
   readonly message: string;
 }
 
+/** What the preview reads of the replicas' view: the policy, the members, who already leaves. */
+export type PreviewInput = Pick<
+  View,
+  'pool' | 'members' | 'live' | 'pendingDeletes' | 'liveTargets'
+>;
+
 /** The next `count` victims of a scale-down of the observed pool, and who already leaves. */
 export function previewVictims(obs: Observed, count: number): Preview {
   // A scale-down takes replicas only; the standby shrinks by standby.replicas, not by this ranking.
-  const view = splitStandby(observe(obs)).active;
+  return previewOf(splitStandby(observe(obs)).active, count);
+}
+
+/** The next `count` victims of a scale-down of the replicas in `view`, and who already leaves. */
+function previewOf(view: Readonly<PreviewInput>, count: number): Preview {
   const policy = view.pool.spec.scaleDownPolicy;
   const recorded = recordedLeavers(view);
   const refs = [

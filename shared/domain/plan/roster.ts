@@ -14,7 +14,7 @@ import type { Count } from './count.js';
 import { isStandby, availableAt, nameOf } from '../fleet/index.js';
 import type { Leave } from './leave.js';
 import type { View } from './observe.js';
-import type { Split } from './partition.js';
+import type { Split, StandbySide } from './partition.js';
 import type { Replace } from './replace.js';
 import type { StandbyPlan } from './standby.js';
 import { standbyPhase } from './standby.js';
@@ -26,7 +26,12 @@ import { diskUpdates } from './updates.js';
  * phase the standby keeps (ready), the oldest, then by name. Only labelled members: one whose return
  * is still on its way is not taken back in the same breath.
  */
-export function promotable(split: Split): VirtualMachine[] {
+export function promotable(
+  split: Pick<
+    Split<Pick<View, 'hash' | 'pool'>>,
+    'active' | 'standbyDeletes' | 'standbyReplacements' | 'standbyLive'
+  >,
+): VirtualMachine[] {
   const { hash, pool } = split.active;
   const phase = standbyPhase(pool);
   const out = new Set([...split.standbyDeletes, ...split.standbyReplacements].map((r) => r.name));
@@ -139,7 +144,7 @@ export interface HealingFacts {
 /** What status reports of the standby and of self-healing, for the features set up. */
 export function statusFacts(
   view: Pick<View, 'pool' | 'hash'>,
-  split: Split,
+  split: Pick<StandbySide, 'standby' | 'standbyLive'>,
   heal: HealingFacts,
 ): Pick<Leaving, 'standby' | 'healing'> {
   const { pool, hash } = view;
@@ -162,7 +167,10 @@ export function statusFacts(
 }
 
 /** When the next Running replica becomes available under minReadySeconds (ms), if one will. */
-export function nextAvailable(split: Split, now: Date): number | undefined {
+export function nextAvailable(
+  split: Pick<Split<Pick<View, 'pool' | 'live'>>, 'active'>,
+  now: Date,
+): number | undefined {
   const ms = 1000 * (split.active.pool.spec.minReadySeconds ?? 0);
   if (ms <= 0) return undefined;
   let next: number | undefined;

@@ -7,11 +7,15 @@
 import type { VirtualMachine } from '../../api/index.js';
 import { nameOf } from '../fleet/index.js';
 import type { Count, Departure } from './count.js';
-import type { Split } from './partition.js';
+import type { View } from './observe.js';
+import type { StandbySide, Split } from './partition.js';
 
 /** What {@link afterCount} reads. */
 export interface AfterCountInput {
-  readonly split: Split;
+  readonly split: Pick<
+    StandbySide,
+    'standbyDeletes' | 'standbyReplacements' | 'standbyLive' | 'standbyCreates'
+  >;
   readonly count: Pick<Count, 'promotions' | 'staying' | 'creates'>;
   /** Names never to use for a new member, before the count's creates. */
   readonly taken: ReadonlySet<string>;
@@ -46,7 +50,7 @@ export function afterCount(input: Readonly<AfterCountInput>): Sides {
 
 /** What {@link replacedBySide} reads. */
 export interface ReplacedInput {
-  readonly split: Pick<Split, 'active'>;
+  readonly split: Pick<Split<Pick<View, 'live'>>, 'active'>;
   readonly promoted: ReadonlySet<string>;
   /** The replace step's victims, replicas and standby members alike. */
   readonly victims: readonly Departure[];

@@ -13,14 +13,15 @@ import { resourceVersionOf } from './actions.js';
 import type { Departure } from './count.js';
 import { isTerminating, nameOf, freshNames, isProtected, latestUnbound } from '../fleet/index.js';
 import type { Rand } from '../formats/index.js';
-import type { MemberRef } from './observe.js';
+import type { MemberRef, View } from './observe.js';
 import type { Split } from './partition.js';
 
 /** What the standby step looks at beside the split. */
 export interface StandbyInput {
   readonly pool: VirtualMachinePool;
   readonly hash: string;
-  readonly split: Split;
+  /** The standby's side, and the replicas' live members (removals that may return). */
+  readonly split: Split<Pick<View, 'live'>>;
   /** Standby members promoted now. */
   readonly promoted: ReadonlySet<string>;
   /** Standby members replaced now (healing, lifetime). */

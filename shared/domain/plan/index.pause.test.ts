@@ -10,13 +10,12 @@ import {
   pool,
   seededRandom,
   steady,
+  later,
 } from '../../../test/unit/builders.js';
 import type { World } from '../../../test/unit/world.js';
 import { converge, observedOf, scale } from '../../../test/unit/world.js';
 import { plan } from './index.js';
 import { planScaleDownWith } from '../fleet/index.js';
-
-const later = (ms: number): Date => new Date(NOW.getTime() + ms);
 
 function world(n: number): World {
   const p = pool({ replicas: n });

@@ -1,15 +1,14 @@
 /**
  * The effectful side of fleet control: drain marks go out fenced and with their Events, a drain
  * deadline comes back as a recheck time, a malformed deletion cost is reported with the write that
- * chose victims (and never by an idle reconcile), and rechecks fire once at the deadline.
+ * chose victims (and never by an idle reconcile). Rechecks themselves: recheck.test.ts.
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import { keys } from '../api/index.js';
 import type { PoolEvent } from '../kube/index.js';
 import { reconcilePool } from './converge.js';
 import type { ReconcileDeps } from './converge.js';
-import { createRechecks, RECHECK_SLACK_MS } from './recheck.js';
 import { at, MINUTE, NOW, pool, seededRandom, steady } from '../../test/unit/builders.js';
 import type { Script } from '../../test/unit/fake-kube.js';
 import { fakeKube, ok } from '../../test/unit/fake-kube.js';
@@ -126,39 +125,5 @@ describe('reconcilePool with drains', () => {
       'InvalidDeletionCost',
       'SuccessfulDelete',
     ]);
-  });
-});
-
-describe('createRechecks', () => {
-  afterEach(() => {
-    vi.useRealTimers();
-  });
-
-  it('runs once at the deadline (plus slack); an earlier deadline replaces a later one', () => {
-    vi.useFakeTimers();
-    vi.setSystemTime(NOW);
-    const r = createRechecks(() => new Date());
-    const runs: string[] = [];
-    r.at('ci/runners', new Date(NOW.getTime() + 60_000), () => runs.push('late'));
-    r.at('ci/runners', new Date(NOW.getTime() + 30_000), () => runs.push('early'));
-    r.at('ci/runners', new Date(NOW.getTime() + 45_000), () => runs.push('ignored'));
-    expect(r.pending()).toEqual(['ci/runners']);
-    vi.advanceTimersByTime(30_000 + RECHECK_SLACK_MS - 1);
-    expect(runs).toEqual([]);
-    vi.advanceTimersByTime(1);
-    expect(runs).toEqual(['early']);
-    vi.advanceTimersByTime(120_000);
-    expect(runs).toEqual(['early']);
-    expect(r.pending()).toEqual([]);
-  });
-
-  it('a deadline already past runs right away', () => {
-    vi.useFakeTimers();
-    vi.setSystemTime(NOW);
-    const r = createRechecks(() => new Date());
-    const runs: number[] = [];
-    r.at('ci/x', new Date(NOW.getTime() - 5_000), () => runs.push(1));
-    vi.advanceTimersByTime(RECHECK_SLACK_MS);
-    expect(runs).toEqual([1]);
   });
 });

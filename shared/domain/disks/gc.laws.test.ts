@@ -1,0 +1,168 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import type { VirtualMachinePool } from '../../api/index.js';
+import { keys } from '../../api/index.js';
+import {
+  at,
+  disk,
+  HOUR,
+  MINUTE,
+  NOW,
+  pool,
+  vm,
+  poolWithReclaim as poolWith,
+  ttl30Pool as ttl30,
+  collectedNames as names,
+} from '../../../test/unit/builders.js';
+import { collectNamespaces, planGc, usedDisks } from './gc.js';
+
+describe('planGc', () => {
+  it('a VM outside every pool (a detached member) keeps the disk it references past ttl', () => {
+    const d = disk(ttl30, 'runners-cache-bbbbbb', { freeSince: at(-5 * HOUR) });
+    const member = vm(ttl30, 'runners-detch', {
+      refs: [{ kind: 'VirtualDisk', name: 'runners-cache-bbbbbb' }],
+    });
+    // Detached as a ReplicaSet detaches: the pool-uid label and the controller reference gone.
+    const detached = {
+      ...member,
+      metadata: { ...member.metadata, labels: {}, ownerReferences: [] },
+    };
+    expect(planGc([ttl30], [detached], [d], NOW).collect).toEqual([]);
+    expect(collectNamespaces(planGc([ttl30], [], [d], NOW))).toEqual(['ci']);
+  });
+
+  it('a disk the platform reports attached (status.attachedToVirtualMachines) is never collected', () => {
+    const d = disk(ttl30, 'runners-cache-bbbbbb', { freeSince: at(-5 * HOUR) });
+    d.status = { ...d.status, attachedToVirtualMachines: [{ name: 'someone', mounted: false }] };
+    expect(planGc([ttl30], [], [d], NOW).collect).toEqual([]);
+  });
+
+  it('a disk a Terminating member still references is never collected', () => {
+    const d = disk(ttl30, 'runners-cache-bbbbbb', { freeSince: at(-5 * HOUR) });
+    const leaving = vm(ttl30, 'runners-gonee', {
+      terminating: true,
+      refs: [{ kind: 'VirtualDisk', name: 'runners-cache-bbbbbb' }],
+    });
+    expect(planGc([ttl30], [leaving], [d], NOW).collect).toEqual([]);
+  });
+
+  it('a paused pool loses none of its expired free disks, and sets no wake-up', () => {
+    const paused: VirtualMachinePool = { ...ttl30, spec: { ...ttl30.spec, paused: true } };
+    const disks = [
+      disk(paused, 'runners-cache-bbbbbb', { freeSince: at(-5 * HOUR) }),
+      disk(paused, 'runners-cache-cccccc', { freeSince: at(-20 * MINUTE) }),
+    ];
+    expect(planGc([paused], [], disks, NOW)).toEqual({ collect: [], nextWakeMs: undefined });
+    expect(names(planGc([ttl30], [], disks, NOW))).toEqual(['runners-cache-bbbbbb']);
+  });
+
+  it('collects only disks the pool controls: the pool-uid label alone is not enough', () => {
+    const d = disk(ttl30, 'runners-cache-bbbbbb', { freeSince: at(-5 * HOUR) });
+    const foreign = { ...d, metadata: { ...d.metadata, ownerReferences: [] } };
+    expect(planGc([ttl30], [], [foreign], NOW).collect).toEqual([]);
+  });
+
+  it('usedDisks: every VM of the namespace, Terminating or a stranger, plus intent bindings', () => {
+    const p: VirtualMachinePool = {
+      ...ttl30,
+      status: { intent: { bindings: [{ vm: 'n', template: 'cache', disk: 'bound' }] } },
+    };
+    const stranger = vm(pool({ uid: 'x' }), 's', {
+      refs: [{ kind: 'VirtualDisk', name: 'strange' }],
+    });
+    const afar = vm(pool({ uid: 'y', namespace: 'far' }), 'f', {
+      refs: [{ kind: 'VirtualDisk', name: 'far' }],
+    });
+    const vms = [
+      vm(p, 'a', {
+        refs: [
+          { kind: 'VirtualDisk', name: 'live' },
+          { kind: 'ClusterVirtualImage', name: 'iso' },
+        ],
+      }),
+      vm(p, 'b', { terminating: true, refs: [{ kind: 'VirtualDisk', name: 'leaving' }] }),
+      stranger,
+      afar,
+    ];
+    expect([...usedDisks(p, vms)].sort()).toEqual(['bound', 'leaving', 'live', 'strange']);
+  });
+});
+
+describe('planGc laws (L3)', () => {
+  const scenario = fc.record({
+    keep: fc.integer({ min: 0, max: 4 }),
+    ttlMin: fc.integer({ min: 1, max: 120 }),
+    disks: fc.array(
+      fc.record({
+        freedMinAgo: fc.option(fc.integer({ min: 0, max: 600 }), { nil: undefined }),
+        phase: fc.constantFrom('Ready', 'Pending', 'Failed', 'WaitForFirstConsumer'),
+        terminating: fc.boolean(),
+        usedByLive: fc.boolean(),
+        usedByLeaving: fc.boolean(),
+        bound: fc.boolean(),
+      }),
+      { maxLength: 12 },
+    ),
+  });
+
+  it('never collects a disk referenced by a live or Terminating member or bound in intent, nor one of the keep most recently freed reusable disks', () => {
+    fc.assert(
+      fc.property(scenario, (s) => {
+        const base = poolWith({ onScaleDown: 'Retain', keep: s.keep, ttl: `${s.ttlMin}m` });
+        const disks = s.disks.map((d, i) =>
+          disk(base, `runners-cache-d${String(i).padStart(5, '0')}`, {
+            phase: d.phase,
+            terminating: d.terminating,
+            ...(d.freedMinAgo === undefined ? {} : { freeSince: at(-d.freedMinAgo * MINUTE) }),
+          }),
+        );
+        const live = disks.filter((_, i) => s.disks[i]!.usedByLive).map((d) => d.metadata.name!);
+        const leaving = disks
+          .filter((_, i) => s.disks[i]!.usedByLeaving)
+          .map((d) => d.metadata.name!);
+        const bound = disks.filter((_, i) => s.disks[i]!.bound).map((d) => d.metadata.name!);
+        const p: VirtualMachinePool = {
+          ...base,
+          status: {
+            intent: {
+              bindings: bound.map((disk) => ({ vm: 'runners-new11', template: 'cache', disk })),
+            },
+          },
+        };
+        const vms = [
+          vm(p, 'runners-live1', {
+            refs: live.map((name) => ({ kind: 'VirtualDisk' as const, name })),
+          }),
+          vm(p, 'runners-gone1', {
+            terminating: true,
+            refs: leaving.map((name) => ({ kind: 'VirtualDisk' as const, name })),
+          }),
+        ];
+        const collected = new Set(planGc([p], vms, disks, NOW).collect.map((c) => c.name));
+        for (const n of [...live, ...leaving, ...bound]) expect(collected.has(n)).toBe(false);
+        const used = new Set([...live, ...leaving, ...bound]);
+        const warm = disks
+          .filter((d) => !used.has(d.metadata.name!) && d.metadata.deletionTimestamp === undefined)
+          .filter(
+            (d) =>
+              d.metadata.annotations?.[keys.freeSince] !== undefined &&
+              d.status?.phase !== 'Failed',
+          )
+          .sort(
+            (a, b) =>
+              Date.parse(b.metadata.annotations![keys.freeSince]!) -
+                Date.parse(a.metadata.annotations![keys.freeSince]!) ||
+              (a.metadata.name! < b.metadata.name! ? -1 : 1),
+          )
+          .slice(0, s.keep);
+        for (const d of warm) expect(collected.has(d.metadata.name!)).toBe(false);
+        for (const d of disks) {
+          if (!collected.has(d.metadata.name!)) continue;
+          expect(d.metadata.deletionTimestamp).toBeUndefined();
+          const age = NOW.getTime() - Date.parse(d.metadata.annotations![keys.freeSince]!);
+          expect(age).toBeGreaterThan(s.ttlMin * MINUTE);
+        }
+      }),
+    );
+  });
+});

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import type { PoolEvent } from '../kube/index.js';
+import { at, disk, HOUR, NOW, ttl30Pool } from '../../test/unit/builders.js';
+import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
+import { testLog } from '../../test/logs.js';
+import { collectDisks } from './gc.js';
+
+const p = ttl30Pool;
+const old = disk(p, 'runners-cache-old001', { freeSince: at(-2 * HOUR) });
+const fresh = disk(p, 'runners-cache-new001', { freeSince: at(-HOUR / 6) });
+
+describe('collectDisks', () => {
+  it('deletes the disks free past ttl, records DiskCollected, and says when to wake next', async () => {
+    const f = fakeKube({ listDisks: () => ok([old, fresh]) }, p);
+    const out = await collectDisks(f.kube, NOW, testLog('gc'));
+    expect(out).toMatchObject({ kind: 'done', skipped: 0 });
+    expect(out.kind === 'done' ? out.deleted.map((c) => c.name) : []).toEqual([
+      'runners-cache-old001',
+    ]);
+    expect(out.kind === 'done' ? out.nextWakeMs : undefined).toBeGreaterThan(0);
+    expect(f.of('deleteDisk').map((c) => c.args[1])).toEqual(['runners-cache-old001']);
+    expect(f.of('recordEvent').map((c) => (c.args[1] as PoolEvent).reason)).toEqual([
+      'DiskCollected',
+    ]);
+  });
+
+  it('stops as forbidden on a missing grant, and retries a transient failure', async () => {
+    const denied = fakeKube({ listDisks: () => fail('forbidden', 'cannot list') }, p);
+    expect(await collectDisks(denied.kube, NOW, testLog('gc'))).toMatchObject({
+      kind: 'forbidden',
+    });
+    const flaky = fakeKube({ listVms: () => fail('transient', 'etcd timeout') }, p);
+    expect(await collectDisks(flaky.kube, NOW, testLog('gc'))).toEqual({
+      kind: 'retry',
+      reason: 'etcd timeout',
+    });
+  });
+
+  it('counts a disk it could not delete as skipped', async () => {
+    const f = fakeKube({ listDisks: () => ok([old]), deleteDisk: () => fail('conflict') }, p);
+    expect(await collectDisks(f.kube, NOW, testLog('gc'))).toMatchObject({
+      kind: 'done',
+      deleted: [],
+      skipped: 1,
+    });
+  });
+});
