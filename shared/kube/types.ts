@@ -134,10 +134,11 @@ export interface Kube {
   /** Records an events.k8s.io/v1 Event regarding the pool (best effort). */
   recordEvent(pool: VirtualMachinePool, event: PoolEvent): Promise<Outcome<undefined>>;
   /**
-   * VirtualMachineClaims of a namespace (vmpool.virtualization.deckhouse.io/v1alpha1), parsed one by
-   * one: a claim its model refuses is named in `malformed`, never failing the others.
+   * VirtualMachineClaims of a namespace, or of the cluster when `namespace` is undefined
+   * (vmpool.virtualization.deckhouse.io/v1alpha1), parsed one by one: a claim its model refuses is
+   * named in `malformed`, never failing the others.
    */
-  listClaims(namespace: string): Promise<Listed<VirtualMachineClaim>>;
+  listClaims(namespace: string | undefined): Promise<Listed<VirtualMachineClaim>>;
   /** PUT of a claim's status subresource, conditioned on the claim's resourceVersion. */
   updateClaimStatus(claim: VirtualMachineClaim): Promise<Outcome<VirtualMachineClaim>>;
   /** Records an events.k8s.io/v1 Event regarding a claim of `namespace` (best effort). */

@@ -10,6 +10,7 @@ import { holdBlocked, sameStatus, selectorOf } from '../domain/index.js';
 import type { Failure, Kube, Listed } from '../kube/index.js';
 import { blockMalformed, failClosedUnlessPersisted, reportRefused } from './blocked.js';
 import { execute } from './execute.js';
+import { settleOrphanClaims } from './orphans.js';
 import { planRespectingOutsiders } from './outsiders.js';
 
 /** Everything a reconcile needs from outside: the API server, the clock and randomness. */
@@ -63,10 +64,13 @@ export function converged(passes: number, actions: number, recheckAt?: Date): Re
 const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
- * The claims of a namespace. A cluster without the claim CRD (404) has no claims; any other failure
- * fails the pass: planning without the claims would release every claimed member.
+ * The claims of a namespace (or the cluster). A cluster without the claim CRD (404) has no claims;
+ * any other failure is returned: planning without the claims would release every claimed member.
  */
-async function claimsOf(kube: Kube, namespace: string): Promise<Listed<VirtualMachineClaim>> {
+export async function claimsOf(
+  kube: Kube,
+  namespace: string | undefined,
+): Promise<Listed<VirtualMachineClaim>> {
   const got = await kube.listClaims(namespace);
   return !got.ok && got.reason === 'notFound' ? { ok: true, value: [], malformed: [] } : got;
 }
@@ -92,7 +96,10 @@ export async function reconcilePool(
       await sleep(Math.floor(deps.rand() * 50 * 2 ** Math.min(pass, 5)));
     const got = await kube.getPool(namespace, name);
     if (!got.ok) {
-      if (got.reason === 'notFound') return { kind: 'gone' };
+      if (got.reason === 'notFound') {
+        await settleOrphanClaims(deps, namespace, name);
+        return { kind: 'gone' };
+      }
       // A missing grant, or a pool its model cannot read, does not heal by retrying: say so once
       // instead of redelivering forever (the fix is a write, and brings its own event).
       if (got.reason === 'forbidden' || got.reason === 'invalid')

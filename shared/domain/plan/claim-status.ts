@@ -141,3 +141,27 @@ export function pendingMessage(reason: PendingReason, pool: string, cap: number)
       return `VirtualMachinePool "${pool}" does not exist in this namespace: the claim binds once it is created.`;
   }
 }
+
+/**
+ * The status write of a claim whose pool does not exist (none when it already says so): Pending
+ * with PoolNotFound, or Lost when it was Bound (the pool's deletion took its member). An ended
+ * claim (Expired, Lost) keeps its status.
+ */
+export function orphanStatus(claim: VirtualMachineClaim, now: Date): ClaimStatusWrite | undefined {
+  const phase = claim.status?.phase;
+  if (phase === 'Expired' || phase === 'Lost' || claim.metadata.deletionTimestamp !== undefined)
+    return undefined;
+  const pool = claim.spec.poolName;
+  if (phase === 'Bound')
+    return statusWrite(
+      claim,
+      endedStatus(
+        claim,
+        'Lost',
+        `VirtualMachinePool "${pool}" is gone, and its members with it: create a new claim for another pool.`,
+        now,
+      ),
+    );
+  const message = pendingMessage('PoolNotFound', pool, 0);
+  return statusWrite(claim, pendingStatus(claim, 'PoolNotFound', message, now));
+}
