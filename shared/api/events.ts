@@ -8,7 +8,7 @@ import { Targets } from './messages.js';
 
 /** `type` prefixes of ApiServerSource events. */
 export const APISERVER_REF = 'dev.knative.apiserver.ref.';
-const APISERVER_RESOURCE = 'dev.knative.apiserver.resource.';
+export const APISERVER_RESOURCE = 'dev.knative.apiserver.resource.';
 /** `type` of PingSource ticks. */
 export const PING = 'dev.knative.sources.ping';
 

@@ -12,6 +12,7 @@ import type {
 } from '../../api/index.js';
 import { keys } from '../../api/index.js';
 import { canonicalJson, rfc3339 } from '../formats/index.js';
+import { normalizeIntent } from './intent.js';
 import {
   availableAt,
   awaitingRestart,
@@ -20,6 +21,8 @@ import {
   isTerminating,
   scaleSelectorOf,
 } from '../fleet/index.js';
+
+export { normalizeIntent } from './intent.js';
 
 /** Counts derived from the members. */
 export interface Counts {
@@ -68,6 +71,8 @@ export interface Leaving {
     readonly ready: number;
     readonly outdated: number;
   };
+  /** Claims: live members bound to a claim, and idle members a claim could take now. */
+  readonly claims?: { readonly claimed: number; readonly idle: number };
   /** Self-healing, when `spec.healing` is set: unhealthy members, back-off state, condition. */
   readonly healing?: {
     readonly unhealthy: number;
@@ -84,7 +89,7 @@ function progressing(desired: number, c: Counts, l: Leaving): Condition | undefi
       type: 'Progressing',
       status: 'False',
       reason: 'ScaleDownBlockedByProtection',
-      message: `Scale-down to ${desired} replicas waits: ${l.protectedHeld} surplus replicas are protected (annotation ${keys.protected}: "true").`,
+      message: `Scale-down to ${desired} replicas waits: ${l.protectedHeld} surplus replicas are protected (annotation ${keys.protected}: "true")${(l.claims?.claimed ?? 0) > 0 ? ' or claimed (released when their VirtualMachineClaim is deleted or expires)' : ''}.`,
     };
   if (c.replicas === desired) return undefined;
   const draining = l.draining > 0 ? `, ${l.draining} draining` : '';
@@ -131,8 +136,12 @@ const PAUSED: Condition = {
     'spec.paused is true: vmpool creates, deletes and updates nothing for this pool, and scaledownwith is refused; status is still reported. Set it to false to resume from the live state.',
 };
 
-function conditions(pool: VirtualMachinePool, c: Counts, l: Leaving): Condition[] {
-  const desired = pool.spec.replicas ?? 0;
+function conditions(
+  pool: VirtualMachinePool,
+  c: Counts,
+  l: Leaving,
+  desired = pool.spec.replicas ?? 0,
+): Condition[] {
   const out: Condition[] = [];
   out.push(
     c.available >= desired
@@ -172,20 +181,6 @@ function withTransitions(next: Condition[], prev: readonly Condition[], now: Dat
   });
 }
 
-/** An intent with empty lists dropped, or undefined when nothing is pending. */
-export function normalizeIntent(intent: Intent): Intent | undefined {
-  const out: Intent = {};
-  if (intent.creates?.length) out.creates = [...intent.creates];
-  if (intent.deletes?.length) out.deletes = [...intent.deletes];
-  if (intent.bindings?.length) out.bindings = [...intent.bindings];
-  const creating = new Set(out.creates);
-  const standby = intent.standbyCreates?.filter((n) => creating.has(n));
-  if (standby?.length) out.standbyCreates = standby;
-  if (intent.promotions?.length) out.promotions = [...intent.promotions];
-  if (intent.returns?.length) out.returns = [...intent.returns];
-  return Object.keys(out).length === 0 ? undefined : out;
-}
-
 /** What the status step reads: the replicas observed, and what the plan decided beside them. */
 export interface StatusInput {
   readonly pool: VirtualMachinePool;
@@ -195,6 +190,8 @@ export interface StatusInput {
   readonly intent: Intent;
   readonly now: Date;
   readonly leaving?: Leaving;
+  /** The replicas the pool runs when claims grow it (default `spec.replicas`). */
+  readonly desired?: number;
 }
 
 /** The status a pool should have, given its members, its template revision and the intent. */
@@ -213,13 +210,19 @@ export function computeStatus(input: Readonly<StatusInput>): PoolStatus {
     // Every count is reported, 0 where its feature is off: one rule for every column.
     protectedReplicas: members.filter((m) => isProtected(m) && !isTerminating(m)).length,
     heldReplicas: leaving.protectedHeld,
+    claimedReplicas: leaving.claims?.claimed ?? 0,
+    idleReplicas: leaving.claims?.idle ?? 0,
     drainingReplicas: leaving.draining,
     standbyReplicas: leaving.standby?.replicas ?? 0,
     readyStandbyReplicas: leaving.standby?.ready ?? 0,
     unhealthyReplicas: leaving.healing?.unhealthy ?? 0,
     desiredTemplateHash: hash,
     selector: scaleSelectorOf(pool),
-    conditions: withTransitions(conditions(pool, c, leaving), prev.conditions ?? [], now),
+    conditions: withTransitions(
+      conditions(pool, c, leaving, input.desired),
+      prev.conditions ?? [],
+      now,
+    ),
   };
   setOptional(status, 'healing', leaving.healing?.state);
   const normalized = normalizeIntent(intent);
