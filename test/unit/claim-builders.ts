@@ -10,7 +10,11 @@ import type {
   VirtualMachinePool,
 } from '../../shared/api/index.js';
 import { CLAIM_API_VERSION } from '../../shared/api/index.js';
-import { at } from './builders.js';
+import type { Plan } from '../../shared/domain/index.js';
+import { claimOf, eventFor } from '../../shared/domain/index.js';
+import { HOUR, MINUTE, NOW, at, pool, steady } from './builders.js';
+import type { World } from './world.js';
+import { converge } from './world.js';
 
 /** Options of a claim. */
 export interface ClaimOptions {
@@ -63,3 +67,37 @@ export function withClaims(
     },
   };
 }
+
+/** `ms` after NOW. */
+export const later = (ms: number): Date => new Date(NOW.getTime() + ms);
+/** An object's name. */
+export const name = (o: { metadata: { name?: string | undefined } }): string =>
+  o.metadata.name ?? '';
+
+/** A converged pool of `n` Running members, `m0` Running longest, with `claims` set when given. */
+export function world(n: number, claims?: Parameters<typeof withClaims>[1]): World {
+  const base = pool({ replicas: n });
+  const p = claims === undefined ? base : withClaims(base, claims);
+  const ms = Array.from({ length: n }, (_, i) =>
+    steady(p, `runners-m${i}xxx`, { created: at(-HOUR + i * MINUTE) }),
+  );
+  return converge({ pool: p, vms: ms.map((m) => m.vm), disks: ms.flatMap((m) => m.disks) }, NOW).w;
+}
+/** Converges `w` at `now` (at most 12 passes). */
+export const run = (w: World, now: Date = NOW): { w: World; plans: Plan[] } => converge(w, now, 12);
+/** The kinds of a plan's actions. */
+export const kinds = (p: Plan): string[] => p.actions.map((a) => a.kind);
+/** Member name → claim name, from the members' marks. */
+export const claimed = (w: World): Map<string, string> =>
+  new Map(
+    w.vms.flatMap((v) => {
+      const c = claimOf(v);
+      return c === undefined ? [] : [[name(v), c.name] as [string, string]];
+    }),
+  );
+/** The claim `n` of the world. */
+export const claimIn = (w: World, n: string): VirtualMachineClaim | undefined =>
+  w.claims?.find((c) => name(c) === n);
+/** The Event reasons a plan's actions record when they succeed. */
+export const events = (p: Plan): string[] =>
+  p.actions.flatMap((a) => eventFor(a, true)?.reason ?? []);
