@@ -85,6 +85,47 @@ function withoutReplicasMinimum(spec: Schema): Schema {
   return { ...spec, properties: { ...props, replicas: rest } };
 }
 
+/**
+ * `schema` without the keywords `drop` names at the properties path it gives (`[]`: the node itself):
+ * `{ 'claims.maxTTL': ['pattern'] }`. A path the schema lacks is left alone.
+ */
+export function withoutKeywords(
+  schema: Schema,
+  drop: Readonly<Record<string, readonly string[]>>,
+): Schema {
+  const strip = (node: Schema, path: readonly string[], keywords: readonly string[]): Schema => {
+    const [head, ...rest] = path;
+    if (head === undefined) {
+      const out = { ...node };
+      for (const k of keywords) delete out[k];
+      return out;
+    }
+    const props = node.properties as Record<string, Schema> | undefined;
+    const child = props?.[head];
+    if (props === undefined || child === undefined) return node;
+    return { ...node, properties: { ...props, [head]: strip(child, rest, keywords) } };
+  };
+  let out = schema;
+  for (const [path, keywords] of Object.entries(drop))
+    out = strip(out, path === '' ? [] : path.split('.'), keywords);
+  return out;
+}
+
+/**
+ * What the admission webhook says of `spec.claims` instead of the schema. A CRD with CEL rules adds
+ * "some validation rules were not checked" to every required, enum or length refusal, and a bound
+ * beside a rule that implies it says one mistake twice; a pattern's message is the regular
+ * expression. So: a missing `maxReplicas`, an `onRelease` other than Delete or Recycle and a `maxTTL`
+ * that is not a Go duration are the webhook's (one clear message each), and a negative `maxReplicas`
+ * is the CEL rule's alone (`minIdle` is at least 0).
+ */
+export const CLAIMS_LEFT_TO_ADMISSION = {
+  claims: ['required'],
+  'claims.maxReplicas': ['minimum'],
+  'claims.onRelease': ['enum'],
+  'claims.maxTTL': ['pattern'],
+} as const;
+
 /** The VirtualMachinePool CRD as a plain object (apply it as JSON or YAML). */
 export function poolCrd(): Schema {
   return {
@@ -232,7 +273,10 @@ export function poolCrd(): Schema {
                 // The API server refuses anything but `type` here (metadata is its own schema).
                 metadata: { type: 'object' },
                 spec: {
-                  ...withoutReplicasMinimum(schemaOf(PoolSpec)),
+                  ...withoutKeywords(
+                    withoutReplicasMinimum(schemaOf(PoolSpec)),
+                    CLAIMS_LEFT_TO_ADMISSION,
+                  ),
                   description: 'The desired pool: how many replicas, of what, with which disks.',
                 },
                 status: {

@@ -25,7 +25,7 @@ import {
   DEFAULT_SENDER_AUDIENCE,
 } from '../../functions/scale-down-with/events.js';
 import { FUNCTIONS } from '../../scripts/build.js';
-import { POOL_PATH, SCALE_PATH } from '../../functions/scale-validate/app.js';
+import { CLAIM_PATH, POOL_PATH, SCALE_PATH } from '../../functions/scale-validate/app.js';
 import { REPO_ROOT } from '../../local/controlplane/binaries.js';
 import { toYaml } from '../../local/controlplane/kubectl.js';
 import { cluster } from './harness.js';
@@ -434,7 +434,7 @@ describe('knative/base', () => {
     const paths = (at(webhook, 'webhooks') as unknown[]).map((w) =>
       at(w, 'clientConfig', 'service', 'path'),
     );
-    expect(paths).toEqual([POOL_PATH, SCALE_PATH]);
+    expect(paths).toEqual([POOL_PATH, SCALE_PATH, CLAIM_PATH]);
 
     for (const dir of DIRS.filter((d) => d.endsWith('/apiservice'))) {
       const [apiService] = byKind(objectsOf(dir), 'APIService');
