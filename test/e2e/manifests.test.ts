@@ -14,6 +14,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import {
+  API_VERSION,
+  CLAIM_API_VERSION,
   OWN_SUBRESOURCES_GROUP,
   SCALE_DOWN_WITH_EVENT,
   SUBRESOURCES_GROUP,
@@ -233,8 +235,9 @@ describe('every kustomization under knative/', () => {
     await expect(dryRun(toYaml([deployment]))).rejects.toThrow(/replicaz/);
   });
 
-  it('the pool CRD is in knative/crd alone: uninstalling the controller cannot delete pools', () => {
+  it('the CRDs are in knative/crd alone: uninstalling the controller cannot delete pools or claims', () => {
     expect(objectsOf('knative/crd').map(ident)).toEqual([
+      'CustomResourceDefinition.apiextensions.k8s.io virtualmachineclaims.vmpool.virtualization.deckhouse.io',
       'CustomResourceDefinition.apiextensions.k8s.io virtualmachinepools.virtualization.deckhouse.io',
     ]);
     for (const dir of DIRS.filter((d) => d !== 'knative/crd'))
@@ -276,24 +279,33 @@ describe('every kustomization under knative/', () => {
     );
   });
 
-  it('the ApiServerSource selects members and disks by the pool-uid label, with no owner filter', () => {
+  it('the ApiServerSource selects members and disks by the pool-uid label, with no owner filter, and every claim', () => {
     const sources = byKind(objectsOf('knative/base'), 'ApiServerSource');
     expect(sources.map((s) => s.metadata.name)).toEqual(['vmpool']);
     const spec = sources[0]!.spec as {
       mode: string;
       owner?: unknown;
       namespaceSelector?: unknown;
-      resources: { kind: string; selector?: unknown }[];
+      resources: { apiVersion: string; kind: string; selector?: unknown }[];
     };
     expect(spec.mode).toBe('Resource');
     expect(spec.owner).toBeUndefined();
     expect(spec.namespaceSelector).toEqual({});
     const exists = { matchExpressions: [{ key: keys.poolUid, operator: 'Exists' }] };
-    expect(spec.resources.map((r) => [r.kind, r.selector])).toEqual([
-      ['VirtualMachinePool', undefined],
-      ['VirtualMachine', exists],
-      ['VirtualDisk', exists],
+    expect(spec.resources.map((r) => [r.apiVersion, r.kind, r.selector])).toEqual([
+      [API_VERSION, 'VirtualMachinePool', undefined],
+      [API_VERSION, 'VirtualMachine', exists],
+      [API_VERSION, 'VirtualDisk', exists],
+      [CLAIM_API_VERSION, 'VirtualMachineClaim', undefined],
     ]);
+    // Each watched kind is routed to reconcile-pool.
+    const [watch] = byKind(objectsOf('knative/base'), 'Trigger').filter(
+      (t) => t.metadata.name === 'reconcile-pool-watch',
+    );
+    const kinds = (at(watch, 'spec', 'filters', 1, 'any') as { exact: { kind: string } }[]).map(
+      (f) => f.exact.kind,
+    );
+    expect(kinds).toEqual(spec.resources.map((r) => r.kind));
   });
 
   it("each Trigger's timeout equals its subscriber's timeoutSeconds", () => {

@@ -13,6 +13,7 @@ import { FORBIDDEN } from '../../shared/domain/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import { createKube } from '../../shared/kube/index.js';
 import { pingInit } from '../../local/events.js';
+import { toYaml } from '../../local/controlplane/kubectl.js';
 import { runnersPool } from '../../local/guide.js';
 import { testLog } from '../logs.js';
 import { startApiserverFacing, scaleDownWithPath } from './apiserver-facing.js';
@@ -148,6 +149,82 @@ function synced(p: Obj | undefined): { status?: string; reason?: string; message
     ?.conditions;
   return conditions?.find((c) => c.type === 'Synced') ?? {};
 }
+
+describe('claims: the shipped grants, as the API server judges them', () => {
+  const CLAIMS = 'virtualmachineclaims.vmpool.virtualization.deckhouse.io';
+  const SA = `system:serviceaccount:${FUNCTIONS_NAMESPACE}:`;
+  const sa = (name: string) => `${SA}${name}`;
+  /** The API server's SubjectAccessReview answer: `yes` or `no`. */
+  const can = async (who: string, verb: string, resource: string, sub?: string) => {
+    const [plural = '', ...group] = resource.split('.');
+    const review = {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SubjectAccessReview',
+      spec: {
+        user: who,
+        groups: who.startsWith(SA)
+          ? ['system:serviceaccounts', `system:serviceaccounts:${FUNCTIONS_NAMESPACE}`]
+          : ['system:authenticated'],
+        resourceAttributes: {
+          namespace: ns,
+          verb,
+          group: group.join('.'),
+          resource: plural,
+          ...(sub === undefined ? {} : { subresource: sub }),
+        },
+      },
+    };
+    const out = await cluster().kubectl(['create', '-o', 'json', '-f', '-'], toYaml([review]));
+    return (JSON.parse(out) as { status?: { allowed?: boolean } }).status?.allowed === true
+      ? 'yes'
+      : 'no';
+  };
+
+  beforeAll(async () => {
+    // Users of the namespace, bound to vmpool's aggregated roles themselves (the plane runs no
+    // aggregation controller to fold them into the built-in edit and view).
+    const binding = (name: string, role: string) => ({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name, namespace: ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name }],
+    });
+    await cluster().applyManifest([
+      binding('ci-scheduler', e2eName('vmpool:aggregate-to-edit')),
+      binding('auditor', e2eName('vmpool:aggregate-to-view')),
+    ]);
+  });
+
+  it.each<[string, string, string, string | undefined, string]>([
+    // The ApiServerSource adapter watches every claim.
+    [sa('vmpool-source-adapter'), 'watch', CLAIMS, undefined, 'yes'],
+    [sa('vmpool-source-adapter'), 'list', CLAIMS, undefined, 'yes'],
+    [sa('vmpool-source-adapter'), 'update', CLAIMS, undefined, 'no'],
+    // reconcile-pool reads claims and writes only their status, and records Events on them.
+    [sa('reconcile-pool'), 'get', CLAIMS, undefined, 'yes'],
+    [sa('reconcile-pool'), 'list', CLAIMS, undefined, 'yes'],
+    [sa('reconcile-pool'), 'update', CLAIMS, 'status', 'yes'],
+    [sa('reconcile-pool'), 'patch', CLAIMS, 'status', 'yes'],
+    [sa('reconcile-pool'), 'update', CLAIMS, undefined, 'no'],
+    [sa('reconcile-pool'), 'delete', CLAIMS, undefined, 'no'],
+    [sa('reconcile-pool'), 'create', 'events.events.k8s.io', undefined, 'yes'],
+    // The webhook and the aggregated API need no claim at all (the member's annotation names it).
+    [sa('scale-validate'), 'get', CLAIMS, undefined, 'no'],
+    [sa('scale-down-with'), 'get', CLAIMS, undefined, 'no'],
+    [sa('disk-gc-tick'), 'list', CLAIMS, undefined, 'no'],
+    // Whoever may edit workloads takes and gives back members; status is vmpool's.
+    ['ci-scheduler', 'create', CLAIMS, undefined, 'yes'],
+    ['ci-scheduler', 'delete', CLAIMS, undefined, 'yes'],
+    ['ci-scheduler', 'watch', CLAIMS, undefined, 'yes'],
+    ['ci-scheduler', 'update', CLAIMS, 'status', 'no'],
+    ['auditor', 'list', CLAIMS, undefined, 'yes'],
+    ['auditor', 'get', CLAIMS, 'status', 'yes'],
+    ['auditor', 'create', CLAIMS, undefined, 'no'],
+  ])('%s %s %s (%s): %s', async (who, verb, resource, sub, answer) => {
+    expect(await can(who, verb, resource, sub)).toBe(answer);
+  });
+});
 
 describe('each function refused when knative/base loses a grant it needs', () => {
   it('reconcile-pool without update on the finalizers: Synced=False Forbidden, an Event, a log line, no retry storm', async () => {
