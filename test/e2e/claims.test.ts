@@ -8,7 +8,7 @@
  * member with 409.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -155,6 +155,14 @@ afterAll(async () => {
 });
 
 describe('claims through npm start, kubectl and kubectl vmpool', () => {
+  it("docs/claims.md's manifests (the CI Job with its claim's RBAC, the VDI claim) pass a server-side dry run", async () => {
+    const text = readFileSync(join(REPO_ROOT, 'docs', 'claims.md'), 'utf8');
+    const blocks = [...text.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1] ?? '');
+    expect(blocks.length).toBeGreaterThanOrEqual(2);
+    for (const ns of ['ci', 'vdi']) await kubectl(['create', 'namespace', ns]);
+    for (const b of blocks) await kubectl(['apply', '--dry-run=server', '-f', '-'], b);
+  });
+
   it('kubectl explain virtualmachineclaim.spec describes every field', async () => {
     const out = await kubectl(['explain', 'virtualmachineclaim.spec']);
     for (const field of ['poolName', 'holder', 'ttl', 'onRelease'])
