@@ -12,6 +12,7 @@ import {
   eventsPath,
   failingList,
   guardNock,
+  noClaims,
   list,
   ref,
   statusBody,
@@ -74,6 +75,7 @@ function members(
 }
 
 const unmatched = guardNock();
+noClaims();
 
 describe('reconcile-pool: which pool an event points at', () => {
   it.each(['add', 'update', 'delete'])(

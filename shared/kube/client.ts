@@ -6,19 +6,23 @@ import { z } from 'zod';
 import type { Malformed } from '../api/index.js';
 import {
   API_VERSION,
+  CLAIM_API_VERSION,
+  CLAIM_GROUP,
+  CLAIM_VERSION,
   GROUP,
   firstIssue,
   malformedOf,
   VERSION,
   VirtualDisk,
   VirtualMachine,
+  VirtualMachineClaim,
   VirtualMachinePool,
 } from '../api/index.js';
 import { activeBudget } from './budget.js';
 import type { ActiveBudget } from './budget.js';
 import { RequestTally } from './counts.js';
 import type { RequestHook, RequestOutcome, Verb } from './counts.js';
-import { defaultReportingInstance, poolEventBody } from './event.js';
+import { defaultReportingInstance, eventBody, poolEventBody } from './event.js';
 import { NO_HTTP_STATUS, classify, failure, refusal } from './failure.js';
 import { backoffMs, defaultRetryPolicy, sleep } from './retry.js';
 import type { RetryPolicy } from './retry.js';
@@ -28,6 +32,7 @@ import { warningTexts } from './warnings.js';
 import type {
   AccessDecision,
   AccessQuestion,
+  ClaimEventTarget,
   DryRun,
   Failure,
   Kube,
@@ -81,17 +86,20 @@ export interface KubeOptions {
 /** Object versions remembered as already reported malformed (a bound, not a working set). */
 const MALFORMED_MEMORY = 1024;
 
-type Plural = 'virtualmachinepools' | 'virtualmachines' | 'virtualdisks';
+type Plural = 'virtualmachinepools' | 'virtualmachines' | 'virtualdisks' | 'virtualmachineclaims';
 
 const KINDS: Record<Plural, string> = {
   virtualmachinepools: 'VirtualMachinePool',
   virtualmachines: 'VirtualMachine',
   virtualdisks: 'VirtualDisk',
+  virtualmachineclaims: 'VirtualMachineClaim',
 };
 
 const POOLS: Plural = 'virtualmachinepools';
 const VMS: Plural = 'virtualmachines';
 const DISKS: Plural = 'virtualdisks';
+/** Claims live in vmpool's own group, whatever group pools are served in. */
+const CLAIMS: Plural = 'virtualmachineclaims';
 
 /**
  * The signal of one request: its timeout, shortened by its {@link CallBudget} (the deadline, the
@@ -225,7 +233,7 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
   }
 
   const path = (plural: Plural, namespace?: string, name?: string, sub?: string): string =>
-    `/apis/${GROUP}/${VERSION}${namespace === undefined ? '' : `/namespaces/${encodeURIComponent(namespace)}`}/${plural}${name === undefined ? '' : `/${encodeURIComponent(name)}`}${sub === undefined ? '' : `/${sub}`}`;
+    `/apis/${plural === CLAIMS ? `${CLAIM_GROUP}/${CLAIM_VERSION}` : `${GROUP}/${VERSION}`}${namespace === undefined ? '' : `/namespaces/${encodeURIComponent(namespace)}`}/${plural}${name === undefined ? '' : `/${encodeURIComponent(name)}`}${sub === undefined ? '' : `/${sub}`}`;
 
   function get<T>(plural: Plural, model: z.ZodType<T>, namespace: string, name: string) {
     return call('get', { method: 'GET', path: path(plural, namespace, name) }, (raw) =>
@@ -403,6 +411,29 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
           method: 'POST',
           path: `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/events`,
           body,
+        },
+        (): Outcome<undefined> => ({ ok: true, value: undefined }),
+        1,
+      );
+    },
+
+    listClaims: (namespace) => list(CLAIMS, VirtualMachineClaim, namespace),
+    updateClaimStatus: (claim) => replace('updateStatus', CLAIMS, VirtualMachineClaim, claim),
+
+    recordClaimEvent(namespace: string, claim: ClaimEventTarget, event: PoolEvent) {
+      const regarding = {
+        apiVersion: CLAIM_API_VERSION,
+        kind: 'VirtualMachineClaim',
+        name: claim.name,
+        namespace,
+        ...(claim.uid === '' ? {} : { uid: claim.uid }),
+      };
+      return call(
+        'event',
+        {
+          method: 'POST',
+          path: `/apis/events.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/events`,
+          body: eventBody(regarding, event, reportingInstance),
         },
         (): Outcome<undefined> => ({ ok: true, value: undefined }),
         1,

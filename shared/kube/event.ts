@@ -51,22 +51,8 @@ export function poolEventBody(
   now: Date = new Date(),
 ): PoolEventBody {
   const name = pool.metadata.name ?? 'unknown';
-  const nanos = BigInt(now.getTime()) * 1_000_000n;
-  return {
-    apiVersion: 'events.k8s.io/v1',
-    kind: 'Event',
-    metadata: {
-      name: `${name}.${nanos.toString(16)}${Math.floor(Math.random() * 0x1000).toString(16)}`,
-      ...(pool.metadata.namespace === undefined ? {} : { namespace: pool.metadata.namespace }),
-    },
-    eventTime: now.toISOString().replace(/Z$/, '000Z'),
-    reportingController: REPORTING_CONTROLLER,
-    reportingInstance,
-    action: clip(event.action, MAX_FIELD),
-    reason: clip(event.reason, MAX_FIELD),
-    note: clip(event.note, MAX_NOTE),
-    type: event.type,
-    regarding: {
+  return eventBody(
+    {
       apiVersion: pool.apiVersion ?? API_VERSION,
       kind: pool.kind ?? 'VirtualMachinePool',
       name,
@@ -76,5 +62,45 @@ export function poolEventBody(
         ? {}
         : { resourceVersion: pool.metadata.resourceVersion }),
     },
+    event,
+    reportingInstance,
+    now,
+  );
+}
+
+/** What an Event is about (`regarding`): any namespaced object, a pool or a claim. */
+export interface EventTarget {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly namespace?: string;
+  readonly uid?: string;
+  readonly resourceVersion?: string;
+}
+
+/** The Event body about `regarding` (see {@link poolEventBody}). */
+export function eventBody(
+  regarding: EventTarget,
+  event: PoolEvent,
+  reportingInstance: string,
+  now: Date = new Date(),
+): PoolEventBody {
+  const nanos = BigInt(now.getTime()) * 1_000_000n;
+  const { name, namespace } = regarding;
+  return {
+    apiVersion: 'events.k8s.io/v1',
+    kind: 'Event',
+    metadata: {
+      name: `${name}.${nanos.toString(16)}${Math.floor(Math.random() * 0x1000).toString(16)}`,
+      ...(namespace === undefined ? {} : { namespace }),
+    },
+    eventTime: now.toISOString().replace(/Z$/, '000Z'),
+    reportingController: REPORTING_CONTROLLER,
+    reportingInstance,
+    action: clip(event.action, MAX_FIELD),
+    reason: clip(event.reason, MAX_FIELD),
+    note: clip(event.note, MAX_NOTE),
+    type: event.type,
+    regarding: { ...regarding },
   };
 }

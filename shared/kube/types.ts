@@ -2,7 +2,13 @@
  * The contract of vmpool's single I/O funnel to the API server. Expected failures are values.
  * @module
  */
-import type { Malformed, VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
+import type {
+  Malformed,
+  VirtualDisk,
+  VirtualMachine,
+  VirtualMachineClaim,
+  VirtualMachinePool,
+} from '../api/index.js';
 
 /** Why a call failed, as a value the caller can branch on. */
 export type FailureReason =
@@ -45,6 +51,12 @@ export interface PoolEvent {
   readonly reason: string;
   readonly note: string;
   readonly action: string;
+}
+
+/** The claim an Event is about: its name and uid (it may be deleted already: a release). */
+export interface ClaimEventTarget {
+  readonly name: string;
+  readonly uid: string;
 }
 
 /** Result of a SubjectAccessReview. */
@@ -121,6 +133,20 @@ export interface Kube {
   deleteDisk(namespace: string, name: string, pre: Preconditions): Promise<Outcome<undefined>>;
   /** Records an events.k8s.io/v1 Event regarding the pool (best effort). */
   recordEvent(pool: VirtualMachinePool, event: PoolEvent): Promise<Outcome<undefined>>;
+  /**
+   * VirtualMachineClaims of a namespace, or of the cluster when `namespace` is undefined
+   * (vmpool.virtualization.deckhouse.io/v1alpha1), parsed one by one: a claim its model refuses is
+   * named in `malformed`, never failing the others.
+   */
+  listClaims(namespace: string | undefined): Promise<Listed<VirtualMachineClaim>>;
+  /** PUT of a claim's status subresource, conditioned on the claim's resourceVersion. */
+  updateClaimStatus(claim: VirtualMachineClaim): Promise<Outcome<VirtualMachineClaim>>;
+  /** Records an events.k8s.io/v1 Event regarding a claim of `namespace` (best effort). */
+  recordClaimEvent(
+    namespace: string,
+    claim: ClaimEventTarget,
+    event: PoolEvent,
+  ): Promise<Outcome<undefined>>;
   subjectAccessReview(question: AccessQuestion): Promise<Outcome<AccessDecision>>;
   /** Asks the API server who a bearer token belongs to, if it is valid for one of `audiences`. */
   tokenReview(token: string, audiences: readonly string[]): Promise<Outcome<TokenIdentity>>;

@@ -81,6 +81,19 @@ export function actor(
       }
       case 'dropTargets':
         return dropTargets(kube, pool, a.names);
+      case 'bindClaim':
+      case 'releaseClaim': {
+        // A 409: the member changed since the plan read it (another reconcile bound it): re-plan.
+        const o = await kube.updateVm(a.vm);
+        if (o.ok) report(a, true);
+        return settle(o);
+      }
+      case 'claimStatus': {
+        const o = await kube.updateClaimStatus(a.claim);
+        if (o.ok) report(a, true);
+        // A claim deleted meanwhile needs no status: its member is released by the next pass.
+        return settle(o, ['notFound']);
+      }
     }
   };
 }

@@ -39,6 +39,7 @@ function server(o: { prune?: boolean; refuseCreates?: boolean; quota?: boolean }
     getPool: () => ok(structuredClone(current)),
     listVms: () => ok(structuredClone(vms)),
     listDisks: () => ok([]),
+    listClaims: () => ok([]),
     updatePoolStatus(p) {
       writes++;
       if (p.metadata.resourceVersion !== current.metadata.resourceVersion)

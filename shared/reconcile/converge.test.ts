@@ -104,7 +104,7 @@ describe('reconcilePool: every outcome of the funnel', () => {
     },
   );
 
-  it('a converged pool costs three reads and no write', async () => {
+  it('a converged pool costs four reads (pool, VMs, disks, claims) and no write', async () => {
     const { p, vms } = world(2, ['runners-aaaaa', 'runners-bbbbb']);
     const disks = vms.flatMap((v) => steady(p, v.metadata.name ?? '').disks);
     const first = deps({ listVms: () => ok(vms), listDisks: () => ok(disks) }, p);
@@ -116,7 +116,7 @@ describe('reconcilePool: every outcome of the funnel', () => {
       passes: 1,
       actions: 0,
     });
-    expect(f.calls.map((c) => c.method).sort()).toEqual(['getPool', 'listDisks', 'listVms']);
+    expect(f.calls.map((c) => c.method).sort()).toEqual(['getPool', 'listClaims', 'listDisks', 'listVms']);
   });
 
   it('a permanent action failure is reported as failed after the pass', async () => {

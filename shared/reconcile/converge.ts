@@ -4,12 +4,13 @@
  * @module
  */
 import type { Logger } from 'pino';
-import type { PoolStatus, VirtualMachinePool } from '../api/index.js';
+import type { PoolStatus, VirtualMachineClaim, VirtualMachinePool } from '../api/index.js';
 import type { Plan, Rand } from '../domain/index.js';
 import { holdBlocked, sameStatus, selectorOf } from '../domain/index.js';
-import type { Failure, Kube } from '../kube/index.js';
+import type { Failure, Kube, Listed } from '../kube/index.js';
 import { blockMalformed, failClosedUnlessPersisted, reportRefused } from './blocked.js';
 import { execute } from './execute.js';
+import { settleOrphanClaims } from './orphans.js';
 import { planRespectingOutsiders } from './outsiders.js';
 
 /** Everything a reconcile needs from outside: the API server, the clock and randomness. */
@@ -62,6 +63,18 @@ export function converged(passes: number, actions: number, recheckAt?: Date): Re
 
 const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * The claims of a namespace (or the cluster). A cluster without the claim CRD (404) has no claims;
+ * any other failure is returned: planning without the claims would release every claimed member.
+ */
+export async function claimsOf(
+  kube: Kube,
+  namespace: string | undefined,
+): Promise<Listed<VirtualMachineClaim>> {
+  const got = await kube.listClaims(namespace);
+  return !got.ok && got.reason === 'notFound' ? { ok: true, value: [], malformed: [] } : got;
+}
+
 /** Converges one pool; safe to run concurrently with itself anywhere. */
 export async function reconcilePool(
   deps: ReconcileDeps,
@@ -83,7 +96,10 @@ export async function reconcilePool(
       await sleep(Math.floor(deps.rand() * 50 * 2 ** Math.min(pass, 5)));
     const got = await kube.getPool(namespace, name);
     if (!got.ok) {
-      if (got.reason === 'notFound') return { kind: 'gone' };
+      if (got.reason === 'notFound') {
+        await settleOrphanClaims(deps, namespace, name);
+        return { kind: 'gone' };
+      }
       // A missing grant, or a pool its model cannot read, does not heal by retrying: say so once
       // instead of redelivering forever (the fix is a write, and brings its own event).
       if (got.reason === 'forbidden' || got.reason === 'invalid')
@@ -93,12 +109,13 @@ export async function reconcilePool(
     }
     let pool = got.value;
     const selector = selectorOf(pool);
-    const [vms, disks] = await Promise.all([
+    const [vms, disks, claims] = await Promise.all([
       kube.listVms(namespace, selector),
       kube.listDisks(namespace, selector),
+      claimsOf(kube, namespace),
     ]);
-    if (!vms.ok || !disks.ok) {
-      const f = !vms.ok ? vms : (disks as Failure);
+    if (!vms.ok || !disks.ok || !claims.ok) {
+      const f = !vms.ok ? vms : !disks.ok ? disks : (claims as Failure);
       if (f.reason === 'forbidden') return reportRefused(deps, pool, [f]);
       reason = f.message;
       continue;
@@ -107,7 +124,22 @@ export async function reconcilePool(
     const unseen = [...(vms.malformed ?? []), ...(disks.malformed ?? [])];
     if (unseen.length > 0) return blockMalformed(deps, pool, unseen);
     const burst = deps.createBurst === undefined ? {} : { burst: deps.createBurst };
-    const observed = { pool, vms: vms.value, disks: disks.value, foreign, ...burst };
+    // A claim that does not parse keeps its member as it is (never released for a claim unseen).
+    const unreadableClaims = (claims.malformed ?? []).map((m) => m.uid);
+    for (const m of claims.malformed ?? [])
+      log.warn(
+        { pool: `${namespace}/${name}`, claim: m.name, issue: m.issue },
+        'claim does not parse',
+      );
+    const observed = {
+      pool,
+      vms: vms.value,
+      disks: disks.value,
+      claims: claims.value,
+      unreadableClaims,
+      foreign,
+      ...burst,
+    };
     const planned = await planRespectingOutsiders(kube, observed, deps.now(), deps.rand);
     if (!planned.ok) {
       if (planned.reason === 'forbidden') return reportRefused(deps, pool, [planned]);

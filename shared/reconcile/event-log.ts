@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import type { VirtualMachinePool } from '../api/index.js';
 import type { Action } from '../domain/index.js';
-import { eventFor } from '../domain/index.js';
+import { claimOfAction, eventFor } from '../domain/index.js';
 import type { Kube, PoolEvent } from '../kube/index.js';
 
 /**
@@ -53,10 +53,19 @@ export function eventLog(kube: Kube, pool: VirtualMachinePool, log: Logger): Eve
       }),
     );
   };
+  const namespace = pool.metadata.namespace ?? '';
   return {
     report: (a, ok, error) => {
       const ev = eventFor(a, ok, error);
       if (ev === undefined) return;
+      // A claim's holder watches the claim, not the pool: its Events go on both, never combined.
+      const claim = claimOfAction(a);
+      if (claim !== undefined)
+        writes.push(
+          kube.recordClaimEvent(namespace, claim, ev).catch((err: unknown) => {
+            log.warn({ err, reason: ev.reason }, 'recording an Event failed');
+          }),
+        );
       const key = `${ev.type}/${ev.reason}`;
       const same = seen.get(key) ?? [];
       if (same.length === 0) seen.set(key, same);

@@ -115,6 +115,7 @@ describe('reconcilePool with drains', () => {
       'getPool',
       'listVms',
       'listDisks',
+      'listClaims',
     ]);
     expect(s.events()).toEqual([]);
     s.state.pool = { ...s.state.pool, spec: { ...s.state.pool.spec, replicas: 2 } };

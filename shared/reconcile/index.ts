@@ -7,6 +7,7 @@ export * from './blocked.js';
 export * from './converge.js';
 export * from './event-log.js';
 export * from './execute.js';
+export * from './orphans.js';
 export * from './resync.js';
 export * from './scope.js';
 export * from './gc.js';

@@ -2,13 +2,20 @@
  * Reconciling every pool in a scope with bounded concurrency (the resync tick, namespace fallbacks).
  * @module
  */
-import type { Malformed, VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
+import type {
+  Malformed,
+  VirtualDisk,
+  VirtualMachine,
+  VirtualMachineClaim,
+  VirtualMachinePool,
+} from '../api/index.js';
 import { keys } from '../api/index.js';
 import { byPool, malformedByPool, plan, poolKey } from '../domain/index.js';
 import { blockMalformed } from './blocked.js';
 import type { ReconcileDeps, ReconcileOutcome } from './converge.js';
-import { converged, reconcilePool, statusToWrite } from './converge.js';
+import { claimsOf, converged, reconcilePool, statusToWrite } from './converge.js';
 import { runBounded } from './batch.js';
+import type { Listed } from '../kube/index.js';
 import type { Scope } from './scope.js';
 
 /** Pools reconciled at once during a resync. */
@@ -36,8 +43,11 @@ function settled(
   pool: VirtualMachinePool,
   vms: readonly VirtualMachine[],
   disks: readonly VirtualDisk[],
+  claims: Listed<VirtualMachineClaim> & { ok: true },
 ): ReconcileOutcome | undefined {
-  const p = plan({ pool, vms, disks }, deps.now(), deps.rand);
+  const unreadableClaims = (claims.malformed ?? []).map((m) => m.uid);
+  const observed = { pool, vms, disks, claims: claims.value, unreadableClaims };
+  const p = plan(observed, deps.now(), deps.rand);
   if (p.actions.length > 0 || statusToWrite(pool, p) !== undefined) return undefined;
   return converged(1, 0, p.recheckAt);
 }
@@ -66,13 +76,16 @@ export async function reconcileScope(
   let vms: Map<string, VirtualMachine[]> | undefined;
   let disks: Map<string, VirtualDisk[]> | undefined;
   let unseen = new Map<string, Malformed[]>();
+  let claimList: (Listed<VirtualMachineClaim> & { ok: true }) | undefined;
   if (listed.value.length > 0) {
-    const [v, d] = await Promise.all([
+    const [v, d, c] = await Promise.all([
       deps.kube.listVms(ns, keys.poolUid),
       deps.kube.listDisks(ns, keys.poolUid),
+      claimsOf(deps.kube, ns),
     ]);
     // Without the lists every pool is reconciled on its own reads, as before.
-    if (v.ok && d.ok) {
+    if (v.ok && d.ok && c.ok) {
+      claimList = c;
       vms = byPool(v.value);
       disks = byPool(d.value);
       unseen = malformedByPool([...(v.malformed ?? []), ...(d.malformed ?? [])], v.value);
@@ -87,9 +100,9 @@ export async function reconcileScope(
     if (claims !== undefined)
       return { pool: `${namespace}/${name}`, outcome: await blockMalformed(deps, p, claims) };
     const quiet =
-      vms === undefined || disks === undefined
+      vms === undefined || disks === undefined || claimList === undefined
         ? undefined
-        : settled(deps, p, vms.get(key) ?? [], disks.get(key) ?? []);
+        : settled(deps, p, vms.get(key) ?? [], disks.get(key) ?? [], claimList);
     return {
       pool: `${namespace}/${name}`,
       outcome: quiet ?? (await reconcile(deps, namespace, name)),

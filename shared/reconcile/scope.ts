@@ -14,11 +14,22 @@ export type Scope =
   | { readonly kind: 'all' };
 
 const POOL_KIND = 'VirtualMachinePool';
+const CLAIM_KIND = 'VirtualMachineClaim';
+
+/** The pool a claim names (`spec.poolName`), read leniently from a watched object. */
+function claimedPool(obj: WatchedObject): string | undefined {
+  const spec: unknown = obj.spec;
+  if (typeof spec !== 'object' || spec === null || !('poolName' in spec)) return undefined;
+  return typeof spec.poolName === 'string' && spec.poolName !== '' ? spec.poolName : undefined;
+}
 
 /** The pool a watched object belongs to, from the object alone (Resource mode). */
 export function scopeOfObject(obj: WatchedObject): Scope {
   const namespace = obj.metadata.namespace ?? '';
   if (obj.kind === POOL_KIND) return { kind: 'pool', namespace, name: obj.metadata.name };
+  // A claim reconciles the pool it names, in its own namespace (the pool may not exist: see orphans).
+  const claimed = obj.kind === CLAIM_KIND ? claimedPool(obj) : undefined;
+  if (claimed !== undefined) return { kind: 'pool', namespace, name: claimed };
   const owner = controllerOf(obj.metadata);
   if (owner?.kind === POOL_KIND) return { kind: 'pool', namespace, name: owner.name };
   const label = obj.metadata.labels?.[keys.pool];

@@ -158,6 +158,22 @@ export function guardNock(): { readonly seen: Unmatched[] } {
   };
 }
 
+/**
+ * Every claims list (of a namespace or the cluster) answers empty in each test: a cluster where
+ * nobody claims. Registered per test, after {@link guardNock}'s cleanup of the previous one.
+ */
+export function noClaims(): void {
+  beforeEach(() => {
+    nock(API)
+      .persist()
+      .get(
+        /^\/apis\/vmpool\.virtualization\.deckhouse\.io\/v1alpha1\/(namespaces\/[^/]+\/)?virtualmachineclaims/,
+      )
+      .query(true)
+      .reply(200, { apiVersion: 'v1', kind: 'List', metadata: {}, items: [] });
+  });
+}
+
 /** A pool as the API server returns it: the builder's `runners` with a given status. */
 export function withStatus(
   p: VirtualMachinePool,

@@ -5,16 +5,27 @@
  * runner protecting itself between the reconcile's read and its delete, say).
  * @module
  */
-import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../../shared/api/index.js';
-import type { Kube, Outcome, Preconditions } from '../../shared/kube/index.js';
+import type {
+  VirtualDisk,
+  VirtualMachine,
+  VirtualMachineClaim,
+  VirtualMachinePool,
+} from '../../shared/api/index.js';
+import type { Kube, Outcome, PoolEvent, Preconditions } from '../../shared/kube/index.js';
 import { fail, fakeKube, ok } from './fake-kube.js';
 
-type Obj = VirtualMachinePool | VirtualMachine | VirtualDisk;
-type Kind = 'pool' | 'vm' | 'disk';
+type Obj = VirtualMachinePool | VirtualMachine | VirtualDisk | VirtualMachineClaim;
+type Kind = 'pool' | 'vm' | 'disk' | 'claim';
 
 /** A call about to land: the test may change the store first (a concurrent writer). */
 export interface Landing {
-  readonly method: 'deleteVm' | 'deleteDisk' | 'updateVm' | 'updateDisk' | 'createVm';
+  readonly method:
+    | 'deleteVm'
+    | 'deleteDisk'
+    | 'updateVm'
+    | 'updateDisk'
+    | 'createVm'
+    | 'updateClaimStatus';
   readonly name: string;
 }
 
@@ -27,6 +38,8 @@ export interface MemoryKube {
   readonly writes: string[];
   /** Writes refused with 409 because the object changed since it was read. */
   readonly conflicts: string[];
+  /** Events recorded on claims, as `<claim> <reason>`. */
+  readonly claimEvents: string[];
   /** Replaces an object as another writer would (a new resourceVersion); returns the new version. */
   touch<T extends Obj>(kind: Kind, name: string, change: (o: T) => T): T;
 }
@@ -47,7 +60,12 @@ function selects(selector: string, o: Obj): boolean {
 
 /** A Kube over an in-memory store seeded with `objects`; `before` runs before each landing write. */
 export function memoryKube(
-  seed: { pool: VirtualMachinePool; vms?: VirtualMachine[]; disks?: VirtualDisk[] },
+  seed: {
+    pool: VirtualMachinePool;
+    vms?: VirtualMachine[];
+    disks?: VirtualDisk[];
+    claims?: VirtualMachineClaim[];
+  },
   before: (l: Landing, m: MemoryKube) => void = () => undefined,
 ): MemoryKube {
   let rv = 100;
@@ -60,14 +78,17 @@ export function memoryKube(
     pool: new Map([[nameOf(seed.pool), stamp(seed.pool)]]),
     vm: new Map((seed.vms ?? []).map((v) => [nameOf(v), stamp(v)])),
     disk: new Map((seed.disks ?? []).map((d) => [nameOf(d), stamp(d)])),
+    claim: new Map((seed.claims ?? []).map((c) => [nameOf(c), stamp(c)])),
   };
   const writes: string[] = [];
   const conflicts: string[] = [];
+  const claimEvents: string[] = [];
   const m: MemoryKube = {
     kube: undefined as unknown as Kube,
     store,
     writes,
     conflicts,
+    claimEvents,
     touch<T extends Obj>(kind: Kind, name: string, change: (o: T) => T): T {
       const cur = store[kind].get(name) as T | undefined;
       if (cur === undefined) throw new Error(`touch: no ${kind} ${name}`);
@@ -151,6 +172,25 @@ export function memoryKube(
     },
     deleteVm: ([, name, pre]) => remove('vm', 'deleteVm', name, pre),
     deleteDisk: ([, name, pre]) => remove('disk', 'deleteDisk', name, pre),
+    listClaims: () => ok([...store.claim.values()] as VirtualMachineClaim[]),
+    // The status subresource: only status changes, conditioned on the claim's resourceVersion.
+    updateClaimStatus: ([c]) => {
+      before({ method: 'updateClaimStatus', name: nameOf(c) }, m);
+      const cur = store.claim.get(nameOf(c)) as VirtualMachineClaim | undefined;
+      if (cur === undefined) return fail('notFound');
+      if (cur.metadata.resourceVersion !== c.metadata.resourceVersion) {
+        conflicts.push(`updateClaimStatus ${nameOf(c)}`);
+        return fail('conflict');
+      }
+      const out = stamp({ ...cur, ...(c.status === undefined ? {} : { status: c.status }) });
+      store.claim.set(nameOf(c), out);
+      writes.push(`updateClaimStatus ${nameOf(c)}`);
+      return ok(out);
+    },
+    recordClaimEvent: ([, claim, ev]: [string, { name: string }, PoolEvent]) => {
+      claimEvents.push(`${claim.name} ${ev.reason}`);
+      return ok(undefined);
+    },
   });
   return Object.assign(m, { kube: f.kube });
 }

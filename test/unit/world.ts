@@ -4,7 +4,12 @@
  * replacement), so a test can run reconcile after reconcile and look at every step.
  * @module
  */
-import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../../shared/api/index.js';
+import type {
+  VirtualDisk,
+  VirtualMachine,
+  VirtualMachineClaim,
+  VirtualMachinePool,
+} from '../../shared/api/index.js';
 import type { Action, Observed, Plan, Rand } from '../../shared/domain/index.js';
 import { plan, recordedTargets, rfc3339, withTargets } from '../../shared/domain/index.js';
 import { seededRandom } from '../../local/simulator/rng.js';
@@ -14,11 +19,13 @@ export interface World {
   pool: VirtualMachinePool;
   vms: VirtualMachine[];
   disks: VirtualDisk[];
+  /** Claims of the namespace (absent: none). */
+  claims?: VirtualMachineClaim[];
 }
 
 /** What a reconcile reads. */
 export function observedOf(w: World): Observed {
-  return { pool: w.pool, vms: w.vms, disks: w.disks };
+  return { pool: w.pool, vms: w.vms, disks: w.disks, claims: w.claims ?? [] };
 }
 
 const nameOf = (o: { metadata: { name?: string | undefined } }): string => o.metadata.name ?? '';
@@ -97,6 +104,8 @@ export function applyAction(
       if (vms.some((v) => nameOf(v) === nameOf(a.vm))) return { w, ok: true };
       return { w: { ...w, vms: [...vms, createdVm(a.vm, now)] }, ok: true };
     case 'updateVm':
+    case 'bindClaim':
+    case 'releaseClaim':
       if (stale(vms, nameOf(a.vm), read?.vms)) return { w, ok: false };
       return {
         w: { ...w, vms: vms.map((v) => (nameOf(v) === nameOf(a.vm) ? settle(a.vm) : v)) },
@@ -121,6 +130,12 @@ export function applyAction(
       };
     case 'deleteDisk':
       return { w: { ...w, disks: disks.filter((d) => nameOf(d) !== a.name) }, ok: true };
+    case 'claimStatus': {
+      const claims = (w.claims ?? []).map((c) =>
+        c.metadata.uid === a.claim.metadata.uid ? { ...c, status: a.claim.status } : c,
+      );
+      return { w: { ...w, claims }, ok: true };
+    }
     case 'dropTargets':
       return {
         w: {

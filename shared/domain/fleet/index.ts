@@ -6,6 +6,7 @@
  * @module
  */
 export * from './budget.js';
+export * from './claimed.js';
 export * from './drain.js';
 export * from './healing.js';
 export * from './lifecycle.js';

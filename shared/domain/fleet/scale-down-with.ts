@@ -10,6 +10,7 @@ import type {
   VirtualMachinePool,
 } from '../../api/index.js';
 import { keys } from '../../api/index.js';
+import { claimOf } from './claimed.js';
 import { isStandby } from './lifecycle.js';
 import { isMember, isTerminating, nameOf } from './membership.js';
 import { isProtected } from './victims.js';
@@ -56,7 +57,7 @@ export const EMPTY_TARGETS = 'scaleDownWith requires a non-empty targets list';
 /**
  * Plans a scaledownwith. `vms` maps each distinct target name to the VM read for it (absent: not
  * found). Nothing is written for a refused request: a paused pool (409), a target that is not a
- * member or is a standby member (400), or that is protected (409). A `request` key (see
+ * member or is a standby member (400), or that is protected or claimed (409). A `request` key (see
  * {@link requestKey}) is recorded with the write, and a request whose key is recorded is answered as
  * done without looking at its targets, which may be long gone.
  */
@@ -118,6 +119,15 @@ export function planScaleDownWith(
         ok: false,
         code: 409,
         message: `target VirtualMachine "${t}" is protected from scale-down (annotation ${keys.protected}: "true"); remove the annotation first`,
+      };
+    // A binding recorded but not carried out yet takes the member as surely as the marks do.
+    const recorded = pool.status?.intent?.claims?.find((c) => c.vmUid === vm.metadata.uid);
+    const claim = isTerminating(vm) ? undefined : (claimOf(vm)?.name ?? recorded?.claim);
+    if (claim !== undefined)
+      return {
+        ok: false,
+        code: 409,
+        message: `target VirtualMachine "${t}" is claimed by VirtualMachineClaim "${claim}"; it leaves when the claim is released (delete the claim)`,
       };
   }
   const already = new Set(

@@ -8,7 +8,8 @@ import { isTerminating, nameOf } from './membership.js';
 import type { Rand } from '../formats/index.js';
 import { ALPHABET, VM_SUFFIX, vmName } from '../formats/index.js';
 import type { Ranked } from './victims.js';
-import { isProtected, rankVictims } from './victims.js';
+import { isKept } from './claimed.js';
+import { rankVictims } from './victims.js';
 
 /**
  * The most creates one pass records (the ReplicaSet controller's `burstReplicas`). Intent never
@@ -60,13 +61,16 @@ export interface ScaleDecision {
   readonly blocked: number;
 }
 
-/** The members a scale-down may rank: live and staying (`staying`), and the unprotected among them. */
+/**
+ * The members a scale-down may rank: live and staying (`staying`), and among them those neither
+ * protected nor claimed.
+ */
 export function scaleDownCandidates(
   members: readonly VirtualMachine[],
   leaving: ReadonlySet<string>,
 ): { staying: VirtualMachine[]; candidates: VirtualMachine[] } {
   const staying = members.filter((m) => !isTerminating(m) && !leaving.has(nameOf(m)));
-  return { staying, candidates: staying.filter((m) => !isProtected(m)) };
+  return { staying, candidates: staying.filter((m) => !isKept(m)) };
 }
 
 const none = { creates: [], dropped: [], victims: [], cancelled: [], promoted: [], blocked: 0 };

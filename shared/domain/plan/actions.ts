@@ -3,7 +3,19 @@
  * Events: events.ts).
  * @module
  */
-import type { Quantity, VirtualDisk, VirtualMachine } from '../../api/index.js';
+import type {
+  ClaimPhase,
+  Quantity,
+  VirtualDisk,
+  VirtualMachine,
+  VirtualMachineClaim,
+} from '../../api/index.js';
+
+/** A claim named with its uid (a same-named newer claim is another claim). */
+export interface ClaimRef {
+  readonly name: string;
+  readonly uid: string;
+}
 
 /** Why a VM is updated. */
 export type VmUpdateWhy =
@@ -54,8 +66,13 @@ export type Action =
        * otherwise changed since answers 409 and the pass re-plans instead of deleting it.
        */
       readonly resourceVersion?: string;
-      /** A scale-down, scaledownwith, a replacement (healing, maxMemberAge), a surplus standby. */
-      readonly why: 'scaleDown' | 'target' | 'unhealthy' | 'expired' | 'standby';
+      /**
+       * A scale-down, scaledownwith, a replacement (healing, maxMemberAge), a surplus standby, or the
+       * release of a claim whose onRelease is Delete.
+       */
+      readonly why: 'scaleDown' | 'target' | 'unhealthy' | 'expired' | 'standby' | 'released';
+      /** The claim released, for `why: 'released'`. */
+      readonly claim?: ClaimRef;
       /** How the member's drain ended, when it drained first. */
       readonly drain?: { readonly outcome: 'drained' | 'timedOut'; readonly timeout: string };
       /** The pool's maxMemberAge, for an expired member's Event. */
@@ -72,6 +89,21 @@ export type Action =
       readonly uid: string;
       readonly resourceVersion: string;
       readonly why: 'removedTemplate' | 'deletePolicy' | 'gc';
+    }
+  /**
+   * Mark an idle member as the claim's (annotations claimed-by, claim-uid, on-release and the
+   * claimed label): a PUT of the member as read, so a member changed since (claimed by another
+   * reconcile, protected, deleted) answers 409 and the pass re-plans. Recorded in the intent first.
+   */
+  | { readonly kind: 'bindClaim'; readonly vm: VirtualMachine; readonly claim: ClaimRef }
+  /** Remove the claim marks of a member whose claim ended and asked for Recycle (a PUT as read). */
+  | { readonly kind: 'releaseClaim'; readonly vm: VirtualMachine; readonly claim: ClaimRef }
+  /** PUT of a claim's status subresource, conditioned on the claim's resourceVersion as read. */
+  | {
+      readonly kind: 'claimStatus';
+      readonly claim: VirtualMachineClaim;
+      /** The phase written (its Event: Claimed, ClaimExpired, ClaimLost; none for Pending). */
+      readonly phase: ClaimPhase;
     }
   /** Drop carried-out scaledownwith targets from the pool (a main-resource write on a fresh read). */
   | { readonly kind: 'dropTargets'; readonly names: readonly string[] };
@@ -95,6 +127,9 @@ export type UpdateVm = ActionOf<'updateVm'>;
 export type DeleteVm = ActionOf<'deleteVm'>;
 export type UpdateDisk = ActionOf<'updateDisk'>;
 export type DeleteDisk = ActionOf<'deleteDisk'>;
+export type BindClaim = ActionOf<'bindClaim'>;
+export type ReleaseClaim = ActionOf<'releaseClaim'>;
+export type ClaimStatusWrite = ActionOf<'claimStatus'>;
 
 /**
  * True for actions that must be fenced by the intent write: creates, deletes, and drain marks (a
@@ -104,6 +139,8 @@ export function isFenced(a: Action): boolean {
   return (
     (a.kind === 'updateVm' && a.why.some((w) => FENCED_UPDATES.has(w))) ||
     a.kind === 'claimDisk' ||
+    a.kind === 'bindClaim' ||
+    a.kind === 'releaseClaim' ||
     a.kind === 'createDisk' ||
     a.kind === 'createVm' ||
     a.kind === 'deleteVm' ||
@@ -124,9 +161,14 @@ const FENCED_UPDATES: ReadonlySet<VmUpdateWhy> = new Set([
 
 /**
  * True for actions later ones depend on, so a pass stops when one of them fails: a claim (the VM
- * would attach a disk it does not hold) and a promotion (the standby refill created after it would
- * take the standby above standby.replicas while the promoted member still carries the label).
+ * would attach a disk it does not hold), a promotion (the standby refill created after it would
+ * take the standby above standby.replicas while the promoted member still carries the label), and
+ * a claim's binding (its claim status would say Bound to a member not marked).
  */
 export function isGate(a: Action): boolean {
-  return a.kind === 'claimDisk' || (a.kind === 'updateVm' && a.why.includes('promote'));
+  return (
+    a.kind === 'claimDisk' ||
+    a.kind === 'bindClaim' ||
+    (a.kind === 'updateVm' && a.why.includes('promote'))
+  );
 }

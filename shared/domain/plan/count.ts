@@ -13,7 +13,7 @@ import {
   nameOf,
   decideScale,
   deletionCost,
-  isProtected,
+  isKept,
 } from '../fleet/index.js';
 import type { Rand } from '../formats/index.js';
 import type { MemberRef, View } from './observe.js';
@@ -58,7 +58,7 @@ export function recordedLeavers(view: Pick<View, 'live' | 'pendingDeletes' | 'li
 } {
   const guarded = (r: MemberRef): boolean => {
     const m = view.live.get(r.name);
-    return m !== undefined && isProtected(m);
+    return m !== undefined && isKept(m);
   };
   return {
     victims: view.pendingDeletes.filter((r) => !guarded(r)),
@@ -88,6 +88,8 @@ export interface CountInput extends CountView {
   readonly rand: Rand;
   /** Standby members a shortfall may promote, best first. */
   readonly promotable?: readonly VirtualMachine[];
+  /** The replicas to run when claims set them (the effective target); default `spec.replicas`. */
+  readonly target?: number;
 }
 
 /**
@@ -107,7 +109,7 @@ export function decideCount(input: Readonly<CountInput>): Count {
   const decision = decideScale(
     {
       pool: nameOf(view.pool),
-      desired: view.pool.spec.replicas ?? 0,
+      desired: input.target ?? view.pool.spec.replicas ?? 0,
       policy: view.pool.spec.scaleDownPolicy,
       members: view.members,
       pendingCreates: view.pendingCreates,
@@ -188,7 +190,7 @@ function departing(view: Pick<View, 'live'>, r: MemberRef): { vm: VirtualMachine
 function costWarnings(view: Pick<View, 'live'>, leaving: ReadonlySet<string>): string[] {
   return [...view.live.values()].flatMap((m) => {
     const bad = deletionCost(m).malformed;
-    return bad === undefined || leaving.has(nameOf(m)) || isProtected(m)
+    return bad === undefined || leaving.has(nameOf(m)) || isKept(m)
       ? []
       : [
           `VirtualMachine ${nameOf(m)}: deletion cost "${bad}" is not an int32; counted as 0 (annotation ${keys.deletionCost})`,

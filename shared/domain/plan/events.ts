@@ -3,7 +3,14 @@
  * @module
  */
 import { keys } from '../../api/index.js';
-import type { Action, DeleteDisk, DeleteVm, UpdateVm } from './actions.js';
+import type {
+  Action,
+  ClaimRef,
+  ClaimStatusWrite,
+  DeleteDisk,
+  DeleteVm,
+  UpdateVm,
+} from './actions.js';
 import type { VirtualDisk } from '../../api/index.js';
 
 /** An events.k8s.io Event about an action. */
@@ -41,6 +48,12 @@ export function eventFor(a: Action, ok: boolean, error = ''): ActionEvent | unde
           );
     }
     case 'deleteVm':
+      if (ok && a.why === 'released')
+        return normal(
+          'Released',
+          `Deleted VirtualMachine "${a.name}", released by VirtualMachineClaim "${a.claim?.name ?? ''}" (onRelease Delete): the pool refills its idle members.`,
+          'Release',
+        );
       if (ok && a.why === 'unhealthy')
         return normal(
           'ReplicaReplaced',
@@ -88,9 +101,64 @@ export function eventFor(a: Action, ok: boolean, error = ''): ActionEvent | unde
       return ok && a.grownTo !== undefined ? grown(a.disk) : undefined;
     case 'updateVm':
       return ok ? memberEvent(a) : undefined;
+    case 'releaseClaim':
+      return ok
+        ? normal(
+            'Released',
+            `Released VirtualMachine "${a.vm.metadata.name ?? ''}" of VirtualMachineClaim "${a.claim.name}" (onRelease Recycle): it is an ordinary replica again.`,
+            'Release',
+          )
+        : undefined;
+    case 'claimStatus':
+      return ok ? claimEvent(a) : undefined;
+    case 'bindClaim':
     case 'dropTargets':
       return undefined;
   }
+}
+
+/**
+ * The claim an action's Event is also about (recorded on the claim as well as on the pool): the
+ * claim bound, released or whose status is written.
+ */
+export function claimOfAction(a: Action): ClaimRef | undefined {
+  if (a.kind === 'bindClaim' || a.kind === 'releaseClaim' || a.kind === 'deleteVm') return a.claim;
+  if (a.kind === 'claimStatus')
+    return { name: a.claim.metadata.name ?? '', uid: a.claim.metadata.uid ?? '' };
+  return undefined;
+}
+
+/** Claimed, ClaimExpired or ClaimLost, as the phase written says. */
+function claimEvent(a: ClaimStatusWrite): ActionEvent | undefined {
+  const claim = a.claim.metadata.name ?? '';
+  const vm = a.claim.status?.virtualMachineName ?? '';
+  switch (a.phase) {
+    case 'Bound':
+      return normal(
+        'Claimed',
+        `VirtualMachineClaim "${claim}" took VirtualMachine "${vm}"${holderOf(a)}.`,
+        'Claim',
+      );
+    case 'Expired':
+      return normal(
+        'ClaimExpired',
+        `VirtualMachineClaim "${claim}" expired at ${a.claim.status?.expiresAt ?? ''}: VirtualMachine "${vm}" is released.`,
+        'Release',
+      );
+    case 'Lost':
+      return warning(
+        'ClaimLost',
+        `VirtualMachineClaim "${claim}" lost VirtualMachine "${vm}": it is gone or no longer bound to the claim.`,
+        'Claim',
+      );
+    case 'Pending':
+      return undefined;
+  }
+}
+
+function holderOf(a: ClaimStatusWrite): string {
+  const h = a.claim.spec.holder;
+  return h === undefined || h === '' ? '' : ` for ${h}`;
 }
 
 /** Why a disk was collected, in the Event's words. */

@@ -1,7 +1,7 @@
 /**
  * `plan(observed, now, rand)`: everything a reconcile decides for one pool, as ordered actions plus
  * the new status carrying the intent to record before any of them runs. A pipeline of pure steps,
- * in the order {@link plan} calls them: observe → split (replicas, standby) → count → sides →
+ * in the order {@link plan} calls them: observe → claims → split (replicas, standby) → count → sides →
  * replace (healing, lifetime) → leave (drain or delete) → standby → roster → bind disks (disks/) →
  * updates → order (batches.ts) → intent → status (roster.ts, status.ts).
  * @module
@@ -9,6 +9,8 @@
 import type { Intent, PoolStatus } from '../../api/index.js';
 import type { Action } from './actions.js';
 import { isFenced } from './actions.js';
+import type { ClaimsPlan } from './claims.js';
+import { decideClaims } from './claims.js';
 import { bindDisks } from '../disks/index.js';
 import { decideCount } from './count.js';
 import type { ActionEvent } from './events.js';
@@ -29,6 +31,8 @@ import { memberUpdates } from './updates.js';
 export * from './actions.js';
 export * from './batches.js';
 export * from './blocked.js';
+export * from './claim-status.js';
+export * from './claims.js';
 export * from './events.js';
 export * from './malformed.js';
 export * from './preview.js';
@@ -65,16 +69,30 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
   const { pool } = obs;
   // Kubernetes' garbage collector removes members and pool disks; acting now would only race it.
   if (pool.metadata.deletionTimestamp !== undefined) return idle(pool.status ?? {}, false);
-  const view = observe(obs);
+  const observed = observe(obs);
+  const claims = decideClaims({
+    view: observed,
+    claims: obs.claims ?? [],
+    unreadable: new Set(obs.unreadableClaims ?? []),
+    now,
+  });
+  // Every later step sees the members as the claims leave them (bound ones marked, kept).
+  const view = { ...observed, members: claims.members, live: claims.live };
   const split = splitStandby(view);
   if (pool.spec.paused === true)
     return paused(
       split,
       view.pendingCreates.filter((n) => !view.bound.has(n)),
       now,
+      claims,
     );
 
-  const count = decideCount({ ...split.active, rand, promotable: promotable(split) });
+  const count = decideCount({
+    ...split.active,
+    rand,
+    promotable: promotable(split),
+    target: claims.target,
+  });
   const sides = afterCount({ split, count, taken: view.taken });
   const replace = decideReplace({ ...view, staying: sides.staying, creates: sides.creates, now });
   const replaced = replacedBySide({ split, promoted: sides.promoted, victims: replace.victims });
@@ -102,24 +120,39 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
     refs: disks.refs,
     roles: { standby: new Set(standby.staying.map(nameOf)), budget: replace.budgetLeft },
   });
-  const batches = order({ view, now, count, leave, standby, disks, updates });
+  const batches = order({ view, now, count, leave, standby, disks, updates, claims });
   const actions = batches.flat();
-  const intent = intentOf({ view, count, replace, standby, bindings: disks.bindings });
+  const intent = intentOf({
+    view,
+    count,
+    replace,
+    standby,
+    bindings: disks.bindings,
+    claims: claims.intent,
+  });
+  const removed = new Set([...count.leaving, ...replace.victims.map((d) => nameOf(d.vm))]);
   const status = computeStatus({
     pool,
     members: split.active.members,
     hash: view.hash,
     intent,
     now,
+    desired: claims.target,
     leaving: {
       protectedHeld: count.protectedHeld,
       draining: leave.draining,
+      claims: claimCounts(claims, removed),
       ...statusFacts(view, split, replace),
     },
   });
   const writeStatus = !sameStatus(status, pool.status);
   const fenced = actions.some(isFenced);
-  const due = [leave.recheckAt?.getTime(), replace.recheckAt, nextAvailable(split, now)];
+  const due = [
+    leave.recheckAt?.getTime(),
+    replace.recheckAt,
+    nextAvailable(split, now),
+    claims.recheckAt,
+  ];
   const recheck = Math.min(...due.map((t) => t ?? Infinity));
   return {
     actions,
@@ -144,7 +177,7 @@ function idle(status: PoolStatus, writeStatus: boolean): Plan {
  * under way; unpausing records fresh ones), but for those with a disk recorded for them (see the
  * scale step); the rest of the intent is kept for unpausing.
  */
-function paused(split: Split, pending: readonly string[], now: Date): Plan {
+function paused(split: Split, pending: readonly string[], now: Date, claims: ClaimsPlan): Plan {
   const { pool } = split.active;
   const prev = pool.status ?? {};
   const intent = withoutCreates(prev.intent ?? {}, new Set(pending));
@@ -155,9 +188,11 @@ function paused(split: Split, pending: readonly string[], now: Date): Plan {
     hash: split.active.hash,
     intent,
     now,
+    desired: claims.target,
     leaving: {
       protectedHeld: prev.heldReplicas ?? 0,
       draining: prev.drainingReplicas ?? 0,
+      claims: claimCounts(claims, new Set()),
       ...statusFacts(split.active, split, {
         unhealthy: prev.unhealthyReplicas ?? 0,
         ...(prev.healing === undefined ? {} : { healing: prev.healing }),
@@ -165,7 +200,23 @@ function paused(split: Split, pending: readonly string[], now: Date): Plan {
       }),
     },
   });
-  return idle(status, !sameStatus(status, prev));
+  // Claims still learn why they wait (PoolPaused), and finish a binding the member already shows.
+  const statuses = [...claims.statuses];
+  const writeStatus = !sameStatus(status, prev);
+  return statuses.length === 0
+    ? idle(status, writeStatus)
+    : { ...idle(status, writeStatus), actions: statuses, batches: [statuses] };
+}
+
+/** What status reports of claims: members bound, and idle members none of `removed`. */
+function claimCounts(
+  claims: Pick<ClaimsPlan, 'claimed' | 'idle'>,
+  removed: ReadonlySet<string>,
+): { claimed: number; idle: number } {
+  return {
+    claimed: claims.claimed,
+    idle: claims.idle.filter((m) => !removed.has(nameOf(m))).length,
+  };
 }
 
 /** An intent without the creates in `drop` (none of them bound to a disk). */

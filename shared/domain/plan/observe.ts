@@ -9,6 +9,7 @@ import type {
   RecordedTarget,
   VirtualDisk,
   VirtualMachine,
+  VirtualMachineClaim,
   VirtualMachinePool,
 } from '../../api/index.js';
 import { keys } from '../../api/index.js';
@@ -20,7 +21,7 @@ import {
   nameOf,
   CREATE_BURST,
   recordedTargets,
-  isProtected,
+  isKept,
 } from '../fleet/index.js';
 import { attached } from '../disks/index.js';
 
@@ -39,6 +40,10 @@ export interface Observed {
   readonly foreign?: ReadonlySet<string>;
   /** Most creates one pass may record (default {@link CREATE_BURST}; tests make it small). */
   readonly burst?: number;
+  /** The claims of the pool's namespace (those naming other pools are ignored). */
+  readonly claims?: readonly VirtualMachineClaim[];
+  /** Uids of the namespace's claims that do not parse: their members are left as they are. */
+  readonly unreadableClaims?: readonly string[];
 }
 
 /** A member named together with the uid it had when recorded, so a same-named newcomer is safe. */
@@ -130,11 +135,11 @@ export function observe(obs: Observed): View {
     for (const r of vm.spec.blockDeviceRefs ?? []) if (r.kind === 'VirtualDisk') refs.add(r.name);
   }
   const isLive = (r: MemberRef): boolean => live.get(r.name)?.metadata.uid === r.uid;
-  // Protection wins over a recorded removal not carried out yet (a runner that took a job after
-  // the decision): the victim is chosen again among the others, the replacement is dropped.
+  // Protection (or a claim) wins over a recorded removal not carried out yet (a runner that took a
+  // job after the decision): the victim is chosen again among the others, the replacement is dropped.
   const mayGo = (r: MemberRef): boolean => {
     const m = live.get(r.name);
-    return m?.metadata.uid === r.uid && !isProtected(m);
+    return m?.metadata.uid === r.uid && !isKept(m);
   };
 
   const intent = pool.status?.intent ?? {};

@@ -8,7 +8,9 @@ import type { ScaleDownPolicy } from '../../api/index.js';
 import { keys } from '../../api/index.js';
 import { recordedLeavers } from './count.js';
 import {
+  claimOf,
   isDraining,
+  isKept,
   nameOf,
   scaleDownCandidates,
   isProtected,
@@ -23,8 +25,11 @@ import type { RankReason, Ranked } from '../fleet/index.js';
 /** One member a scale-down would take, in order. */
 export interface VictimPreview {
   readonly name: string;
-  /** Why it comes before the next one; `Protected`: the scale-down would wait for it instead. */
-  readonly reason: RankReason | 'Protected';
+  /**
+   * Why it comes before the next one; `Protected` or `Claimed`: the scale-down would wait for it
+   * instead.
+   */
+  readonly reason: RankReason | 'Protected' | 'Claimed';
   readonly message: string;
   readonly protected: boolean;
   readonly deletionCost: number;
@@ -86,14 +91,23 @@ export function previewVictims(obs: Observed, count: number): Preview {
     new Set(refs.map((r) => r.name)),
   );
   const chosen = rankVictims(candidates, policy, staying, count).map((r) => entry(r, policy));
-  // Beyond the unprotected members a scale-down waits: show which protected ones it would wait for.
-  const guarded = staying.filter(isProtected);
+  // Beyond the other members a scale-down waits: show which protected or claimed ones it waits for.
+  const guarded = staying.filter(isKept);
   const waits = rankVictims(guarded, policy, staying, count - chosen.length).map(
-    (r): VictimPreview => ({
-      ...entry(r, policy),
-      reason: 'Protected',
-      message: `protected (annotation ${keys.protected}: "true"): the scale-down would wait for it`,
-    }),
+    (r): VictimPreview => {
+      const claim = claimOf(r.vm);
+      return claim !== undefined && !isProtected(r.vm)
+        ? {
+            ...entry(r, policy),
+            reason: 'Claimed',
+            message: `claimed by ${claim.name}: the scale-down would wait for its release`,
+          }
+        : {
+            ...entry(r, policy),
+            reason: 'Protected',
+            message: `protected (annotation ${keys.protected}: "true"): the scale-down would wait for it`,
+          };
+    },
   );
   const victims = [...chosen, ...waits];
   const short = count - victims.length;

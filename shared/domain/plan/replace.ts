@@ -22,6 +22,7 @@ import {
   isTerminating,
   nameOf,
   isProtected,
+  isKept,
 } from '../fleet/index.js';
 import type { Departure } from './count.js';
 import { parseDuration } from '../formats/index.js';
@@ -82,7 +83,7 @@ export function decideReplace(input: Readonly<ReplaceInput>): Replace {
   let broken = load.broken;
   const limit = maxUnavailableOf(pool);
   const prev = pool.status?.healing;
-  const open = input.staying.filter((m) => !isProtected(m));
+  const open = input.staying.filter((m) => !isKept(m));
   const ill = open.filter(sick).sort(byTrying);
   const unhealthy = view.members.filter(sick).length;
   const tolerated = maxUnhealthyOf(pool);

@@ -4,11 +4,19 @@
  * the facts status reports.
  * @module
  */
-import type { Binding, Condition, HealingState, Intent, VirtualMachine } from '../../api/index.js';
+import type {
+  Binding,
+  ClaimBinding,
+  Condition,
+  HealingState,
+  Intent,
+  VirtualMachine,
+} from '../../api/index.js';
 import { keys } from '../../api/index.js';
 import type { Action, UpdateVm } from './actions.js';
 import { isGate } from './actions.js';
 import { batchesOf } from './batches.js';
+import type { ClaimsPlan } from './claims.js';
 import type { DiskPlan, Roster } from '../disks/index.js';
 import type { Count } from './count.js';
 import { isStandby, availableAt, nameOf } from '../fleet/index.js';
@@ -68,19 +76,23 @@ export interface Decided {
   readonly standby: StandbyPlan;
   readonly disks: DiskPlan;
   readonly updates: readonly UpdateVm[];
+  readonly claims?: Pick<ClaimsPlan, 'binds' | 'releases' | 'statuses'>;
 }
 
 /**
  * The actions in execution order. Disks a VM needs exist before it; promotions come before every
  * create, so a standby refill never lands while the member it replaces still carries the label (the
- * executor stops the pass when a promotion fails); a VM's own (Delete) disks follow it.
+ * executor stops the pass when a promotion fails); a VM's own (Delete) disks follow it. Claims are
+ * bound first (a gate: nothing else runs when a binding lost its race), released beside the other
+ * removals, and their statuses written last, once the members say what the statuses report.
  */
 export function order(d: Decided): Action[][] {
-  const { disks, leave, standby } = d;
+  const { disks, leave, standby, claims } = d;
   const inUse =
     disks.claimed.size === 0 ? d.view.busy : new Set([...d.view.busy, ...disks.claimed]);
   const claimedNow = new Set(disks.claims.map((c) => nameOf(c.disk)));
   const actions: Action[] = [
+    ...(claims?.binds ?? []),
     ...disks.claims,
     ...disks.retainCreates,
     ...d.updates.filter(isGate),
@@ -90,11 +102,13 @@ export function order(d: Decided): Action[][] {
     ...leave.drainRequests,
     ...leave.deletes.filter((x) => !standby.returned.has(x.name)),
     ...standby.deletes,
+    ...(claims?.releases ?? []),
     ...diskUpdates(d.view, inUse, claimedNow, d.now),
     ...disks.diskDeletes,
   ];
   if (d.count.dropTargets.length > 0)
     actions.push({ kind: 'dropTargets', names: d.count.dropTargets });
+  actions.push(...(claims?.statuses ?? []));
   return batchesOf(actions);
 }
 
@@ -105,11 +119,13 @@ export interface IntentInput {
   readonly replace: Pick<Replace, 'victims'>;
   readonly standby: Pick<StandbyPlan, 'creates' | 'returned' | 'victims' | 'returns'>;
   readonly bindings: readonly Binding[];
+  /** Claims bound (or still to mark) by this plan. */
+  readonly claims?: readonly ClaimBinding[];
 }
 
 /** The intent to record before any action: creates, victims, replacements, bindings, flips. */
 export function intentOf(input: Readonly<IntentInput>): Intent {
-  const { view, count, replace, standby, bindings } = input;
+  const { view, count, replace, standby, bindings, claims = [] } = input;
   return {
     creates: [...count.creates, ...standby.creates],
     standbyCreates: [...standby.creates],
@@ -126,6 +142,7 @@ export function intentOf(input: Readonly<IntentInput>): Intent {
     bindings: [...bindings],
     promotions: [...view.pendingPromotions, ...count.promotions],
     returns: [...standby.returns],
+    claims: [...claims],
   };
 }
 

@@ -11,7 +11,7 @@ import { keys } from '../../api/index.js';
 import type { DeleteVm } from './actions.js';
 import { resourceVersionOf } from './actions.js';
 import type { Departure } from './count.js';
-import { isTerminating, nameOf, freshNames, isProtected, latestUnbound } from '../fleet/index.js';
+import { isTerminating, nameOf, freshNames, isKept, latestUnbound } from '../fleet/index.js';
 import type { Rand } from '../formats/index.js';
 import type { MemberRef } from './observe.js';
 import type { Split } from './partition.js';
@@ -120,7 +120,7 @@ export function decideStandby(input: Readonly<StandbyInput>): StandbyPlan {
 }
 
 /**
- * The `n` standby members to remove from a surplus: never a protected one; on an old revision
+ * The `n` standby members to remove from a surplus: never a protected (or claimed) one; on an old revision
  * first, then not in the phase the standby keeps, then the newest, then by name.
  */
 function leastReady(
@@ -136,7 +136,7 @@ function leastReady(
     nameOf(m),
   ];
   return members
-    .filter((m) => !isProtected(m))
+    .filter((m) => !isKept(m))
     .map((m) => ({ m, k: key(m) }))
     .sort(
       (a, b) =>

@@ -68,6 +68,8 @@ export interface Leaving {
     readonly ready: number;
     readonly outdated: number;
   };
+  /** Claims: live members bound to a claim, and idle members a claim could take now. */
+  readonly claims?: { readonly claimed: number; readonly idle: number };
   /** Self-healing, when `spec.healing` is set: unhealthy members, back-off state, condition. */
   readonly healing?: {
     readonly unhealthy: number;
@@ -131,8 +133,12 @@ const PAUSED: Condition = {
     'spec.paused is true: vmpool creates, deletes and updates nothing for this pool, and scaledownwith is refused; status is still reported. Set it to false to resume from the live state.',
 };
 
-function conditions(pool: VirtualMachinePool, c: Counts, l: Leaving): Condition[] {
-  const desired = pool.spec.replicas ?? 0;
+function conditions(
+  pool: VirtualMachinePool,
+  c: Counts,
+  l: Leaving,
+  desired = pool.spec.replicas ?? 0,
+): Condition[] {
   const out: Condition[] = [];
   out.push(
     c.available >= desired
@@ -178,6 +184,7 @@ export function normalizeIntent(intent: Intent): Intent | undefined {
   if (intent.creates?.length) out.creates = [...intent.creates];
   if (intent.deletes?.length) out.deletes = [...intent.deletes];
   if (intent.bindings?.length) out.bindings = [...intent.bindings];
+  if (intent.claims?.length) out.claims = [...intent.claims];
   const creating = new Set(out.creates);
   const standby = intent.standbyCreates?.filter((n) => creating.has(n));
   if (standby?.length) out.standbyCreates = standby;
@@ -195,6 +202,8 @@ export interface StatusInput {
   readonly intent: Intent;
   readonly now: Date;
   readonly leaving?: Leaving;
+  /** The replicas the pool runs when claims grow it (default `spec.replicas`). */
+  readonly desired?: number;
 }
 
 /** The status a pool should have, given its members, its template revision and the intent. */
@@ -213,13 +222,19 @@ export function computeStatus(input: Readonly<StatusInput>): PoolStatus {
     // Every count is reported, 0 where its feature is off: one rule for every column.
     protectedReplicas: members.filter((m) => isProtected(m) && !isTerminating(m)).length,
     heldReplicas: leaving.protectedHeld,
+    claimedReplicas: leaving.claims?.claimed ?? 0,
+    idleReplicas: leaving.claims?.idle ?? 0,
     drainingReplicas: leaving.draining,
     standbyReplicas: leaving.standby?.replicas ?? 0,
     readyStandbyReplicas: leaving.standby?.ready ?? 0,
     unhealthyReplicas: leaving.healing?.unhealthy ?? 0,
     desiredTemplateHash: hash,
     selector: scaleSelectorOf(pool),
-    conditions: withTransitions(conditions(pool, c, leaving), prev.conditions ?? [], now),
+    conditions: withTransitions(
+      conditions(pool, c, leaving, input.desired),
+      prev.conditions ?? [],
+      now,
+    ),
   };
   setOptional(status, 'healing', leaving.healing?.state);
   const normalized = normalizeIntent(intent);

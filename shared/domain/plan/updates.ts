@@ -11,6 +11,7 @@ import { growthOf, policyOf, poolOwned, stampFree, withSize } from '../disks/ind
 import {
   cancelDrain,
   isDraining,
+  isClaimed,
   isStandby,
   isUp,
   asReplica,
@@ -113,7 +114,8 @@ function rolloutBatch(
   staying: readonly VirtualMachine[],
   roles: Roles,
 ): ReadonlySet<VirtualMachine> {
-  const due = staying.filter((m) => rolloutStep(m, view.hash) === 'patch');
+  // A claimed member is its holder's: the rollout reaches it once released (Recycle) or replaced.
+  const due = staying.filter((m) => rolloutStep(m, view.hash) === 'patch' && !isClaimed(m));
   if (roles.budget === Infinity) return new Set(due);
   const costly = isUp;
   const rank = (m: VirtualMachine): string =>

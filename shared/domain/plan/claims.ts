@@ -1,0 +1,258 @@
+/**
+ * Claims, a plan step right after observe: which pending claims take which idle members (oldest
+ * claim first, the member Ready longest first), which claimed members are released (their claim
+ * deleted, expired or lost), what each claim's status should say, and the pool's effective target.
+ * Every later step sees the members as this step leaves them: bound ones marked (so no victim path
+ * takes them), members released with Delete already Terminating (so no other member leaves for them).
+ *
+ * Crash safety and concurrency come from the intent: a binding is recorded in `status.intent.claims`
+ * by the fenced status write before the member is marked, so a reconcile that read the pool after it
+ * finishes that binding instead of choosing another, and one that read it before loses the fence.
+ * @module
+ */
+import type { ClaimBinding, VirtualMachine, VirtualMachineClaim } from '../../api/index.js';
+import type { ClaimMark } from '../fleet/index.js';
+import {
+  claimOf,
+  effectiveTarget,
+  isClaimed,
+  isIdleMember,
+  isProtected,
+  nameOf,
+  runningSince,
+  withClaimMarks,
+  withoutClaimMarks,
+} from '../fleet/index.js';
+import { rfc3339 } from '../formats/index.js';
+import type { BindClaim, ClaimStatusWrite, DeleteVm, ReleaseClaim } from './actions.js';
+import { resourceVersionOf } from './actions.js';
+import {
+  boundStatus,
+  endedStatus,
+  pendingMessage,
+  pendingStatus,
+  statusWrite,
+} from './claim-status.js';
+import type { View } from './observe.js';
+
+/** What the claims step reads. */
+export interface ClaimsInput {
+  readonly view: Pick<
+    View,
+    | 'pool'
+    | 'hash'
+    | 'members'
+    | 'live'
+    | 'pendingDeletes'
+    | 'pendingReplacements'
+    | 'liveTargets'
+    | 'pendingReturns'
+  >;
+  /** Claims read in the pool's namespace; those of other pools are ignored. */
+  readonly claims: readonly VirtualMachineClaim[];
+  /** Uids of claims that do not parse: their members stay as they are, neither released nor rebound. */
+  readonly unreadable: ReadonlySet<string>;
+  readonly now: Date;
+}
+
+/** The claims decisions of one plan. */
+export interface ClaimsPlan {
+  /** The members as this step leaves them: bound ones marked, those released with Delete Terminating. */
+  readonly members: readonly VirtualMachine[];
+  readonly live: ReadonlyMap<string, VirtualMachine>;
+  /** Members to mark, recorded bindings not realized first. */
+  readonly binds: readonly BindClaim[];
+  /** Members whose claim ended: marks removed (Recycle) or deleted (Delete). */
+  readonly releases: readonly (ReleaseClaim | DeleteVm)[];
+  /** Claim statuses that change (Bound, Pending with its reason, Expired, Lost). */
+  readonly statuses: readonly ClaimStatusWrite[];
+  /** `status.intent.claims`: the bindings this plan makes or finishes. */
+  readonly intent: readonly ClaimBinding[];
+  /** The replicas the pool runs (see {@link effectiveTarget}). */
+  readonly target: number;
+  /** Live members bound to a claim after this plan. */
+  readonly claimed: number;
+  /** Idle members no claim took. */
+  readonly idle: readonly VirtualMachine[];
+  /** The earliest expiry ahead (ms). */
+  readonly recheckAt?: number;
+}
+
+const byAge = (a: VirtualMachineClaim, b: VirtualMachineClaim): number => {
+  const ta = a.metadata.creationTimestamp ?? '';
+  const tb = b.metadata.creationTimestamp ?? '';
+  if (ta !== tb) return ta < tb ? -1 : 1;
+  return nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0;
+};
+
+const byReadyLongest = (a: VirtualMachine, b: VirtualMachine): number =>
+  (runningSince(a) ?? 0) - (runningSince(b) ?? 0) || (nameOf(a) < nameOf(b) ? -1 : 1);
+
+const ended = (c: VirtualMachineClaim): boolean =>
+  c.status?.phase === 'Expired' || c.status?.phase === 'Lost';
+
+/** Decides the claims of a pool (pure; `now` judges readiness and expiry). */
+export function decideClaims(input: Readonly<ClaimsInput>): ClaimsPlan {
+  const { view, now, unreadable } = input;
+  const { pool } = view;
+  const paused = pool.spec.paused === true;
+  const t = now.getTime();
+  const mine = input.claims
+    .filter((c) => c.spec.poolName === nameOf(pool) && c.metadata.deletionTimestamp === undefined)
+    .filter((c) => (c.metadata.namespace ?? '') === (pool.metadata.namespace ?? ''))
+    .sort(byAge);
+  const byUid = new Map(mine.map((c) => [c.metadata.uid ?? '', c]));
+  const next = new Map(view.live);
+  const holder = new Map<string, VirtualMachine>();
+  const gone = new Set<string>();
+  const binds: BindClaim[] = [];
+  const releases: (ReleaseClaim | DeleteVm)[] = [];
+  const statuses: ClaimStatusWrite[] = [];
+  const intent: ClaimBinding[] = [];
+  const write = (c: VirtualMachineClaim, s: Parameters<typeof statusWrite>[1]): void => {
+    const w = statusWrite(c, s);
+    if (w !== undefined) statuses.push(w);
+  };
+  // A paused pool changes no member: releases and bindings wait for it to resume.
+  const release = (m: VirtualMachine, mark: ClaimMark): void => {
+    if (paused) return;
+    const claim = { name: mark.name, uid: mark.uid };
+    if (mark.onRelease === 'Recycle')
+      releases.push({ kind: 'releaseClaim', vm: withoutClaimMarks(m), claim });
+    else {
+      const uid = m.metadata.uid ?? '';
+      const rv = resourceVersionOf(m);
+      releases.push({ kind: 'deleteVm', name: nameOf(m), uid, ...rv, why: 'released', claim });
+      gone.add(nameOf(m));
+    }
+  };
+  const bind = (c: VirtualMachineClaim, m: VirtualMachine): void => {
+    const onRelease = c.spec.onRelease ?? pool.spec.claims?.onRelease ?? 'Delete';
+    const mark: ClaimMark = { name: nameOf(c), uid: c.metadata.uid ?? '', onRelease };
+    const marked = withClaimMarks(m, mark);
+    intent.push({
+      claim: mark.name,
+      claimUid: mark.uid,
+      vm: nameOf(m),
+      vmUid: m.metadata.uid ?? '',
+    });
+    binds.push({ kind: 'bindClaim', vm: marked, claim: { name: mark.name, uid: mark.uid } });
+    next.set(nameOf(m), marked);
+    holder.set(mark.uid, marked);
+  };
+
+  // Members carrying marks: kept for their claim, or released when it is gone or over. A second
+  // member marked for one claim (never made by vmpool) only loses the marks: nothing is deleted.
+  for (const m of view.live.values()) {
+    const mark = claimOf(m);
+    if (mark === undefined || unreadable.has(mark.uid)) continue;
+    const claim = byUid.get(mark.uid);
+    if (claim === undefined || ended(claim)) release(m, mark);
+    else if (holder.has(mark.uid)) release(m, { ...mark, onRelease: 'Recycle' });
+    else holder.set(mark.uid, m);
+  }
+  // Recorded bindings not realized yet are finished, unless the member or the claim changed since.
+  const used = (name: string): boolean => {
+    const m = next.get(name);
+    return m !== undefined && claimOf(m) !== undefined;
+  };
+  if (!paused)
+    for (const b of pool.status?.intent?.claims ?? []) {
+      const m = view.live.get(b.vm);
+      const c = byUid.get(b.claimUid);
+      if (m?.metadata.uid !== b.vmUid || c === undefined || nameOf(c) !== b.claim) continue;
+      if (ended(c) || holder.has(b.claimUid) || used(b.vm)) continue;
+      bind(c, m);
+    }
+
+  const waiting: VirtualMachineClaim[] = [];
+  let recheck = Infinity;
+  for (const c of mine) {
+    if (ended(c)) continue;
+    const uid = c.metadata.uid ?? '';
+    const m = holder.get(uid);
+    const expiresAt = Date.parse(c.status?.expiresAt ?? '');
+    const bound = c.status?.phase === 'Bound';
+    if (m !== undefined && bound && expiresAt <= t) {
+      holder.delete(uid);
+      release(m, claimOf(m) as ClaimMark);
+      write(c, endedStatus(c, 'Expired', expiredMessage(c), now));
+    } else if (m !== undefined) {
+      const s = boundStatus(c, m, pool, now);
+      write(c, s);
+      recheck = Math.min(recheck, Date.parse(s.expiresAt ?? '') || Infinity);
+    } else if (bound) {
+      const lost = !(expiresAt <= t);
+      const message = lost ? lostMessage(c) : expiredMessage(c);
+      write(c, endedStatus(c, lost ? 'Lost' : 'Expired', message, now));
+    } else waiting.push(c);
+  }
+
+  const leaving = new Set(
+    [
+      ...view.pendingDeletes,
+      ...view.pendingReplacements,
+      ...view.liveTargets,
+      ...view.pendingReturns,
+    ].map((r) => r.name),
+  );
+  const minReadyMs = 1000 * (pool.spec.minReadySeconds ?? 0);
+  const idle = [...next.values()]
+    .filter((m) => !leaving.has(nameOf(m)) && isIdleMember(m, view.hash, now, minReadyMs))
+    .sort(byReadyLongest);
+  let taken = 0;
+  const unbound: VirtualMachineClaim[] = [];
+  for (const c of waiting) {
+    const m = paused ? undefined : idle[taken];
+    if (m === undefined) {
+      unbound.push(c);
+      continue;
+    }
+    taken++;
+    bind(c, m);
+    const s = boundStatus(c, holder.get(c.metadata.uid ?? '') as VirtualMachine, pool, now);
+    write(c, s);
+    recheck = Math.min(recheck, Date.parse(s.expiresAt ?? '') || Infinity);
+  }
+
+  const staying = [...next.values()].filter((m) => !gone.has(nameOf(m)));
+  const claimed = staying.filter(isClaimed).length;
+  const replicas = pool.spec.replicas ?? 0;
+  const target = effectiveTarget(replicas, pool.spec.claims, { claimed, pending: unbound.length });
+  // Members that could still become idle for a claim: the cap less the claimed and the protected.
+  const cap =
+    pool.spec.claims === undefined ? replicas : Math.max(replicas, pool.spec.claims.maxReplicas);
+  const room = cap - claimed - staying.filter((m) => !isClaimed(m) && isProtected(m)).length;
+  unbound.forEach((c, i) => {
+    const reason = paused ? 'PoolPaused' : i < room ? 'NoIdleMember' : 'PoolAtMaximum';
+    write(c, pendingStatus(c, reason, pendingMessage(reason, nameOf(pool), cap), now));
+  });
+
+  const at = rfc3339(now);
+  return {
+    members: view.members.map((m) => {
+      const n = nameOf(m);
+      if (gone.has(n)) return { ...m, metadata: { ...m.metadata, deletionTimestamp: at } };
+      return view.live.get(n) === m ? (next.get(n) ?? m) : m;
+    }),
+    live: new Map(staying.map((m) => [nameOf(m), m])),
+    binds,
+    releases,
+    statuses,
+    intent,
+    target,
+    claimed,
+    idle: idle.slice(taken),
+    ...(recheck === Infinity ? {} : { recheckAt: recheck }),
+  };
+}
+
+function expiredMessage(c: VirtualMachineClaim): string {
+  const vm = c.status?.virtualMachineName ?? '';
+  return `Expired at ${c.status?.expiresAt ?? ''}: VirtualMachine "${vm}" was released.`;
+}
+
+function lostMessage(c: VirtualMachineClaim): string {
+  const vm = c.status?.virtualMachineName ?? '';
+  return `VirtualMachine "${vm}" is gone or no longer bound to this claim (deleted by a person?): create a new claim for another member.`;
+}
