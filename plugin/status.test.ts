@@ -3,6 +3,7 @@ import type { VirtualMachineClaim } from '../shared/api/index.js';
 import { AWAITING_RESTART, keys } from '../shared/api/index.js';
 import { age, table } from './context.js';
 import { statusLines } from './status.js';
+import { templateHash } from '../shared/domain/index.js';
 import { HOUR, NOW, at, pool, steady } from '../test/unit/builders.js';
 
 describe('kubectl vmpool status layout', () => {
@@ -51,19 +52,22 @@ describe('kubectl vmpool status layout', () => {
   });
 
   it('shows the claim counts, who holds each claimed member, and why a claim still waits', () => {
-    const base = pool({ status: { replicas: 3, claimedReplicas: 1, idleReplicas: 2 } });
+    const hash = templateHash(pool().spec.virtualMachineTemplate);
+    const base = pool({
+      status: { replicas: 3, claimedReplicas: 1, idleReplicas: 2, desiredTemplateHash: hash },
+    });
     const p = {
       ...base,
       spec: { ...base.spec, claims: { minIdle: 2, maxReplicas: 6, onRelease: 'Delete' as const } },
     };
     const held = steady(p, 'runners-aaaaa', {
-      annotations: { [keys.claimedBy]: 'job-1', [keys.claimUid]: 'u1' },
+      annotations: { [keys.claimedBy]: 'job-1', [keys.claimUid]: 'u-job-1' },
       labels: { [keys.claimed]: 'true' },
     });
     const idle = steady(p, 'runners-bbbbb');
     const claim = (name: string, created: string, status: object, holder?: string) =>
       ({
-        metadata: { name, namespace: 'ci', creationTimestamp: created },
+        metadata: { name, namespace: 'ci', uid: `u-${name}`, creationTimestamp: created },
         spec: { poolName: 'runners', ...(holder === undefined ? {} : { holder }) },
         status,
       }) as VirtualMachineClaim;
@@ -80,7 +84,7 @@ describe('kubectl vmpool status layout', () => {
     );
     const rows = lines.filter((l) => l.startsWith('runners-'));
     expect(rows[0]).toMatch(/\s+claimed by job-1 \(alice\)$/);
-    expect(rows[1]).toMatch(/\s+-$/);
+    expect(rows[1]).toMatch(/\s+idle$/);
     const table = lines.slice(lines.findIndex((l) => l.startsWith('CLAIM ')));
     expect(table[0]).toMatch(/^CLAIM\s+PHASE\s+VM\s+HOLDER\s+AGE\s+WHY$/);
     // Oldest first.

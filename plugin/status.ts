@@ -16,7 +16,9 @@ import {
   keys,
 } from '../shared/api/index.js';
 import {
+  claimOf,
   diskRefs,
+  isIdleMember,
   isDraining,
   isProtected,
   isStandby,
@@ -110,6 +112,7 @@ export function statusLines(
     '',
   ];
   const hash = s.desiredTemplateHash;
+  const minReadyMs = (pool.spec.minReadySeconds ?? 0) * 1000;
   const rows = members.map((m) => {
     const flags = [
       isProtected(m) ? 'protected' : '',
@@ -117,6 +120,10 @@ export function statusLines(
       isStandby(m) ? 'standby' : '',
       isTerminating(m) ? 'terminating' : '',
       claimFlag(m, claims),
+      // Idle as the member shows it (the count above is the reconcile's): only where claims are.
+      pool.spec.claims !== undefined && hash !== undefined && isIdleMember(m, hash, now, minReadyMs)
+        ? 'idle'
+        : '',
     ].filter((f) => f !== '');
     const restart = m.status?.conditions?.find((c) => c.type === AWAITING_RESTART)?.status;
     return [
@@ -149,10 +156,10 @@ export function statusLines(
 
 /** `claimed by NAME (HOLDER)` for a member a claim of the pool holds, `claimed by NAME` otherwise. */
 function claimFlag(m: VirtualMachine, claims: readonly VirtualMachineClaim[]): string {
-  const by = m.metadata.annotations?.[keys.claimedBy];
-  if (by === undefined) return '';
-  const holder = claims.find((c) => c.metadata.name === by)?.spec.holder;
-  return `claimed by ${by}${holder === undefined ? '' : ` (${holder})`}`;
+  const mark = claimOf(m);
+  if (mark === undefined) return '';
+  const holder = claims.find((c) => c.metadata.uid === mark.uid)?.spec.holder;
+  return `claimed by ${mark.name}${holder === undefined ? '' : ` (${holder})`}`;
 }
 
 /**
