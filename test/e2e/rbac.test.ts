@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildGcApp } from '../../functions/disk-gc-tick/app.js';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
-import { API_VERSION, keys } from '../../shared/api/index.js';
+import { API_VERSION, CLAIM_API_VERSION, keys } from '../../shared/api/index.js';
 import { FORBIDDEN } from '../../shared/domain/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import { createKube } from '../../shared/kube/index.js';
@@ -280,6 +280,72 @@ describe('each function refused when knative/base loses a grant it needs', () =>
         return (await vmsOf('refused')).length === 2 && synced(now).status === 'True'
           ? true
           : undefined;
+      },
+      30_000,
+    );
+  });
+
+  it('reconcile-pool without update on claims/status: the claim stays unbound, Synced=False names the grant; bound once it is back', async () => {
+    const denied = await withoutGrant('reconcile-pool', 'virtualmachineclaims/status', 'update');
+    const lines: string[] = [];
+    const app = buildReconcileApp({
+      kube: denied.kube,
+      log: testLog('reconcile-pool', 'trace', lines),
+    });
+    const ping = async () =>
+      (
+        await app.request(
+          '/',
+          pingInit({ namespace: ns }, `/apis/v1/namespaces/${ns}/pingsources/t`),
+        )
+      ).status;
+    const pool = { apiVersion: API_VERSION, ...runnersPool(ns, 'claimed') };
+    pool.spec.replicas = 1;
+    await cluster().applyManifest([pool]);
+    expect(await ping()).toBe(202);
+    const [vm] = await eventually('the member', async () => {
+      const all = await vmsOf('claimed');
+      return all.length === 1 ? all : undefined;
+    });
+    // No simulator here: the member is made Running by hand, so it is idle.
+    await cluster().kubectl([
+      'patch',
+      'virtualmachine',
+      String(vm?.metadata.name),
+      '-n',
+      ns,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      '{"status":{"phase":"Running"}}',
+    ]);
+    await cluster().applyManifest([
+      {
+        apiVersion: CLAIM_API_VERSION,
+        kind: 'VirtualMachineClaim',
+        metadata: { name: 'job-1', namespace: ns },
+        spec: { poolName: 'claimed' },
+      },
+    ]);
+    const phase = async () => {
+      const out = await cluster().kubectl(['get', 'vmclaim', 'job-1', '-n', ns, '-o', 'json']);
+      return (JSON.parse(out) as { status?: { phase?: string } }).status?.phase;
+    };
+    expect(await ping()).toBe(202);
+    expect(await ping()).toBe(202);
+    expect(await phase()).toBeUndefined();
+    const p = await read('virtualmachinepools', ns, 'claimed');
+    expect(synced(p)).toMatchObject({ status: 'False', reason: FORBIDDEN });
+    expect(synced(p).message).toContain('virtualmachineclaims/status');
+    expect(synced(p).message).toContain('knative/base/rbac.yaml');
+    expect(errorsAbout(lines, 'knative/base/rbac.yaml').length).toBeGreaterThan(0);
+
+    await denied.restore();
+    await eventually(
+      'the claim bound once the grant is back',
+      async () => {
+        await ping();
+        return (await phase()) === 'Bound' ? true : undefined;
       },
       30_000,
     );
