@@ -45,11 +45,17 @@ interface Denied {
 }
 
 /**
- * A ServiceAccount `<fn>-denied` bound exactly like `<fn>` in knative/base, except that its
- * ClusterRole lacks `verb` on `resource`.
+ * A ServiceAccount `<fn>-denied` (or `account`) bound exactly like `<fn>` in knative/base, except
+ * that its ClusterRole lacks `verb` on `resource`. A restored account keeps its full grant: a second
+ * test of the same function names an account of its own.
  */
-async function withoutGrant(fn: FunctionName, resource: string, verb: string): Promise<Denied> {
-  const sa = `${fn}-denied`;
+async function withoutGrant(
+  fn: FunctionName,
+  resource: string,
+  verb: string,
+  account = `${fn}-denied`,
+): Promise<Denied> {
+  const sa = account;
   const role = rendered.find((o) => o.kind === 'ClusterRole' && o.metadata.name === `vmpool:${fn}`);
   if (role === undefined) throw new Error(`knative/base has no ClusterRole vmpool:${fn}`);
   const before = role.rules ?? [];
@@ -286,7 +292,12 @@ describe('each function refused when knative/base loses a grant it needs', () =>
   });
 
   it('reconcile-pool without update on claims/status: the claim stays unbound, Synced=False names the grant; bound once it is back', async () => {
-    const denied = await withoutGrant('reconcile-pool', 'virtualmachineclaims/status', 'update');
+    const denied = await withoutGrant(
+      'reconcile-pool',
+      'virtualmachineclaims/status',
+      'update',
+      'reconcile-pool-no-claim-status',
+    );
     const lines: string[] = [];
     const app = buildReconcileApp({
       kube: denied.kube,
