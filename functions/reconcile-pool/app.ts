@@ -35,7 +35,9 @@ export interface ReconcileAppDeps extends AppDeps {
 /** The reconcile-pool HTTP app: `POST /` takes one CloudEvent. */
 export function buildReconcileApp(input: ReconcileAppDeps): Hono<NodeEnv> {
   const burst = input.createBurst === undefined ? {} : { createBurst: input.createBurst };
-  const deps = { ...resolveDeps(input), ...burst };
+  const resolved = resolveDeps(input);
+  // Claims by phase, idle members and claim-to-Bound times go to the function's metrics.
+  const deps = { ...resolved, ...burst, claims: resolved.metrics.claims };
   const rechecks = input.rechecks ?? createRechecks(deps.now);
   const { kube, metrics } = deps;
   const app = buildFunctionApp({

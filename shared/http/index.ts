@@ -30,7 +30,9 @@ export {
   createRegistry,
   escapeLabelValue,
 } from './metrics.js';
-export type { Counter, FunctionMetrics, Histogram, Registry } from './metrics.js';
+export type { Counter, FunctionMetrics, Gauge, Histogram, Registry } from './metrics.js';
+export type { ClaimMetrics } from './claim-metrics.js';
+export { BIND_BUCKETS, createClaimMetrics } from './claim-metrics.js';
 export {
   accepted,
   badRequest,

@@ -1,8 +1,14 @@
 /**
- * A minimal Prometheus registry (counters and histograms with labels) rendered in the text
+ * A minimal Prometheus registry (counters, gauges and histograms with labels) rendered in the text
  * exposition format 0.0.4, so no metrics dependency is bundled into every function.
  * @module
  */
+
+import { escapeHelp, formatNumber, labelText } from './exposition.js';
+import type { ClaimMetrics } from './claim-metrics.js';
+import { createClaimMetrics } from './claim-metrics.js';
+
+export { escapeLabelValue } from './exposition.js';
 
 /** `Content-Type` of the text exposition format. */
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -12,6 +18,12 @@ type Labels<L extends string> = Readonly<Record<L, string>>;
 /** A monotonically increasing count per label set. */
 export interface Counter<L extends string> {
   inc(labels: Labels<L>, by?: number): void;
+  get(labels: Labels<L>): number;
+}
+
+/** A value per label set that goes up and down (claims by phase, idle members). */
+export interface Gauge<L extends string> {
+  set(labels: Labels<L>, value: number): void;
   get(labels: Labels<L>): number;
 }
 
@@ -25,6 +37,7 @@ export interface Histogram<L extends string> {
 /** Metrics of one process. */
 export interface Registry {
   counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L>;
+  gauge<L extends string>(name: string, help: string, labelNames: readonly L[]): Gauge<L>;
   histogram<L extends string>(
     name: string,
     help: string,
@@ -42,31 +55,6 @@ export const DEFAULT_BUCKETS: readonly number[] = [
 
 const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
-
-/** Escapes a label value: backslash, double quote and newline. */
-export function escapeLabelValue(v: string): string {
-  return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
-}
-
-function escapeHelp(v: string): string {
-  return v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
-}
-
-function formatNumber(n: number): string {
-  if (n === Infinity) return '+Inf';
-  if (n === -Infinity) return '-Inf';
-  return Number.isNaN(n) ? 'NaN' : String(n);
-}
-
-function labelText(
-  names: readonly string[],
-  values: readonly string[],
-  extra?: [string, string],
-): string {
-  const pairs = names.map((n, i) => `${n}="${escapeLabelValue(values[i] ?? '')}"`);
-  if (extra !== undefined) pairs.push(`${extra[0]}="${escapeLabelValue(extra[1])}"`);
-  return pairs.length === 0 ? '' : `{${pairs.join(',')}}`;
-}
 
 interface Family {
   readonly name: string;
@@ -91,31 +79,55 @@ export function createRegistry(): Registry {
     return labelNames.map((n) => labels[n] ?? '');
   }
 
+  /** One number per label set, rendered as `type`: a counter's or a gauge's store. */
+  function scalar(
+    type: 'counter' | 'gauge',
+    name: string,
+    help: string,
+    labelNames: readonly string[],
+  ) {
+    const series = new Map<string, { values: string[]; count: number }>();
+    register(name, labelNames, {
+      name,
+      render: () => [
+        `# HELP ${name} ${escapeHelp(help)}`,
+        `# TYPE ${name} ${type}`,
+        ...[...series.values()].map(
+          (s) => `${name}${labelText(labelNames, s.values)} ${formatNumber(s.count)}`,
+        ),
+      ],
+    });
+    const at = (labels: Readonly<Record<string, string>>) => {
+      const values = valuesOf(labelNames, labels);
+      const key = JSON.stringify(values);
+      const s = series.get(key) ?? { values, count: 0 };
+      series.set(key, s);
+      return s;
+    };
+    const get = (labels: Readonly<Record<string, string>>): number =>
+      series.get(JSON.stringify(valuesOf(labelNames, labels)))?.count ?? 0;
+    return { at, get };
+  }
+
   return {
     counter<L extends string>(name: string, help: string, labelNames: readonly L[]): Counter<L> {
-      const series = new Map<string, { values: string[]; count: number }>();
-      register(name, labelNames, {
-        name,
-        render: () => [
-          `# HELP ${name} ${escapeHelp(help)}`,
-          `# TYPE ${name} counter`,
-          ...[...series.values()].map(
-            (s) => `${name}${labelText(labelNames, s.values)} ${formatNumber(s.count)}`,
-          ),
-        ],
-      });
+      const s = scalar('counter', name, help, labelNames);
       return {
         inc(labels, by = 1) {
           if (by < 0) throw new Error('a counter cannot decrease');
-          const values = valuesOf(labelNames, labels);
-          const key = JSON.stringify(values);
-          const s = series.get(key) ?? { values, count: 0 };
-          s.count += by;
-          series.set(key, s);
+          s.at(labels).count += by;
         },
-        get(labels) {
-          return series.get(JSON.stringify(valuesOf(labelNames, labels)))?.count ?? 0;
+        get: s.get,
+      };
+    },
+
+    gauge<L extends string>(name: string, help: string, labelNames: readonly L[]): Gauge<L> {
+      const s = scalar('gauge', name, help, labelNames);
+      return {
+        set(labels, value) {
+          s.at(labels).count = value;
         },
+        get: s.get,
       };
     },
 
@@ -193,6 +205,8 @@ export interface FunctionMetrics {
   readonly apiRequestDuration: Histogram<'verb'>;
   /** Latency of the function's own HTTP requests. */
   readonly requestDuration: Histogram<'function' | 'method' | 'code'>;
+  /** Claims by phase, idle members, claim-to-Bound latency. */
+  readonly claims: ClaimMetrics;
   /** Pass as `onRequest` to createKube so API calls land in these metrics. */
   onApiRequest(verb: string, outcome: string, seconds: number): void;
 }
@@ -226,6 +240,7 @@ export function createFunctionMetrics(registry: Registry = createRegistry()): Fu
       'Latency of the HTTP requests this function served.',
       ['function', 'method', 'code'],
     ),
+    claims: createClaimMetrics(registry),
     onApiRequest(verb, outcome, seconds) {
       apiRequests.inc({ verb, outcome });
       apiRequestDuration.observe({ verb }, seconds);

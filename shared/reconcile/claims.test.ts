@@ -112,6 +112,28 @@ describe('claims through reconciles', () => {
     expect(poolOf(m).status).toMatchObject({ claimedReplicas: 0 });
   });
 
+  it('tells the claim metrics: phases and idle members each pass, the wait of each binding', async () => {
+    const m = start();
+    const seen: string[] = [];
+    const claims = {
+      pool: (ns: string, p: string, phases: Readonly<Record<string, number>>, idle: number) => {
+        seen.push(
+          `${ns}/${p} Pending=${phases.Pending ?? 0} Bound=${phases.Bound ?? 0} idle=${idle}`,
+        );
+      },
+      bound: (ns: string, p: string, seconds: number) => {
+        seen.push(`${ns}/${p} bound after ${seconds}s`);
+      },
+    };
+    await reconcilePool({ ...deps(m.kube), claims }, 'ci', 'runners');
+    // The claim was created a minute before it was bound.
+    expect(seen).toEqual([
+      'ci/runners Pending=0 Bound=1 idle=1',
+      'ci/runners bound after 60s',
+      'ci/runners Pending=0 Bound=1 idle=1',
+    ]);
+  });
+
   it('a crash after any write of the bind: a fresh reconcile finishes it, bound once', async () => {
     const clean = crashing(start().kube);
     await reconcilePool(deps(clean.kube), 'ci', 'runners');

@@ -116,7 +116,12 @@ describe('reconcilePool: every outcome of the funnel', () => {
       passes: 1,
       actions: 0,
     });
-    expect(f.calls.map((c) => c.method).sort()).toEqual(['getPool', 'listClaims', 'listDisks', 'listVms']);
+    expect(f.calls.map((c) => c.method).sort()).toEqual([
+      'getPool',
+      'listClaims',
+      'listDisks',
+      'listVms',
+    ]);
   });
 
   it('a permanent action failure is reported as failed after the pass', async () => {

@@ -10,6 +10,8 @@ import { holdBlocked, sameStatus, selectorOf } from '../domain/index.js';
 import type { Failure, Kube, Listed } from '../kube/index.js';
 import { blockMalformed, failClosedUnlessPersisted, reportRefused } from './blocked.js';
 import { execute } from './execute.js';
+import type { ClaimObserver } from './claim-metrics.js';
+import { observeClaims } from './claim-metrics.js';
 import { settleOrphanClaims } from './orphans.js';
 import { planRespectingOutsiders } from './outsiders.js';
 
@@ -27,6 +29,8 @@ export interface ReconcileDeps {
   readonly createBurst?: number;
   /** Sleep between passes after a lost race (jittered); injectable for tests. */
   readonly sleep?: (ms: number) => Promise<void>;
+  /** Where claims by phase, idle members and claim-to-Bound times are reported (metrics). */
+  readonly claims?: ClaimObserver;
 }
 
 /** The result of reconciling one pool. */
@@ -166,8 +170,9 @@ export async function reconcilePool(
       if (closed !== undefined) return closed;
       await Promise.all(p.events.map((e) => kube.recordEvent(pool, e)));
     }
+    const bound = observeClaims(deps.claims, namespace, name, claims.value, p);
     if (p.actions.length === 0) return converged(pass, actions, p.recheckAt);
-    const ex = await execute(kube, pool, p.batches, log);
+    const ex = await execute(kube, pool, p.batches, log, bound);
     actions += ex.done;
     for (const n of ex.foreign) foreign.add(n);
     // A 403 stops the pass even when other actions could be retried: a grant does not appear by itself.

@@ -40,8 +40,16 @@ export interface EventLog {
   readonly flush: () => Promise<void>;
 }
 
-/** The Events of one pass about `pool`; a refused Event is logged, never the pass's failure. */
-export function eventLog(kube: Kube, pool: VirtualMachinePool, log: Logger): EventLog {
+/**
+ * The Events of one pass about `pool`; a refused Event is logged, never the pass's failure.
+ * `done` hears of every action that took effect (metrics).
+ */
+export function eventLog(
+  kube: Kube,
+  pool: VirtualMachinePool,
+  log: Logger,
+  done?: (a: Action) => void,
+): EventLog {
   const writes: Promise<unknown>[] = [];
   const seen = new Map<string, PoolEvent[]>();
   const record = (ev: PoolEvent): void => {
@@ -56,6 +64,7 @@ export function eventLog(kube: Kube, pool: VirtualMachinePool, log: Logger): Eve
   const namespace = pool.metadata.namespace ?? '';
   return {
     report: (a, ok, error) => {
+      if (ok) done?.(a);
       const ev = eventFor(a, ok, error);
       if (ev === undefined) return;
       // A claim's holder watches the claim, not the pool: its Events go on both, never combined.

@@ -35,8 +35,9 @@ export async function execute(
   pool: VirtualMachinePool,
   batches: readonly (readonly Action[])[],
   log: Logger,
+  done?: (a: Action) => void,
 ): Promise<Execution> {
-  const events = eventLog(kube, pool, log);
+  const events = eventLog(kube, pool, log, done);
   const act = actor(kube, pool, events.report);
   const steps: Step[] = [];
   for (const batch of batches) {

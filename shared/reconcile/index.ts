@@ -13,6 +13,7 @@ export * from './scope.js';
 export * from './gc.js';
 export * from './scale-down-with.js';
 export * from './coalesce.js';
+export * from './claim-metrics.js';
 export * from './admission.js';
 export * from './recheck.js';
 export * from './pool-reads.js';

@@ -56,7 +56,12 @@ describe('reconcileScope over many pools', () => {
       ['ci/b', 'converged'],
       ['ci/c', 'converged'],
     ]);
-    expect(f.calls.map((c) => c.method).sort()).toEqual(['listClaims', 'listDisks', 'listPools', 'listVms']);
+    expect(f.calls.map((c) => c.method).sort()).toEqual([
+      'listClaims',
+      'listDisks',
+      'listPools',
+      'listVms',
+    ]);
     // Cluster-wide, every object vmpool labelled.
     expect(f.of('listVms')[0]?.args).toEqual([undefined, keys.poolUid]);
   });

@@ -14,7 +14,7 @@ import type {
 } from '../../api/index.js';
 import { canonicalJson, parseDuration, rfc3339 } from '../formats/index.js';
 import { nameOf } from '../fleet/index.js';
-import type { ClaimStatusWrite } from './actions.js';
+import type { Action, ClaimStatusWrite } from './actions.js';
 
 /** Why a claim's `Bound` condition says what it says. */
 export type BoundReason = 'Bound' | PendingReason | 'Expired' | 'Lost';
@@ -126,6 +126,26 @@ export function statusWrite(
 ): ClaimStatusWrite | undefined {
   if (canonicalJson(status) === canonicalJson(claim.status ?? {})) return undefined;
   return { kind: 'claimStatus', claim: { ...claim, status }, phase: status.phase ?? 'Pending' };
+}
+
+/**
+ * How many claims of pool `pool` are in each phase once `writes` (a plan's claim status writes)
+ * landed; a claim with no phase yet counts as Pending.
+ */
+export function claimPhases(
+  pool: string,
+  claims: readonly VirtualMachineClaim[],
+  writes: readonly Action[],
+): Record<ClaimPhase, number> {
+  const written = new Map<string, ClaimPhase>();
+  for (const w of writes)
+    if (w.kind === 'claimStatus') written.set(w.claim.metadata.uid ?? '', w.phase);
+  const out: Record<ClaimPhase, number> = { Pending: 0, Bound: 0, Expired: 0, Lost: 0 };
+  for (const c of claims) {
+    if (c.spec.poolName !== pool || c.metadata.deletionTimestamp !== undefined) continue;
+    out[written.get(c.metadata.uid ?? '') ?? c.status?.phase ?? 'Pending']++;
+  }
+  return out;
 }
 
 /** The words of each pending reason, for the claim's condition. */

@@ -339,6 +339,9 @@ describe('pending claims and the effective target', () => {
     const { w } = run(down);
     expect(w.vms.map(name).sort()).toEqual([...claimed(bound).keys()].sort());
     expect(w.pool.status).toMatchObject({ claimedReplicas: 2, heldReplicas: 2 });
+    expect(w.pool.status?.conditions?.find((c) => c.type === 'Progressing')?.message).toContain(
+      'or claimed',
+    );
   });
 
   it('with spec.claims a scale-down to 0 keeps the claimed and minIdle', () => {

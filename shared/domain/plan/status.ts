@@ -86,7 +86,7 @@ function progressing(desired: number, c: Counts, l: Leaving): Condition | undefi
       type: 'Progressing',
       status: 'False',
       reason: 'ScaleDownBlockedByProtection',
-      message: `Scale-down to ${desired} replicas waits: ${l.protectedHeld} surplus replicas are protected (annotation ${keys.protected}: "true").`,
+      message: `Scale-down to ${desired} replicas waits: ${l.protectedHeld} surplus replicas are protected (annotation ${keys.protected}: "true")${(l.claims?.claimed ?? 0) > 0 ? ' or claimed (released when their VirtualMachineClaim is deleted or expires)' : ''}.`,
     };
   if (c.replicas === desired) return undefined;
   const draining = l.draining > 0 ? `, ${l.draining} draining` : '';

@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { createFunctionMetrics } from './metrics.js';
+
+describe('claim metrics', () => {
+  it('renders claims by phase (every phase, 0 when none), idle members and bind latency', () => {
+    const m = createFunctionMetrics();
+    m.claims.pool('ci', 'runners', { Bound: 2, Pending: 1 }, 3);
+    m.claims.pool('ci', 'runners', { Bound: 1 }, 2);
+    m.claims.bound('ci', 'runners', 0.2);
+    m.claims.bound('ci', 'runners', 45);
+    const text = m.registry.render();
+    expect(text).toContain('# TYPE vmpool_claims gauge');
+    expect(text).toContain('vmpool_claims{namespace="ci",pool="runners",phase="Bound"} 1');
+    expect(text).toContain('vmpool_claims{namespace="ci",pool="runners",phase="Pending"} 0');
+    expect(text).toContain('vmpool_claims{namespace="ci",pool="runners",phase="Lost"} 0');
+    expect(text).toContain('vmpool_idle_members{namespace="ci",pool="runners"} 2');
+    expect(text).toContain('# TYPE vmpool_claim_bind_seconds histogram');
+    expect(text).toContain(
+      'vmpool_claim_bind_seconds_bucket{namespace="ci",pool="runners",le="0.25"} 1',
+    );
+    expect(text).toContain(
+      'vmpool_claim_bind_seconds_bucket{namespace="ci",pool="runners",le="60"} 2',
+    );
+    expect(text).toContain('vmpool_claim_bind_seconds_count{namespace="ci",pool="runners"} 2');
+  });
+});

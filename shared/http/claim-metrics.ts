@@ -1,0 +1,63 @@
+/**
+ * The metrics of claims: how many a pool has in each phase, its idle members, and how long a claim
+ * waits from its creation until it is Bound (a member idle at once: the write latency; none idle:
+ * a VM start).
+ * @module
+ */
+import type { Gauge, Histogram, Registry } from './metrics.js';
+
+/** Buckets of the claim-to-Bound latency, seconds: 50 ms to 30 minutes. */
+export const BIND_BUCKETS: readonly number[] = [
+  0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800,
+];
+
+/** The claim phases reported, every one of them for every pool (0 when none). */
+const PHASES = ['Pending', 'Bound', 'Expired', 'Lost'] as const;
+
+/** Claim metrics, and what a reconcile tells them. */
+export interface ClaimMetrics {
+  readonly byPhase: Gauge<'namespace' | 'pool' | 'phase'>;
+  readonly idle: Gauge<'namespace' | 'pool'>;
+  readonly bindSeconds: Histogram<'namespace' | 'pool'>;
+  /** A pool's claims by phase and its idle members, as its latest plan left them. */
+  pool(
+    namespace: string,
+    pool: string,
+    phases: Readonly<Record<string, number>>,
+    idle: number,
+  ): void;
+  /** A claim's Bound status was written, `seconds` after the claim was created. */
+  bound(namespace: string, pool: string, seconds: number): void;
+}
+
+/** Registers the claim metrics in `registry`. */
+export function createClaimMetrics(registry: Registry): ClaimMetrics {
+  const byPhase = registry.gauge(
+    'vmpool_claims',
+    'VirtualMachineClaims of a pool by phase, as its latest reconcile saw them.',
+    ['namespace', 'pool', 'phase'],
+  );
+  const idle = registry.gauge(
+    'vmpool_idle_members',
+    'Members of a pool a claim could take now (status.idleReplicas).',
+    ['namespace', 'pool'],
+  );
+  const bindSeconds = registry.histogram(
+    'vmpool_claim_bind_seconds',
+    'Seconds from a claim creation to its Bound status.',
+    ['namespace', 'pool'],
+    BIND_BUCKETS,
+  );
+  return {
+    byPhase,
+    idle,
+    bindSeconds,
+    pool(namespace, pool, phases, count) {
+      for (const phase of PHASES) byPhase.set({ namespace, pool, phase }, phases[phase] ?? 0);
+      idle.set({ namespace, pool }, count);
+    },
+    bound(namespace, pool, seconds) {
+      bindSeconds.observe({ namespace, pool }, Math.max(0, seconds));
+    },
+  };
+}

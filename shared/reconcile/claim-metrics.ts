@@ -1,0 +1,38 @@
+/**
+ * What a reconcile tells the claim metrics: each planned pass, the pool's claims by phase and its
+ * idle members; each Bound status written, the time its claim waited.
+ * @module
+ */
+import type { VirtualMachineClaim } from '../api/index.js';
+import type { Action, Plan } from '../domain/index.js';
+import { claimPhases } from '../domain/index.js';
+
+/** Where a reconcile reports claims (the functions' metrics; absent: nowhere). */
+export interface ClaimObserver {
+  pool(
+    namespace: string,
+    pool: string,
+    phases: Readonly<Record<string, number>>,
+    idle: number,
+  ): void;
+  bound(namespace: string, pool: string, seconds: number): void;
+}
+
+/** Reports a planned pass; returns the hook that reports the Bound statuses its actions write. */
+export function observeClaims(
+  observer: ClaimObserver | undefined,
+  namespace: string,
+  pool: string,
+  claims: readonly VirtualMachineClaim[],
+  p: Plan,
+): ((a: Action) => void) | undefined {
+  if (observer === undefined) return undefined;
+  observer.pool(namespace, pool, claimPhases(pool, claims, p.actions), p.status.idleReplicas ?? 0);
+  return (a) => {
+    if (a.kind !== 'claimStatus' || a.phase !== 'Bound') return;
+    const created = Date.parse(a.claim.metadata.creationTimestamp ?? '');
+    const bound = Date.parse(a.claim.status?.boundAt ?? '');
+    if (!Number.isNaN(created) && !Number.isNaN(bound))
+      observer.bound(namespace, pool, (bound - created) / 1000);
+  };
+}
