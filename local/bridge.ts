@@ -23,6 +23,32 @@ const VERBS: Readonly<Record<string, string>> = {
   DELETED: 'delete',
 };
 
+/**
+ * The binary-mode CloudEvent headers (but `ce-id`) the adapter sends for `obj`, `verb` being
+ * add, update or delete: the subject is the object's path under its own apiVersion.
+ */
+export function eventHeaders(
+  verb: string,
+  obj: Record<string, unknown>,
+  server: string,
+): Record<string, string> {
+  const meta = (obj.metadata ?? {}) as { name?: string; namespace?: string };
+  const kind = typeof obj.kind === 'string' ? obj.kind : '';
+  const plural = `${kind.toLowerCase()}s`;
+  const apiVersion = typeof obj.apiVersion === 'string' ? obj.apiVersion : '';
+  return {
+    'content-type': 'application/json',
+    'ce-specversion': '1.0',
+    'ce-type': `dev.knative.apiserver.resource.${verb}`,
+    'ce-source': server,
+    'ce-subject': `/apis/${apiVersion}/namespaces/${meta.namespace ?? ''}/${plural}/${meta.name ?? ''}`,
+    'ce-kind': kind,
+    'ce-apiversion': apiVersion,
+    'ce-name': meta.name ?? '',
+    'ce-namespace': meta.namespace ?? '',
+  };
+}
+
 /** Starts the bridge; stop() ends every watch. */
 export function startBridge(
   kc: KubeConfig,
@@ -33,24 +59,9 @@ export function startBridge(
   let stopped = false;
   const controllers: AbortController[] = [];
   const send = async (type: string, obj: Record<string, unknown>): Promise<void> => {
-    const meta = (obj.metadata ?? {}) as { name?: string; namespace?: string };
-    const kind = typeof obj.kind === 'string' ? obj.kind : '';
-    const plural = `${kind.toLowerCase()}s`;
-    const apiVersion = typeof obj.apiVersion === 'string' ? obj.apiVersion : '';
     await fetch(sink, {
       method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'ce-specversion': '1.0',
-        'ce-id': randomUUID(),
-        'ce-type': `dev.knative.apiserver.resource.${type}`,
-        'ce-source': server,
-        'ce-subject': `/apis/${apiVersion}/namespaces/${meta.namespace ?? ''}/${plural}/${meta.name ?? ''}`,
-        'ce-kind': kind,
-        'ce-apiversion': apiVersion,
-        'ce-name': meta.name ?? '',
-        'ce-namespace': meta.namespace ?? '',
-      },
+      headers: { ...eventHeaders(type, obj, server), 'ce-id': randomUUID() },
       body: JSON.stringify(obj),
     }).catch((err: unknown) => {
       log(`bridge: delivery failed: ${String(err)}`);
