@@ -90,20 +90,55 @@ describe('kubectl vmpool claim', () => {
         return stored('runners-x7k2p', undefined, (body as { spec: object }).spec);
       });
     const p = ctxOf();
-    await claim(p.ctx, 'runners', {
-      holder: 'job 123',
-      ttl: '1h',
-      onRelease: 'Recycle',
-      wait: false,
-    });
+    await claim(
+      p.ctx,
+      'runners',
+      { holder: 'job 123', ttl: '1h', onRelease: 'Recycle', wait: false },
+      fakeClock(),
+      () => 0,
+    );
     expect(sent).toEqual({
       apiVersion: CLAIM_API_VERSION,
       kind: 'VirtualMachineClaim',
-      metadata: { generateName: 'runners-', namespace: 'ci' },
+      metadata: { name: 'runners-bbbbb', namespace: 'ci' },
       spec: { poolName: 'runners', holder: 'job 123', ttl: '1h', onRelease: 'Recycle' },
     });
     expect(p.out).toEqual([`${CLAIM_RESOURCE}/runners-x7k2p created`]);
     expect(unmatched.seen).toEqual([]);
+  });
+
+  it('a create retried after its answer was lost finds the claim it made: one claim, not two', async () => {
+    const spec = { poolName: 'runners', holder: 'job 5' };
+    nock(API)
+      .post(CLAIMS)
+      .query(true)
+      .reply(503, statusBody(503, 'ServiceUnavailable'))
+      .post(CLAIMS)
+      .query(true)
+      .reply(409, statusBody(409, 'AlreadyExists', 'already exists'));
+    nock(API)
+      .get(`${CLAIMS}/runners-bbbbb`)
+      .reply(200, stored('runners-bbbbb', undefined, spec));
+    const p = ctxOf();
+    await claim(p.ctx, 'runners', { holder: 'job 5', wait: false }, fakeClock(), () => 0);
+    expect(p.out).toEqual([`${CLAIM_RESOURCE}/runners-bbbbb created`]);
+    expect(unmatched.seen).toEqual([]);
+  });
+
+  it("a name taken by another claim is the API server's AlreadyExists, never adopted", async () => {
+    const words =
+      'virtualmachineclaims.vmpool.virtualization.deckhouse.io "runners-bbbbb" already exists';
+    nock(API)
+      .post(CLAIMS)
+      .query(true)
+      .reply(409, statusBody(409, 'AlreadyExists', words));
+    nock(API)
+      .get(`${CLAIMS}/runners-bbbbb`)
+      .reply(200, stored('runners-bbbbb', undefined, { poolName: 'runners', holder: 'bob' }));
+    const message = await failure(
+      claim(ctxOf().ctx, 'runners', { holder: 'alice', wait: false }, fakeClock(), () => 0),
+    );
+    expect(message).toBe(`Error from server (AlreadyExists): ${words}`);
   });
 
   it('--wait prints the bound member alone once Bound, the progress on stderr', async () => {

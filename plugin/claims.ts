@@ -12,7 +12,9 @@ import {
   keys,
   parseWith,
 } from '../shared/api/index.js';
-import { parseDuration } from '../shared/domain/index.js';
+import type { Rand } from '../shared/domain/index.js';
+import { VM_SUFFIX, canonicalJson, parseDuration, suffix } from '../shared/domain/index.js';
+import type { Outcome } from '../shared/kube/index.js';
 import type { Ctx } from './context.js';
 import { CliError, must, printObject } from './context.js';
 
@@ -81,7 +83,7 @@ function timeoutOf(o: ClaimOptions): number {
 }
 
 /**
- * Creates a claim on `pool` (named `<pool>-<random>`), and with `--wait` waits until it is Bound:
+ * Creates a claim on `pool` (named `<pool>-<5 random characters>`), and with `--wait` waits until it is Bound:
  * then prints the member's name (the claim's with `-o name`, the claim with `-o json|yaml`).
  */
 export async function claim(
@@ -89,6 +91,7 @@ export async function claim(
   pool: string,
   o: ClaimOptions,
   clock: Clock = realClock,
+  rand: Rand = Math.random,
 ): Promise<void> {
   if (o.onRelease !== undefined && !OnRelease.safeParse(o.onRelease).success)
     throw new CliError(
@@ -101,13 +104,7 @@ export async function claim(
     ...(o.ttl === undefined ? {} : { ttl: o.ttl }),
     ...(o.onRelease === undefined ? {} : { onRelease: o.onRelease }),
   };
-  const body = {
-    apiVersion: CLAIM_API_VERSION,
-    kind: 'VirtualMachineClaim',
-    metadata: { generateName: `${pool}-`, namespace: ctx.namespace },
-    spec,
-  };
-  const created = parseClaim(must(await ctx.raw.create(body)));
+  const created = parseClaim(must(await createOnce(ctx, pool, spec, rand)));
   const name = created.metadata.name ?? '';
   if (!o.wait) {
     if (printObject(ctx, created)) return;
@@ -120,6 +117,32 @@ export async function claim(
   ctx.out(
     ctx.output === 'name' ? `${CLAIM_RESOURCE}/${name}` : (bound.status?.virtualMachineName ?? ''),
   );
+}
+
+/**
+ * Creates the claim under a name chosen here rather than by `generateName`: the funnel retries a
+ * create whose answer was lost, and with a server-chosen name that retry would make a second claim,
+ * holding a second member nobody releases. With ours, the retry meets AlreadyExists and finds the
+ * claim it made (same spec).
+ */
+async function createOnce(
+  ctx: Ctx,
+  pool: string,
+  spec: Record<string, string>,
+  rand: Rand,
+): Promise<Outcome<unknown>> {
+  const name = `${pool}-${suffix(rand, VM_SUFFIX)}`;
+  const got = await ctx.raw.create({
+    apiVersion: CLAIM_API_VERSION,
+    kind: 'VirtualMachineClaim',
+    metadata: { name, namespace: ctx.namespace },
+    spec,
+  });
+  if (got.ok || got.reason !== 'alreadyExists') return got;
+  const there = await ctx.raw.get(claimRef(ctx.namespace, name));
+  const same =
+    there.ok && canonicalJson((there.value as { spec?: unknown }).spec) === canonicalJson(spec);
+  return same ? there : got;
 }
 
 /** Reads the claim until it is Bound; a claim Lost, Expired or gone, or the deadline, is an error. */

@@ -100,7 +100,9 @@ export function must<T>(o: Outcome<T>): T {
   if (o.ok) return o.value;
   const gone = /ECONNREFUSED ([^\s,)]+)/.exec(o.message);
   if (o.code === 0 && gone !== null) throw new CliError(refused(gone[1] ?? ''));
-  const reason = statusReason(o.code) ?? o.reason;
+  // kubectl names a 409 by its Status reason: AlreadyExists apart from other conflicts.
+  const reason =
+    o.reason === 'alreadyExists' ? 'AlreadyExists' : (statusReason(o.code) ?? o.reason);
   throw new CliError(
     o.code === 0 ? `error: ${o.message}` : `Error from server (${reason}): ${o.message}`,
   );
