@@ -204,6 +204,19 @@ describe('claims through npm start, kubectl and kubectl vmpool', () => {
     }
     const st = await twoIdle('three claims bound');
     expect(st.claimedReplicas).toBe(3);
+
+    // kubectl vmpool status: the counts, each claimed member with its claim and holder, the idle.
+    const status = await kubectl(['vmpool', 'status', POOL, '-n', NS]);
+    expect(status).toContain(
+      'Claims:    3 claimed, 2 idle (minIdle 2, maxReplicas 8, onRelease Delete)',
+    );
+    for (const [i, g] of got.entries())
+      expect(status).toMatch(
+        new RegExp(`^${g.vm}\\s.*claimed by ${g.claim} \\(job-${String(i + 1)}\\)$`, 'm'),
+      );
+    expect(status.split('\n').filter((l) => /^runners-\S+\s.*\sidle$/.test(l))).toHaveLength(2);
+    for (const g of got)
+      expect(status).toMatch(new RegExp(`^${g.claim}\\s+Bound\\s+${g.vm}\\s`, 'm'));
   }, 300_000);
 
   it('scaledownwith naming a claimed member answers 409 naming the claim', async () => {
