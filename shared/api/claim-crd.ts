@@ -5,18 +5,8 @@
 import { PART_OF_LABEL, VMPOOL } from './meta.js';
 import { CLAIM_API_VERSION, CLAIM_GROUP, CLAIM_VERSION, ClaimSpec, ClaimStatus } from './claim.js';
 import type { Schema } from './crd.js';
-import { schemaOf, withoutKeywords } from './crd.js';
-
-/**
- * What the admission webhook checks of a claim's spec instead of the schema: a Go duration (the
- * pattern's refusal would quote the regular expression) and an unchanged poolName on update (a CEL
- * rule would add "some validation rules were not checked" to every required, enum or length
- * refusal, a second message for one mistake). The rest stays the schema's, one message each.
- */
-export const CLAIM_LEFT_TO_ADMISSION = {
-  poolName: ['x-kubernetes-validations'],
-  ttl: ['pattern'],
-} as const;
+import { schemaOf } from './crd.js';
+import { CLAIM_LEFT_TO_ADMISSION, withoutKeywords } from './schema-edits.js';
 
 /** The VirtualMachineClaim CRD as a plain object (apply it as JSON or YAML). */
 export function claimCrd(): Schema {

@@ -57,7 +57,7 @@ export const PoolClaims = z
   )
   .meta({
     'x-kubernetes-validations': [
-      // Without maxReplicas the admission webhook answers (see crd.ts withClaimsLeftToAdmission).
+      // Without maxReplicas the admission webhook answers (schema-edits.ts CLAIMS_LEFT_TO_ADMISSION).
       {
         rule: '!has(self.maxReplicas) || self.minIdle <= self.maxReplicas',
         message: claimCelMessages.minIdleWithinMax,

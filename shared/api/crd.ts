@@ -6,6 +6,11 @@
 import { z } from 'zod';
 import { API_VERSION, GROUP, PART_OF_LABEL, VERSION, VMPOOL } from './meta.js';
 import { PoolSpec, PoolStatus } from './pool.js';
+import {
+  CLAIMS_LEFT_TO_ADMISSION,
+  withoutKeywords,
+  withoutReplicasMinimum,
+} from './schema-edits.js';
 
 /** A JSON object of a CRD. */
 export type Schema = Record<string, unknown>;
@@ -70,61 +75,6 @@ export function schemaOf(model: z.ZodType): Schema {
   }) as Schema;
   return structural(raw, false);
 }
-
-/**
- * The spec schema without `minimum: 0` on `replicas`: the API server already refuses a negative
- * `specReplicasPath` of a CRD with a scale subresource ("should be a non-negative integer"), so the
- * schema's bound only added a second message for the same mistake.
- */
-function withoutReplicasMinimum(spec: Schema): Schema {
-  const props = spec.properties as Record<string, Schema> | undefined;
-  const replicas = props?.replicas;
-  if (props === undefined || replicas === undefined) return spec;
-  const rest = { ...replicas };
-  delete rest.minimum;
-  return { ...spec, properties: { ...props, replicas: rest } };
-}
-
-/**
- * `schema` without the keywords `drop` names at the properties path it gives (`[]`: the node itself):
- * `{ 'claims.maxTTL': ['pattern'] }`. A path the schema lacks is left alone.
- */
-export function withoutKeywords(
-  schema: Schema,
-  drop: Readonly<Record<string, readonly string[]>>,
-): Schema {
-  const strip = (node: Schema, path: readonly string[], keywords: readonly string[]): Schema => {
-    const [head, ...rest] = path;
-    if (head === undefined) {
-      const out = { ...node };
-      for (const k of keywords) delete out[k];
-      return out;
-    }
-    const props = node.properties as Record<string, Schema> | undefined;
-    const child = props?.[head];
-    if (props === undefined || child === undefined) return node;
-    return { ...node, properties: { ...props, [head]: strip(child, rest, keywords) } };
-  };
-  let out = schema;
-  for (const [path, keywords] of Object.entries(drop))
-    out = strip(out, path === '' ? [] : path.split('.'), keywords);
-  return out;
-}
-
-/**
- * What the admission webhook says of `spec.claims` instead of the schema. A CRD with CEL rules adds
- * "some validation rules were not checked" to every required, enum or length refusal, and a bound
- * beside a rule that implies it says one mistake twice; a pattern's message is the regular
- * expression. So: a missing `maxReplicas`, an `onRelease` other than Delete or Recycle and a `maxTTL`
- * that is not a Go duration are the webhook's (one clear message each), and a negative `maxReplicas`
- * is the CEL rule's alone (`minIdle` is at least 0).
- */
-export const CLAIMS_LEFT_TO_ADMISSION = {
-  claims: ['required'],
-  'claims.maxReplicas': ['minimum'],
-  'claims.onRelease': ['enum'],
-  'claims.maxTTL': ['pattern'],
-} as const;
 
 /** The VirtualMachinePool CRD as a plain object (apply it as JSON or YAML). */
 export function poolCrd(): Schema {

@@ -1,7 +1,7 @@
 /**
  * Admission of VirtualMachineClaims and of a pool's `spec.claims`: what the CRD schemas leave to
- * the webhook (claim-crd.ts CLAIM_LEFT_TO_ADMISSION, crd.ts CLAIMS_LEFT_TO_ADMISSION), one clear
- * message per mistake. Whether the pool exists is not checked: a claim may come before its pool.
+ * the webhook (shared/api/schema-edits.ts), one clear message per mistake. Whether the pool exists
+ * is not checked: a claim may come before its pool.
  * @module
  */
 import type { AdmissionRequest, VirtualMachinePool } from '../../api/index.js';
