@@ -809,6 +809,17 @@ describe('scale-down-with: fleet control', () => {
     expect(s.message).toContain(`${keys.protected}: "true"`);
   });
 
+  it('POST scaledownwith naming a claimed VM → 409 naming the claim, and no PUT', async () => {
+    const p = explicitPool();
+    const held = vm(p, 'runners-ggggg', {
+      annotations: { [keys.claimedBy]: 'job-123', [keys.claimUid]: 'uid-job-123' },
+      labels: { [keys.claimed]: 'true' },
+    });
+    const s = await refused(p, held, 409);
+    expect(s).toMatchObject({ kind: 'Status', code: 409, reason: 'Conflict' });
+    expect(s.message).toContain('claimed by VirtualMachineClaim "job-123"');
+  });
+
   it('POST scaledownwith while the pool is paused → 409 saying so, and no PUT', async () => {
     const p = explicitPool();
     p.spec.paused = true;

@@ -128,13 +128,9 @@ export async function reconcilePool(
     const unseen = [...(vms.malformed ?? []), ...(disks.malformed ?? [])];
     if (unseen.length > 0) return blockMalformed(deps, pool, unseen);
     const burst = deps.createBurst === undefined ? {} : { burst: deps.createBurst };
-    // A claim that does not parse keeps its member as it is (never released for a claim unseen).
+    // A claim that does not parse keeps its member as it is (never released for a claim unseen);
+    // the funnel reports it once per object version (onMalformed), not once per pass.
     const unreadableClaims = (claims.malformed ?? []).map((m) => m.uid);
-    for (const m of claims.malformed ?? [])
-      log.warn(
-        { pool: `${namespace}/${name}`, claim: m.name, issue: m.issue },
-        'claim does not parse',
-      );
     const observed = {
       pool,
       vms: vms.value,

@@ -20,12 +20,7 @@ type Kind = 'pool' | 'vm' | 'disk' | 'claim';
 /** A call about to land: the test may change the store first (a concurrent writer). */
 export interface Landing {
   readonly method:
-    | 'deleteVm'
-    | 'deleteDisk'
-    | 'updateVm'
-    | 'updateDisk'
-    | 'createVm'
-    | 'updateClaimStatus';
+    'deleteVm' | 'deleteDisk' | 'updateVm' | 'updateDisk' | 'createVm' | 'updateClaimStatus';
   readonly name: string;
 }
 

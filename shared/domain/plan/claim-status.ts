@@ -185,3 +185,15 @@ export function orphanStatus(claim: VirtualMachineClaim, now: Date): ClaimStatus
   const message = pendingMessage('PoolNotFound', pool, 0);
   return statusWrite(claim, pendingStatus(claim, 'PoolNotFound', message, now));
 }
+
+/** Why a claim expired, for its condition. */
+export function expiredMessage(c: VirtualMachineClaim): string {
+  const vm = c.status?.virtualMachineName ?? '';
+  return `Expired at ${c.status?.expiresAt ?? ''}: VirtualMachine "${vm}" was released.`;
+}
+
+/** Why a claim is Lost, for its condition. */
+export function lostMessage(c: VirtualMachineClaim): string {
+  const vm = c.status?.virtualMachineName ?? '';
+  return `VirtualMachine "${vm}" is gone or no longer bound to this claim (deleted by a person?): create a new claim for another member.`;
+}

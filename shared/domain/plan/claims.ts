@@ -29,6 +29,8 @@ import { resourceVersionOf } from './actions.js';
 import {
   boundStatus,
   endedStatus,
+  expiredMessage,
+  lostMessage,
   pendingMessage,
   pendingStatus,
   statusWrite,
@@ -245,14 +247,4 @@ export function decideClaims(input: Readonly<ClaimsInput>): ClaimsPlan {
     idle: idle.slice(taken),
     ...(recheck === Infinity ? {} : { recheckAt: recheck }),
   };
-}
-
-function expiredMessage(c: VirtualMachineClaim): string {
-  const vm = c.status?.virtualMachineName ?? '';
-  return `Expired at ${c.status?.expiresAt ?? ''}: VirtualMachine "${vm}" was released.`;
-}
-
-function lostMessage(c: VirtualMachineClaim): string {
-  const vm = c.status?.virtualMachineName ?? '';
-  return `VirtualMachine "${vm}" is gone or no longer bound to this claim (deleted by a person?): create a new claim for another member.`;
 }

@@ -12,6 +12,7 @@ import type {
 } from '../../api/index.js';
 import { keys } from '../../api/index.js';
 import { canonicalJson, rfc3339 } from '../formats/index.js';
+import { normalizeIntent } from './intent.js';
 import {
   availableAt,
   awaitingRestart,
@@ -20,6 +21,8 @@ import {
   isTerminating,
   scaleSelectorOf,
 } from '../fleet/index.js';
+
+export { normalizeIntent } from './intent.js';
 
 /** Counts derived from the members. */
 export interface Counts {
@@ -176,21 +179,6 @@ function withTransitions(next: Condition[], prev: readonly Condition[], now: Dat
     const since = old?.status === c.status ? old.lastTransitionTime : undefined;
     return { ...c, lastTransitionTime: since ?? rfc3339(now) };
   });
-}
-
-/** An intent with empty lists dropped, or undefined when nothing is pending. */
-export function normalizeIntent(intent: Intent): Intent | undefined {
-  const out: Intent = {};
-  if (intent.creates?.length) out.creates = [...intent.creates];
-  if (intent.deletes?.length) out.deletes = [...intent.deletes];
-  if (intent.bindings?.length) out.bindings = [...intent.bindings];
-  if (intent.claims?.length) out.claims = [...intent.claims];
-  const creating = new Set(out.creates);
-  const standby = intent.standbyCreates?.filter((n) => creating.has(n));
-  if (standby?.length) out.standbyCreates = standby;
-  if (intent.promotions?.length) out.promotions = [...intent.promotions];
-  if (intent.returns?.length) out.returns = [...intent.returns];
-  return Object.keys(out).length === 0 ? undefined : out;
 }
 
 /** What the status step reads: the replicas observed, and what the plan decided beside them. */
