@@ -1,18 +1,53 @@
 /**
- * A watch bridge for machines without the Knative adapter binary: it watches pools, VMs and disks and
- * POSTs the same Resource-mode CloudEvents the ApiServerSource adapter would (binary mode).
+ * A watch bridge for machines without the Knative adapter binary: it watches pools, VMs, disks and
+ * claims and POSTs the same Resource-mode CloudEvents the ApiServerSource adapter would (binary mode).
  * @module
  */
 import { randomUUID } from 'node:crypto';
 import { Watch } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { GROUP, VERSION } from '../shared/api/index.js';
+import { CLAIM_API_VERSION, GROUP, VERSION } from '../shared/api/index.js';
+
+/** What the bridge watches: each resource under its own group and version. */
+const WATCHED: readonly (readonly [apiVersion: string, plural: string])[] = [
+  [`${GROUP}/${VERSION}`, 'virtualmachinepools'],
+  [`${GROUP}/${VERSION}`, 'virtualmachines'],
+  [`${GROUP}/${VERSION}`, 'virtualdisks'],
+  // Claims are in vmpool's own group, whatever group pools are served in.
+  [CLAIM_API_VERSION, 'virtualmachineclaims'],
+];
 
 const VERBS: Readonly<Record<string, string>> = {
   ADDED: 'add',
   MODIFIED: 'update',
   DELETED: 'delete',
 };
+
+/**
+ * The binary-mode CloudEvent headers (but `ce-id`) the adapter sends for `obj`, `verb` being
+ * add, update or delete: the subject is the object's path under its own apiVersion.
+ */
+export function eventHeaders(
+  verb: string,
+  obj: Record<string, unknown>,
+  server: string,
+): Record<string, string> {
+  const meta = (obj.metadata ?? {}) as { name?: string; namespace?: string };
+  const kind = typeof obj.kind === 'string' ? obj.kind : '';
+  const plural = `${kind.toLowerCase()}s`;
+  const apiVersion = typeof obj.apiVersion === 'string' ? obj.apiVersion : '';
+  return {
+    'content-type': 'application/json',
+    'ce-specversion': '1.0',
+    'ce-type': `dev.knative.apiserver.resource.${verb}`,
+    'ce-source': server,
+    'ce-subject': `/apis/${apiVersion}/namespaces/${meta.namespace ?? ''}/${plural}/${meta.name ?? ''}`,
+    'ce-kind': kind,
+    'ce-apiversion': apiVersion,
+    'ce-name': meta.name ?? '',
+    'ce-namespace': meta.namespace ?? '',
+  };
+}
 
 /** Starts the bridge; stop() ends every watch. */
 export function startBridge(
@@ -24,31 +59,16 @@ export function startBridge(
   let stopped = false;
   const controllers: AbortController[] = [];
   const send = async (type: string, obj: Record<string, unknown>): Promise<void> => {
-    const meta = (obj.metadata ?? {}) as { name?: string; namespace?: string };
-    const kind = typeof obj.kind === 'string' ? obj.kind : '';
-    const plural = `${kind.toLowerCase()}s`;
     await fetch(sink, {
       method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'ce-specversion': '1.0',
-        'ce-id': randomUUID(),
-        'ce-type': `dev.knative.apiserver.resource.${type}`,
-        'ce-source': server,
-        'ce-subject': `/apis/${GROUP}/${VERSION}/namespaces/${meta.namespace ?? ''}/${plural}/${meta.name ?? ''}`,
-        'ce-kind': kind,
-        'ce-apiversion': typeof obj.apiVersion === 'string' ? obj.apiVersion : '',
-        'ce-name': meta.name ?? '',
-        'ce-namespace': meta.namespace ?? '',
-      },
+      headers: { ...eventHeaders(type, obj, server), 'ce-id': randomUUID() },
       body: JSON.stringify(obj),
     }).catch((err: unknown) => {
       log(`bridge: delivery failed: ${String(err)}`);
     });
   };
-  const watchOne = (plural: string): void => {
+  const watchOne = (path: string): void => {
     if (stopped) return;
-    const path = `/apis/${GROUP}/${VERSION}/${plural}`;
     void new Watch(kc)
       .watch(
         path,
@@ -60,18 +80,18 @@ export function startBridge(
         () => {
           // The watch ended (timeout or error): start again; the resync tick covers the gap.
           setTimeout(() => {
-            watchOne(plural);
+            watchOne(path);
           }, 1000);
         },
       )
       .then((c) => controllers.push(c))
       .catch(() =>
         setTimeout(() => {
-          watchOne(plural);
+          watchOne(path);
         }, 1000),
       );
   };
-  for (const p of ['virtualmachinepools', 'virtualmachines', 'virtualdisks']) watchOne(p);
+  for (const [apiVersion, plural] of WATCHED) watchOne(`/apis/${apiVersion}/${plural}`);
   return {
     stop: () => {
       stopped = true;

@@ -5,8 +5,14 @@
  * @module
  */
 import type { StoredObject } from '../shared/api/index.js';
-import { OWN_SUBRESOURCES_GROUP, SUBRESOURCES_GROUP, VERSION } from '../shared/api/index.js';
-import { POOL_PATH, SCALE_PATH } from '../functions/scale-validate/app.js';
+import {
+  CLAIM_GROUP,
+  CLAIM_VERSION,
+  OWN_SUBRESOURCES_GROUP,
+  SUBRESOURCES_GROUP,
+  VERSION,
+} from '../shared/api/index.js';
+import { CLAIM_PATH, POOL_PATH, SCALE_PATH } from '../functions/scale-validate/app.js';
 import { ownedByVmpool, provenance } from './ownership.js';
 
 /** Where the local HTTPS functions listen, and the CA that signed their certificate. */
@@ -70,7 +76,13 @@ export const SCALE_DOWN_SERVICE = 'scale-down-with';
 /** The webhook configuration, the Namespace, the Service and the APIService for `npm start`. */
 export function wiring(e: LocalEndpoints): object[] {
   const caBundle = Buffer.from(e.caPem).toString('base64');
-  const webhook = (name: string, path: string, resource: string, operations: string[]) => ({
+  const webhook = (
+    name: string,
+    path: string,
+    resource: string,
+    operations: string[],
+    group = { apiGroups: ['virtualization.deckhouse.io'], apiVersions: ['v1alpha2'] },
+  ) => ({
     name,
     admissionReviewVersions: ['v1'],
     sideEffects: 'None',
@@ -80,8 +92,7 @@ export function wiring(e: LocalEndpoints): object[] {
     clientConfig: { url: `https://127.0.0.1:${e.validatePort}${path}`, caBundle },
     rules: [
       {
-        apiGroups: ['virtualization.deckhouse.io'],
-        apiVersions: ['v1alpha2'],
+        ...group,
         operations,
         resources: [resource],
         scope: 'Namespaced',
@@ -98,6 +109,13 @@ export function wiring(e: LocalEndpoints): object[] {
         webhook('vmpool-scale.local.vmpool.io', SCALE_PATH, 'virtualmachinepools/scale', [
           'UPDATE',
         ]),
+        webhook(
+          'vmpool-claim.local.vmpool.io',
+          CLAIM_PATH,
+          'virtualmachineclaims',
+          ['CREATE', 'UPDATE'],
+          { apiGroups: [CLAIM_GROUP], apiVersions: [CLAIM_VERSION] },
+        ),
       ],
     },
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: e.namespace } },

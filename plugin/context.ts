@@ -22,15 +22,29 @@ export interface Ctx {
   readonly kube: Kube;
   readonly raw: Manifests;
   readonly namespace: string;
-  readonly output: 'table' | 'json' | 'yaml';
+  /** `name` only where the command takes it (see {@link contextOf}'s `formats`). */
+  readonly output: 'table' | 'json' | 'yaml' | 'name';
   readonly out: (line: string) => void;
+  /** Progress for a person (stderr), kept out of what a script reads. */
+  readonly err: (line: string) => void;
 }
 
 /** A failure the plugin reports as kubectl does, and the exit code that goes with it. */
 export class CliError extends Error {}
 
-/** The cluster, credentials and namespace as kubectl would choose them from the same flags. */
-export function contextOf(flags: GlobalFlags, out: (line: string) => void): Ctx {
+/** The `-o` formats of a command besides its table. */
+export type Formats = readonly ('json' | 'yaml' | 'name')[];
+
+/**
+ * The cluster, credentials and namespace as kubectl would choose them from the same flags.
+ * `formats`: the `-o` values the command takes.
+ */
+export function contextOf(
+  flags: GlobalFlags,
+  out: (line: string) => void,
+  err: (line: string) => void = () => undefined,
+  formats: Formats = ['json', 'yaml'],
+): Ctx {
   const kc = new KubeConfig();
   if (flags.kubeconfig !== undefined) loadFile(kc, flags.kubeconfig);
   else kc.loadFromDefault();
@@ -45,16 +59,18 @@ export function contextOf(flags: GlobalFlags, out: (line: string) => void): Ctx 
   const namespace =
     flags.namespace ?? kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
   const output = flags.output ?? 'table';
-  if (output !== 'table' && output !== 'json' && output !== 'yaml')
+  const format = formats.find((f) => f === output);
+  if (output !== 'table' && format === undefined)
     throw new CliError(
-      `error: unable to match a printer suitable for the output format "${output}", allowed formats are: json,yaml`,
+      `error: unable to match a printer suitable for the output format "${output}", allowed formats are: ${formats.toSorted().join(',')}`,
     );
   return {
     kube: createKube(kc, { retry: { attempts: 2 } }),
     raw: createManifests(kc),
     namespace,
-    output,
+    output: format ?? 'table',
     out,
+    err,
   };
 }
 
@@ -84,7 +100,9 @@ export function must<T>(o: Outcome<T>): T {
   if (o.ok) return o.value;
   const gone = /ECONNREFUSED ([^\s,)]+)/.exec(o.message);
   if (o.code === 0 && gone !== null) throw new CliError(refused(gone[1] ?? ''));
-  const reason = statusReason(o.code) ?? o.reason;
+  // kubectl names a 409 by its Status reason: AlreadyExists apart from other conflicts.
+  const reason =
+    o.reason === 'alreadyExists' ? 'AlreadyExists' : (statusReason(o.code) ?? o.reason);
   throw new CliError(
     o.code === 0 ? `error: ${o.message}` : `Error from server (${reason}): ${o.message}`,
   );

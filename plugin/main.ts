@@ -3,6 +3,8 @@
  * `kubectl-vmpool` on PATH).
  *
  *   kubectl vmpool scale-down-with POOL VM [VM...] [--dry-run]
+ *   kubectl vmpool claim POOL [--holder H] [--ttl 1h] [--on-release Delete|Recycle] [--wait [--timeout 5m]]
+ *   kubectl vmpool release CLAIM [CLAIM...]
  *   kubectl vmpool status POOL
  *   kubectl vmpool victims POOL [--count N]
  *   kubectl vmpool version
@@ -12,6 +14,8 @@
  */
 import { parseArgs } from 'node:util';
 import { VERSION_TEXT, scaleDownWith, victims } from './commands.js';
+import { claim, release } from './claims.js';
+import type { Formats } from './context.js';
 import { CliError, contextOf } from './context.js';
 import { status } from './status.js';
 
@@ -19,11 +23,20 @@ const USAGE = `Everyday work with VirtualMachinePools.
 
 Usage:
   kubectl vmpool scale-down-with POOL VM [VM...] [--dry-run]   remove these replicas (atomically)
-  kubectl vmpool status POOL                                   counts, conditions, members, Events
+  kubectl vmpool claim POOL [--holder H] [--ttl 1h] [--on-release Delete|Recycle] [--wait [--timeout 5m]]
+                                                               take an idle member (with --wait: print its name once bound)
+  kubectl vmpool release CLAIM [CLAIM...]                      give claimed members back (the pool deletes or recycles them)
+  kubectl vmpool status POOL                                   counts, conditions, members, claims, Events
   kubectl vmpool victims POOL [--count N]                      who a scale-down would remove next
   kubectl vmpool version
 
-Flags: --kubeconfig FILE, --context NAME, -n/--namespace NS, -o/--output json|yaml`;
+Flags: --kubeconfig FILE, --context NAME, -n/--namespace NS, -o/--output json|yaml (claim: also name; release: name)`;
+
+/** The \`-o\` formats each command takes besides its own text. */
+const FORMATS: Readonly<Record<string, Formats>> = {
+  claim: ['json', 'name', 'yaml'],
+  release: ['name'],
+};
 
 /** Runs one command line; resolves with the exit code. */
 export async function run(
@@ -45,6 +58,11 @@ export async function run(
         output: { type: 'string', short: 'o' },
         'dry-run': { type: 'boolean', default: false },
         count: { type: 'string', default: '1' },
+        holder: { type: 'string' },
+        ttl: { type: 'string' },
+        'on-release': { type: 'string' },
+        wait: { type: 'boolean', default: false },
+        timeout: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -65,7 +83,10 @@ export async function run(
     return 0;
   }
   try {
-    if (pool === undefined) throw new CliError(`error: ${command} needs a pool name\n\n${USAGE}`);
+    if (pool === undefined) {
+      const what = command === 'release' ? 'a claim name' : 'a pool name';
+      throw new CliError(`error: ${command} needs ${what}\n\n${USAGE}`);
+    }
     const ctx = contextOf(
       {
         ...(f.kubeconfig === undefined ? {} : { kubeconfig: f.kubeconfig }),
@@ -74,10 +95,21 @@ export async function run(
         ...(f.output === undefined ? {} : { output: f.output }),
       },
       out,
+      err,
+      FORMATS[command],
     );
     if (command === 'scale-down-with') await scaleDownWith(ctx, pool, rest, f['dry-run']);
     else if (command === 'status') await status(ctx, pool, new Date());
     else if (command === 'victims') await victims(ctx, pool, Number(f.count));
+    else if (command === 'claim')
+      await claim(ctx, pool, {
+        ...(f.holder === undefined ? {} : { holder: f.holder }),
+        ...(f.ttl === undefined ? {} : { ttl: f.ttl }),
+        ...(f['on-release'] === undefined ? {} : { onRelease: f['on-release'] }),
+        ...(f.timeout === undefined ? {} : { timeout: f.timeout }),
+        wait: f.wait,
+      });
+    else if (command === 'release') await release(ctx, [pool, ...rest]);
     else throw new CliError(`error: unknown command "${command}"\n\n${USAGE}`);
     return 0;
   } catch (e) {

@@ -1,5 +1,5 @@
 /**
- * scale-validate: the validating admission webhook for pools and their `/scale` subresource.
+ * scale-validate: the validating admission webhook for pools, their `/scale` subresource and claims.
  * failurePolicy Fail with a 10 s timeout: a pool write is refused rather than let through unchecked.
  * @module
  */
@@ -20,6 +20,9 @@ import { ADMISSION_MAX_BODY_BYTES, reviewAdmission } from '../../shared/reconcil
 /** Paths the webhook configuration points at (the reference's, so its manifests carry over). */
 export const POOL_PATH = '/validate-virtualization-deckhouse-io-v1alpha2-virtualmachinepool';
 export const SCALE_PATH = '/validate-virtualization-deckhouse-io-v1alpha2-virtualmachinepool-scale';
+/** Path of the VirtualMachineClaim webhook. */
+export const CLAIM_PATH =
+  '/validate-vmpool-virtualization-deckhouse-io-v1alpha1-virtualmachineclaim';
 
 function answer(
   uid: string,
@@ -83,6 +86,7 @@ export function buildValidateApp(input: ValidateAppDeps): Hono<NodeEnv> {
     });
     app.use(POOL_PATH, only);
     app.use(SCALE_PATH, only);
+    app.use(CLAIM_PATH, only);
   }
   const handler = async (c: Context<NodeEnv>): Promise<Response> => {
     const parsed = await parseBody(c, AdmissionReview);
@@ -111,5 +115,6 @@ export function buildValidateApp(input: ValidateAppDeps): Hono<NodeEnv> {
   };
   app.post(POOL_PATH, handler);
   app.post(SCALE_PATH, handler);
+  app.post(CLAIM_PATH, handler);
   return app;
 }

@@ -14,7 +14,7 @@ import { mintCerts } from '../../test/functions/certs.js';
 import type { TestCerts } from '../../test/functions/certs.js';
 import { guardNock, testKube } from '../../test/functions/fixtures.js';
 import { testLog } from '../../test/logs.js';
-import { POOL_PATH, SCALE_PATH, buildValidateApp } from './app.js';
+import { CLAIM_PATH, POOL_PATH, SCALE_PATH, buildValidateApp } from './app.js';
 
 const unmatched = guardNock();
 let certs: TestCerts;
@@ -47,7 +47,7 @@ const malformed = (): RequestInit => ({
 });
 
 describe('scale-validate: only the API server, when a client CA is configured', () => {
-  it.each([POOL_PATH, SCALE_PATH])(
+  it.each([POOL_PATH, SCALE_PATH, CLAIM_PATH])(
     '%s without a client certificate → 401, nothing read',
     async (path) => {
       const res = await build(undefined).request(path, malformed());

@@ -3,7 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { claimCrd } from './claim-crd.js';
-import { PoolClaims, VirtualMachineClaim } from './claim.js';
+import { PoolClaims, VirtualMachineClaim, claimCelMessages } from './claim.js';
+import { poolCrd } from './crd.js';
 
 type Json = Record<string, unknown>;
 const crd = claimCrd() as {
@@ -35,14 +36,41 @@ describe('the VirtualMachineClaim CRD generated from the models', () => {
     expect(columns).toEqual(['Pool', 'Phase', 'VM', 'Holder', 'Age']);
   });
 
-  it('requires poolName, keeps it immutable, and describes every spec field', () => {
+  it('requires poolName and describes every spec field', () => {
     expect(spec.required).toEqual(['poolName']);
-    expect(spec.properties.poolName?.['x-kubernetes-validations']).toEqual([
-      { rule: 'self == oldSelf', message: expect.stringContaining('immutable') as unknown },
-    ]);
     for (const [field, s] of Object.entries(spec.properties))
       expect(typeof s.description, field).toBe('string');
     expect(Object.keys(spec.properties).sort()).toEqual(['holder', 'onRelease', 'poolName', 'ttl']);
+  });
+
+  it("has no CEL rule and no duration pattern: those are the webhook's, one message per mistake", () => {
+    // With any CEL rule, a required, enum or length refusal gains "some validation rules were not
+    // checked"; a pattern's refusal quotes the regular expression.
+    expect(JSON.stringify(crd)).not.toContain('x-kubernetes-validations');
+    expect(spec.properties.ttl?.pattern).toBeUndefined();
+    expect(spec.properties.onRelease?.enum).toEqual(['Delete', 'Recycle']);
+    expect(spec.properties.holder?.maxLength).toBe(253);
+  });
+
+  it("leaves the pool's spec.claims checks the webhook words better to it", () => {
+    const pool = poolCrd() as typeof crd;
+    const poolSpec = (
+      pool.spec.versions[0]!.schema.openAPIV3Schema as { properties: Record<string, Json> }
+    ).properties.spec as {
+      properties: Record<string, Json & { properties: Record<string, Json> }>;
+    };
+    const claims = poolSpec.properties.claims!;
+    expect(claims.required).toBeUndefined();
+    expect(claims.properties.maxReplicas?.minimum).toBeUndefined();
+    expect(claims.properties.onRelease?.enum).toBeUndefined();
+    expect(claims.properties.maxTTL?.pattern).toBeUndefined();
+    expect(claims.properties.minIdle?.minimum).toBe(0);
+    expect(claims['x-kubernetes-validations']).toEqual([
+      {
+        rule: '!has(self.maxReplicas) || self.minIdle <= self.maxReplicas',
+        message: claimCelMessages.minIdleWithinMax,
+      },
+    ]);
   });
 });
 

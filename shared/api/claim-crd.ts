@@ -6,6 +6,7 @@ import { PART_OF_LABEL, VMPOOL } from './meta.js';
 import { CLAIM_API_VERSION, CLAIM_GROUP, CLAIM_VERSION, ClaimSpec, ClaimStatus } from './claim.js';
 import type { Schema } from './crd.js';
 import { schemaOf } from './crd.js';
+import { CLAIM_LEFT_TO_ADMISSION, withoutKeywords } from './schema-edits.js';
 
 /** The VirtualMachineClaim CRD as a plain object (apply it as JSON or YAML). */
 export function claimCrd(): Schema {
@@ -73,7 +74,7 @@ export function claimCrd(): Schema {
                 kind: { type: 'string', description: 'VirtualMachineClaim.' },
                 metadata: { type: 'object' },
                 spec: {
-                  ...schemaOf(ClaimSpec),
+                  ...withoutKeywords(schemaOf(ClaimSpec), CLAIM_LEFT_TO_ADMISSION),
                   description: 'Which pool to take a member of, for whom, for how long.',
                 },
                 status: {

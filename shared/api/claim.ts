@@ -15,7 +15,7 @@ export const CLAIM_VERSION = 'v1alpha1';
 export const CLAIM_API_VERSION = `${CLAIM_GROUP}/${CLAIM_VERSION}`;
 
 /** What happens to a claimed member when its claim is released (deleted or expired). */
-export const OnRelease = z.enum(['Delete', 'Recycle']);
+export const OnRelease = z.enum(['Delete', 'Recycle'], { error: 'must be Delete or Recycle' });
 export type OnRelease = z.infer<typeof OnRelease>;
 
 /** Messages of the claim CRD's validation rules. */
@@ -35,10 +35,15 @@ export const PoolClaims = z
         'Idle members kept on hand for claims: Ready replicas on the current template that are not claimed, draining, protected or standby. The pool runs max(spec.replicas, min(claimed + pending claims + minIdle, maxReplicas)) replicas. Default 0.',
       ),
     maxReplicas: z
-      .int32()
-      .min(0)
+      .int32({
+        error: (i) =>
+          i.input === undefined
+            ? 'is required: the most replicas claims may grow the pool to'
+            : 'must be an integer',
+      })
+      .min(0, { error: 'must not be negative' })
       .describe(
-        'The most replicas claims may grow the pool to. spec.replicas (what /scale and an HPA set) stays the floor whatever this says.',
+        'Required: the most replicas claims may grow the pool to, at least minIdle. spec.replicas (what /scale and an HPA set) stays the floor whatever this says.',
       ),
     onRelease: OnRelease.default('Delete').describe(
       'What happens to a member when its claim is released (deleted or expired), unless the claim says otherwise. Delete (the default): the member is deleted and the pool refills its idle members with fresh ones. Recycle: the claim marks are removed and the member is idle again (a pending rollout is applied to it first).',
@@ -52,7 +57,11 @@ export const PoolClaims = z
   )
   .meta({
     'x-kubernetes-validations': [
-      { rule: 'self.minIdle <= self.maxReplicas', message: claimCelMessages.minIdleWithinMax },
+      // Without maxReplicas the admission webhook answers (schema-edits.ts CLAIMS_LEFT_TO_ADMISSION).
+      {
+        rule: '!has(self.maxReplicas) || self.minIdle <= self.maxReplicas',
+        message: claimCelMessages.minIdleWithinMax,
+      },
     ],
   });
 export type PoolClaims = z.infer<typeof PoolClaims>;
@@ -71,9 +80,9 @@ export type ClaimBinding = z.infer<typeof ClaimBinding>;
 /** `spec` of a claim. */
 export const ClaimSpec = z.looseObject({
   poolName: z
-    .string()
-    .min(1)
-    .max(253)
+    .string({ error: 'is required: the VirtualMachinePool to take a member of' })
+    .min(1, { error: 'must name a VirtualMachinePool' })
+    .max(253, { error: 'must be at most 253 characters' })
     .describe('The VirtualMachinePool, in the claim namespace, to take a member of. Immutable.')
     .meta({
       'x-kubernetes-validations': [
@@ -82,7 +91,7 @@ export const ClaimSpec = z.looseObject({
     }),
   holder: z
     .string()
-    .max(253)
+    .max(253, { error: 'must be at most 253 characters' })
     .optional()
     .describe('Free text naming who holds the member (a job id, a user name); shown by kubectl.'),
   ttl: goDuration(

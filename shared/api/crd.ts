@@ -6,6 +6,11 @@
 import { z } from 'zod';
 import { API_VERSION, GROUP, PART_OF_LABEL, VERSION, VMPOOL } from './meta.js';
 import { PoolSpec, PoolStatus } from './pool.js';
+import {
+  CLAIMS_LEFT_TO_ADMISSION,
+  withoutKeywords,
+  withoutReplicasMinimum,
+} from './schema-edits.js';
 
 /** A JSON object of a CRD. */
 export type Schema = Record<string, unknown>;
@@ -69,20 +74,6 @@ export function schemaOf(model: z.ZodType): Schema {
     reused: 'inline',
   }) as Schema;
   return structural(raw, false);
-}
-
-/**
- * The spec schema without `minimum: 0` on `replicas`: the API server already refuses a negative
- * `specReplicasPath` of a CRD with a scale subresource ("should be a non-negative integer"), so the
- * schema's bound only added a second message for the same mistake.
- */
-function withoutReplicasMinimum(spec: Schema): Schema {
-  const props = spec.properties as Record<string, Schema> | undefined;
-  const replicas = props?.replicas;
-  if (props === undefined || replicas === undefined) return spec;
-  const rest = { ...replicas };
-  delete rest.minimum;
-  return { ...spec, properties: { ...props, replicas: rest } };
 }
 
 /** The VirtualMachinePool CRD as a plain object (apply it as JSON or YAML). */
@@ -232,7 +223,10 @@ export function poolCrd(): Schema {
                 // The API server refuses anything but `type` here (metadata is its own schema).
                 metadata: { type: 'object' },
                 spec: {
-                  ...withoutReplicasMinimum(schemaOf(PoolSpec)),
+                  ...withoutKeywords(
+                    withoutReplicasMinimum(schemaOf(PoolSpec)),
+                    CLAIMS_LEFT_TO_ADMISSION,
+                  ),
                   description: 'The desired pool: how many replicas, of what, with which disks.',
                 },
                 status: {

@@ -8,6 +8,12 @@ import { z } from 'zod';
 const DURATION_PATTERN =
   '^([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)(([0-9]+(\\.[0-9]*)?|\\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))*$';
 
+/** What a model says of a string that is not a Go duration (after the field's path). */
+export const DURATION_MESSAGE = 'must be a Go duration such as 30m or 2h';
+
 /** A Go duration string field described by `description`. */
 export const goDuration = (description: string) =>
-  z.string().regex(new RegExp(DURATION_PATTERN)).describe(description);
+  z
+    .string()
+    .regex(new RegExp(DURATION_PATTERN), { message: DURATION_MESSAGE })
+    .describe(description);

@@ -12,7 +12,7 @@
 import { request } from 'node:https';
 import type { RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { API_VERSION, StoredObject, describeRef, refOf } from '../api/index.js';
+import { API_VERSION, CLAIM_API_VERSION, StoredObject, describeRef, refOf } from '../api/index.js';
 import type { ObjectRef } from '../api/index.js';
 import { NO_HTTP_STATUS, failure, reasonOf } from './failure.js';
 import { backoffMs, defaultRetryPolicy, sleep } from './retry.js';
@@ -32,6 +32,11 @@ const RESOURCES: Readonly<Record<string, { plural: string; namespaced: boolean }
   'v1/Namespace': { plural: 'namespaces', namespaced: false },
   'v1/Service': { plural: 'services', namespaced: true },
   [`${API_VERSION}/VirtualMachinePool`]: { plural: 'virtualmachinepools', namespaced: true },
+  // The kubectl plugin's claim and release.
+  [`${CLAIM_API_VERSION}/VirtualMachineClaim`]: {
+    plural: 'virtualmachineclaims',
+    namespaced: true,
+  },
 };
 
 /** Options of {@link createManifests}. */

@@ -12,7 +12,15 @@ import {
   explicitScaleMessage,
   withTargets,
 } from '../../shared/domain/index.js';
-import { GROUP, VERSION, keys } from '../../shared/api/index.js';
+import {
+  CLAIM_API_VERSION,
+  CLAIM_GROUP,
+  CLAIM_VERSION,
+  GROUP,
+  VERSION,
+  claimCelMessages,
+  keys,
+} from '../../shared/api/index.js';
 import { startApiserverFacing, reportLatency, type ApiserverFacing } from './apiserver-facing.js';
 import { cluster, create, dropNamespace, functionKube, newNamespace, read } from './harness.js';
 import { runnersPool } from '../../local/guide.js';
@@ -54,6 +62,21 @@ async function refused(args: string[], input?: string): Promise<string> {
   throw new Error(`kubectl ${args.join(' ')} succeeded but should have been refused`);
 }
 
+async function readClaim(name: string): Promise<object | undefined> {
+  try {
+    return (await cluster().custom.getNamespacedCustomObject({
+      group: CLAIM_GROUP,
+      version: CLAIM_VERSION,
+      namespace: ns,
+      plural: 'virtualmachineclaims',
+      name,
+    })) as object;
+  } catch (err) {
+    if ((err as { code?: number }).code === 404) return undefined;
+    throw err;
+  }
+}
+
 async function replicas(name: string): Promise<number | undefined> {
   const p = await read('virtualmachinepools', ns, name);
   return (p?.spec as { replicas?: number } | undefined)?.replicas;
@@ -74,6 +97,102 @@ describe('one message per mistake', () => {
     expect(stderr).toContain('should be a non-negative integer');
     expect(stderr).not.toContain('greater than or equal to 0');
     expect(await replicas('negative')).toBe(3);
+  });
+});
+
+describe('claims: one clear message per mistake', () => {
+  const claim = (name: string, spec: Record<string, unknown>) => ({
+    apiVersion: CLAIM_API_VERSION,
+    kind: 'VirtualMachineClaim',
+    metadata: { name },
+    spec,
+  });
+  /** The one message kubectl shows for a refused write (a second one would be a `* ` line). */
+  function only(stderr: string): string {
+    expect(
+      stderr.split('\n').filter((l) => l.startsWith('* ')),
+      stderr,
+    ).toEqual([]);
+    return stderr;
+  }
+
+  it.each<[string, Record<string, unknown>, string]>([
+    ['no poolName', {}, 'spec.poolName: Required value'],
+    [
+      'an empty poolName',
+      { poolName: '' },
+      'spec.poolName in body should be at least 1 chars long',
+    ],
+    [
+      'a holder over 253 characters',
+      { poolName: 'runners', holder: 'h'.repeat(254) },
+      'spec.holder: Too long: may not be more than 253 bytes',
+    ],
+    [
+      'a ttl that is no Go duration',
+      { poolName: 'runners', ttl: '2 hours' },
+      'denied the request: spec.ttl: must be a Go duration such as 30m or 2h',
+    ],
+    [
+      'a ttl of zero',
+      { poolName: 'runners', ttl: '0s' },
+      'denied the request: spec.ttl: must be a positive Go duration such as 30m or 2h',
+    ],
+    [
+      'an onRelease other than Delete or Recycle',
+      { poolName: 'runners', onRelease: 'Keep' },
+      'spec.onRelease: Unsupported value: "Keep": supported values: "Delete", "Recycle"',
+    ],
+  ])('kubectl create of a claim with %s: refused, one message', async (_, spec, message) => {
+    const stderr = only(await refused(['create', '-f', '-'], toYaml([claim('bad', spec)])));
+    expect(stderr).toContain(message);
+    expect(await readClaim('bad')).toBeUndefined();
+  });
+
+  it('kubectl apply of a claim for another pool: refused as immutable; other edits go through', async () => {
+    await kubectl(['create', '-f', '-'], toYaml([claim('moved', { poolName: 'runners' })]));
+    const stderr = only(
+      await refused(['apply', '-f', '-'], toYaml([claim('moved', { poolName: 'desktops' })])),
+    );
+    expect(stderr).toContain(`denied the request: ${claimCelMessages.poolNameImmutable}`);
+    await kubectl(
+      ['apply', '-f', '-'],
+      toYaml([claim('moved', { poolName: 'runners', holder: 'alice', ttl: '8h' })]),
+    );
+    const got = (await readClaim('moved')) as { spec: Record<string, unknown> } | undefined;
+    expect(got?.spec).toEqual({ poolName: 'runners', holder: 'alice', ttl: '8h' });
+  });
+
+  it.each<[string, Record<string, unknown>, string]>([
+    ['minIdle -1', { minIdle: -1, maxReplicas: 4 }, 'should be greater than or equal to 0'],
+    [
+      'minIdle above maxReplicas',
+      { minIdle: 5, maxReplicas: 4 },
+      claimCelMessages.minIdleWithinMax,
+    ],
+    ['maxReplicas -1', { maxReplicas: -1 }, claimCelMessages.minIdleWithinMax],
+    [
+      'no maxReplicas',
+      { minIdle: 2 },
+      'spec.claims.maxReplicas: is required: the most replicas claims may grow the pool to',
+    ],
+    [
+      'onRelease Keep',
+      { maxReplicas: 4, onRelease: 'Keep' },
+      'spec.claims.onRelease: must be Delete or Recycle',
+    ],
+    [
+      'a maxTTL that is no Go duration',
+      { maxReplicas: 4, maxTTL: 'a day' },
+      'spec.claims.maxTTL: must be a Go duration such as 30m or 2h',
+    ],
+  ])("a pool's spec.claims with %s: refused, one message", async (_, claims, message) => {
+    const bad = pool('claims-bad', (p) => Object.assign(p.spec, { claims }));
+    const stderr = only(
+      await refused(['create', '-f', '-'], toYaml([{ apiVersion: `${GROUP}/${VERSION}`, ...bad }])),
+    );
+    expect(stderr).toContain(message);
+    expect(await read('virtualmachinepools', ns, 'claims-bad')).toBeUndefined();
   });
 });
 

@@ -1,7 +1,7 @@
 /**
  * vmpool's API-server-facing functions wired to the test control plane as in a cluster:
- * scale-validate behind a ValidatingWebhookConfiguration (pool CREATE/UPDATE and `/scale` UPDATE,
- * scoped to one namespace) and scale-down-with behind the APIService
+ * scale-validate behind a ValidatingWebhookConfiguration (pool CREATE/UPDATE, `/scale` UPDATE and
+ * claim CREATE/UPDATE, scoped to one namespace) and scale-down-with behind the APIService
  * `v1alpha2.subresources.virtualization.deckhouse.io` (an ExternalName Service `localhost`, see
  * control-plane.md §3(a),(b)). Both serve HTTPS on 127.0.0.1 with certificates minted for
  * `<svc>.<ns>.svc`. Also: real users with client certificates, and HTTPS helpers with percentiles.
@@ -11,9 +11,16 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { inject } from 'vitest';
-import { POOL_PATH, SCALE_PATH, buildValidateApp } from '../../functions/scale-validate/app.js';
+import {
+  CLAIM_PATH,
+  POOL_PATH,
+  SCALE_PATH,
+  buildValidateApp,
+} from '../../functions/scale-validate/app.js';
 import { buildScaleDownApp } from '../../functions/scale-down-with/app.js';
 import {
+  CLAIM_GROUP,
+  CLAIM_VERSION,
   GROUP,
   SUBRESOURCES_GROUP,
   VERSION,
@@ -213,6 +220,19 @@ export async function startApiserverFacing(
                 apiVersions: [VERSION],
                 operations: ['UPDATE'],
                 resources: ['virtualmachinepools/scale'],
+              },
+            ],
+          },
+          {
+            ...common,
+            name: 'vmpool-claim.virtualization-controller.validate.d8-virtualization',
+            clientConfig: clientConfig(CLAIM_PATH),
+            rules: [
+              {
+                apiGroups: [CLAIM_GROUP],
+                apiVersions: [CLAIM_VERSION],
+                operations: ['CREATE', 'UPDATE'],
+                resources: ['virtualmachineclaims'],
               },
             ],
           },

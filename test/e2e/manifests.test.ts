@@ -14,6 +14,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import {
+  API_VERSION,
+  CLAIM_API_VERSION,
   OWN_SUBRESOURCES_GROUP,
   SCALE_DOWN_WITH_EVENT,
   SUBRESOURCES_GROUP,
@@ -25,7 +27,7 @@ import {
   DEFAULT_SENDER_AUDIENCE,
 } from '../../functions/scale-down-with/events.js';
 import { FUNCTIONS } from '../../scripts/build.js';
-import { POOL_PATH, SCALE_PATH } from '../../functions/scale-validate/app.js';
+import { CLAIM_PATH, POOL_PATH, SCALE_PATH } from '../../functions/scale-validate/app.js';
 import { REPO_ROOT } from '../../local/controlplane/binaries.js';
 import { toYaml } from '../../local/controlplane/kubectl.js';
 import { cluster } from './harness.js';
@@ -236,8 +238,9 @@ describe('every kustomization under knative/', () => {
     await expect(dryRun(toYaml([deployment]))).rejects.toThrow(/replicaz/);
   });
 
-  it('the pool CRD is in knative/crd alone: uninstalling the controller cannot delete pools', () => {
+  it('the CRDs are in knative/crd alone: uninstalling the controller cannot delete pools or claims', () => {
     expect(objectsOf('knative/crd').map(ident)).toEqual([
+      'CustomResourceDefinition.apiextensions.k8s.io virtualmachineclaims.vmpool.virtualization.deckhouse.io',
       'CustomResourceDefinition.apiextensions.k8s.io virtualmachinepools.virtualization.deckhouse.io',
     ]);
     for (const dir of DIRS.filter((d) => d !== 'knative/crd'))
@@ -279,24 +282,33 @@ describe('every kustomization under knative/', () => {
     );
   });
 
-  it('the ApiServerSource selects members and disks by the pool-uid label, with no owner filter', () => {
+  it('the ApiServerSource selects members and disks by the pool-uid label, with no owner filter, and every claim', () => {
     const sources = byKind(objectsOf('knative/base'), 'ApiServerSource');
     expect(sources.map((s) => s.metadata.name)).toEqual(['vmpool']);
     const spec = sources[0]!.spec as {
       mode: string;
       owner?: unknown;
       namespaceSelector?: unknown;
-      resources: { kind: string; selector?: unknown }[];
+      resources: { apiVersion: string; kind: string; selector?: unknown }[];
     };
     expect(spec.mode).toBe('Resource');
     expect(spec.owner).toBeUndefined();
     expect(spec.namespaceSelector).toEqual({});
     const exists = { matchExpressions: [{ key: keys.poolUid, operator: 'Exists' }] };
-    expect(spec.resources.map((r) => [r.kind, r.selector])).toEqual([
-      ['VirtualMachinePool', undefined],
-      ['VirtualMachine', exists],
-      ['VirtualDisk', exists],
+    expect(spec.resources.map((r) => [r.apiVersion, r.kind, r.selector])).toEqual([
+      [API_VERSION, 'VirtualMachinePool', undefined],
+      [API_VERSION, 'VirtualMachine', exists],
+      [API_VERSION, 'VirtualDisk', exists],
+      [CLAIM_API_VERSION, 'VirtualMachineClaim', undefined],
     ]);
+    // Each watched kind is routed to reconcile-pool.
+    const [watch] = byKind(objectsOf('knative/base'), 'Trigger').filter(
+      (t) => t.metadata.name === 'reconcile-pool-watch',
+    );
+    const kinds = (at(watch, 'spec', 'filters', 1, 'any') as { exact: { kind: string } }[]).map(
+      (f) => f.exact.kind,
+    );
+    expect(kinds).toEqual(spec.resources.map((r) => r.kind));
   });
 
   it("each Trigger's timeout equals its subscriber's timeoutSeconds", () => {
@@ -460,7 +472,7 @@ describe('knative/base', () => {
     const paths = (at(webhook, 'webhooks') as unknown[]).map((w) =>
       at(w, 'clientConfig', 'service', 'path'),
     );
-    expect(paths).toEqual([POOL_PATH, SCALE_PATH]);
+    expect(paths).toEqual([POOL_PATH, SCALE_PATH, CLAIM_PATH]);
 
     for (const dir of DIRS.filter((d) => d.endsWith('/apiservice'))) {
       const [apiService] = byKind(objectsOf(dir), 'APIService');

@@ -8,11 +8,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildGcApp } from '../../functions/disk-gc-tick/app.js';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
-import { API_VERSION, keys } from '../../shared/api/index.js';
+import { API_VERSION, CLAIM_API_VERSION, keys } from '../../shared/api/index.js';
 import { FORBIDDEN } from '../../shared/domain/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import { createKube } from '../../shared/kube/index.js';
 import { pingInit } from '../../local/events.js';
+import { toYaml } from '../../local/controlplane/kubectl.js';
 import { runnersPool } from '../../local/guide.js';
 import { testLog } from '../logs.js';
 import { startApiserverFacing, scaleDownWithPath } from './apiserver-facing.js';
@@ -44,11 +45,17 @@ interface Denied {
 }
 
 /**
- * A ServiceAccount `<fn>-denied` bound exactly like `<fn>` in knative/base, except that its
- * ClusterRole lacks `verb` on `resource`.
+ * A ServiceAccount `<fn>-denied` (or `account`) bound exactly like `<fn>` in knative/base, except
+ * that its ClusterRole lacks `verb` on `resource`. A restored account keeps its full grant: a second
+ * test of the same function names an account of its own.
  */
-async function withoutGrant(fn: FunctionName, resource: string, verb: string): Promise<Denied> {
-  const sa = `${fn}-denied`;
+async function withoutGrant(
+  fn: FunctionName,
+  resource: string,
+  verb: string,
+  account = `${fn}-denied`,
+): Promise<Denied> {
+  const sa = account;
   const role = rendered.find((o) => o.kind === 'ClusterRole' && o.metadata.name === `vmpool:${fn}`);
   if (role === undefined) throw new Error(`knative/base has no ClusterRole vmpool:${fn}`);
   const before = role.rules ?? [];
@@ -149,6 +156,82 @@ function synced(p: Obj | undefined): { status?: string; reason?: string; message
   return conditions?.find((c) => c.type === 'Synced') ?? {};
 }
 
+describe('claims: the shipped grants, as the API server judges them', () => {
+  const CLAIMS = 'virtualmachineclaims.vmpool.virtualization.deckhouse.io';
+  const SA = `system:serviceaccount:${FUNCTIONS_NAMESPACE}:`;
+  const sa = (name: string) => `${SA}${name}`;
+  /** The API server's SubjectAccessReview answer: `yes` or `no`. */
+  const can = async (who: string, verb: string, resource: string, sub?: string) => {
+    const [plural = '', ...group] = resource.split('.');
+    const review = {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SubjectAccessReview',
+      spec: {
+        user: who,
+        groups: who.startsWith(SA)
+          ? ['system:serviceaccounts', `system:serviceaccounts:${FUNCTIONS_NAMESPACE}`]
+          : ['system:authenticated'],
+        resourceAttributes: {
+          namespace: ns,
+          verb,
+          group: group.join('.'),
+          resource: plural,
+          ...(sub === undefined ? {} : { subresource: sub }),
+        },
+      },
+    };
+    const out = await cluster().kubectl(['create', '-o', 'json', '-f', '-'], toYaml([review]));
+    return (JSON.parse(out) as { status?: { allowed?: boolean } }).status?.allowed === true
+      ? 'yes'
+      : 'no';
+  };
+
+  beforeAll(async () => {
+    // Users of the namespace, bound to vmpool's aggregated roles themselves (the plane runs no
+    // aggregation controller to fold them into the built-in edit and view).
+    const binding = (name: string, role: string) => ({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name, namespace: ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name }],
+    });
+    await cluster().applyManifest([
+      binding('ci-scheduler', e2eName('vmpool:aggregate-to-edit')),
+      binding('auditor', e2eName('vmpool:aggregate-to-view')),
+    ]);
+  });
+
+  it.each<[string, string, string, string | undefined, string]>([
+    // The ApiServerSource adapter watches every claim.
+    [sa('vmpool-source-adapter'), 'watch', CLAIMS, undefined, 'yes'],
+    [sa('vmpool-source-adapter'), 'list', CLAIMS, undefined, 'yes'],
+    [sa('vmpool-source-adapter'), 'update', CLAIMS, undefined, 'no'],
+    // reconcile-pool reads claims and writes only their status, and records Events on them.
+    [sa('reconcile-pool'), 'get', CLAIMS, undefined, 'yes'],
+    [sa('reconcile-pool'), 'list', CLAIMS, undefined, 'yes'],
+    [sa('reconcile-pool'), 'update', CLAIMS, 'status', 'yes'],
+    [sa('reconcile-pool'), 'patch', CLAIMS, 'status', 'yes'],
+    [sa('reconcile-pool'), 'update', CLAIMS, undefined, 'no'],
+    [sa('reconcile-pool'), 'delete', CLAIMS, undefined, 'no'],
+    [sa('reconcile-pool'), 'create', 'events.events.k8s.io', undefined, 'yes'],
+    // The webhook and the aggregated API need no claim at all (the member's annotation names it).
+    [sa('scale-validate'), 'get', CLAIMS, undefined, 'no'],
+    [sa('scale-down-with'), 'get', CLAIMS, undefined, 'no'],
+    [sa('disk-gc-tick'), 'list', CLAIMS, undefined, 'no'],
+    // Whoever may edit workloads takes and gives back members; status is vmpool's.
+    ['ci-scheduler', 'create', CLAIMS, undefined, 'yes'],
+    ['ci-scheduler', 'delete', CLAIMS, undefined, 'yes'],
+    ['ci-scheduler', 'watch', CLAIMS, undefined, 'yes'],
+    ['ci-scheduler', 'update', CLAIMS, 'status', 'no'],
+    ['auditor', 'list', CLAIMS, undefined, 'yes'],
+    ['auditor', 'get', CLAIMS, 'status', 'yes'],
+    ['auditor', 'create', CLAIMS, undefined, 'no'],
+  ])('%s %s %s (%s): %s', async (who, verb, resource, sub, answer) => {
+    expect(await can(who, verb, resource, sub)).toBe(answer);
+  });
+});
+
 describe('each function refused when knative/base loses a grant it needs', () => {
   it('reconcile-pool without update on the finalizers: Synced=False Forbidden, an Event, a log line, no retry storm', async () => {
     const denied = await withoutGrant('reconcile-pool', 'virtualmachinepools/finalizers', 'update');
@@ -203,6 +286,77 @@ describe('each function refused when knative/base loses a grant it needs', () =>
         return (await vmsOf('refused')).length === 2 && synced(now).status === 'True'
           ? true
           : undefined;
+      },
+      30_000,
+    );
+  });
+
+  it('reconcile-pool without update on claims/status: the claim stays unbound, Synced=False names the grant; bound once it is back', async () => {
+    const denied = await withoutGrant(
+      'reconcile-pool',
+      'virtualmachineclaims/status',
+      'update',
+      'reconcile-pool-no-claim-status',
+    );
+    const lines: string[] = [];
+    const app = buildReconcileApp({
+      kube: denied.kube,
+      log: testLog('reconcile-pool', 'trace', lines),
+    });
+    const ping = async () =>
+      (
+        await app.request(
+          '/',
+          pingInit({ namespace: ns }, `/apis/v1/namespaces/${ns}/pingsources/t`),
+        )
+      ).status;
+    const pool = { apiVersion: API_VERSION, ...runnersPool(ns, 'claimed') };
+    pool.spec.replicas = 1;
+    await cluster().applyManifest([pool]);
+    expect(await ping()).toBe(202);
+    const [vm] = await eventually('the member', async () => {
+      const all = await vmsOf('claimed');
+      return all.length === 1 ? all : undefined;
+    });
+    // No simulator here: the member is made Running by hand, so it is idle.
+    await cluster().kubectl([
+      'patch',
+      'virtualmachine',
+      String(vm?.metadata.name),
+      '-n',
+      ns,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      '{"status":{"phase":"Running"}}',
+    ]);
+    await cluster().applyManifest([
+      {
+        apiVersion: CLAIM_API_VERSION,
+        kind: 'VirtualMachineClaim',
+        metadata: { name: 'job-1', namespace: ns },
+        spec: { poolName: 'claimed' },
+      },
+    ]);
+    const phase = async () => {
+      const out = await cluster().kubectl(['get', 'vmclaim', 'job-1', '-n', ns, '-o', 'json']);
+      return (JSON.parse(out) as { status?: { phase?: string } }).status?.phase;
+    };
+    expect(await ping()).toBe(202);
+    expect(await ping()).toBe(202);
+    expect(await phase()).toBeUndefined();
+    const p = await read('virtualmachinepools', ns, 'claimed');
+    expect(synced(p)).toMatchObject({ status: 'False', reason: FORBIDDEN });
+    expect(synced(p).message).toContain('virtualmachineclaims/status');
+    expect(synced(p).message).toContain('knative/base/rbac.yaml');
+    expect(errorsAbout(lines, 'knative/base/rbac.yaml').length).toBeGreaterThan(0);
+
+    await denied.restore();
+    await eventually(
+      'the claim bound once the grant is back',
+      async () => {
+        await ping();
+        return (await phase()) === 'Bound' ? true : undefined;
       },
       30_000,
     );

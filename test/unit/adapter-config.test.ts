@@ -47,7 +47,7 @@ describe('the adapter config the Eventing controller renders from an ApiServerSo
     ).toThrow(/namespaces listed/);
   });
 
-  it('knative/ ships one source: all pools, and VMs and disks selected by pool-uid, no owner filter', () => {
+  it('knative/ ships one source: all pools, VMs and disks selected by pool-uid, all claims, no owner filter', () => {
     const sources = shippedSources();
     expect(sources.map((s) => `${s.namespace}/${s.name}`)).toEqual(['vmpool-system/vmpool']);
     const config = JSON.parse(
@@ -84,6 +84,14 @@ describe('the adapter config the Eventing controller renders from an ApiServerSo
             Resource: 'virtualdisks',
           },
           selector: keys.poolUid,
+        },
+        {
+          gvr: {
+            Group: 'vmpool.virtualization.deckhouse.io',
+            Version: 'v1alpha1',
+            Resource: 'virtualmachineclaims',
+          },
+          selector: '',
         },
       ],
       mode: 'Resource',

@@ -9,6 +9,7 @@ import { forbiddenMessage, refusedByRbac } from '../plan/index.js';
 import { canonicalJson } from '../formats/index.js';
 import { vmFromTemplate, recordedTargets } from '../fleet/index.js';
 import { sizeDecrease, validatePool } from './validation.js';
+import { CLAIM_RESOURCE, admitClaim } from './claims.js';
 
 /** The verdict of an admission check. */
 export type Decision =
@@ -103,6 +104,7 @@ function refuseUnless(d: Decision, code: number): Verdict {
 
 /** The first step of admitting a request (pure): every failure to understand it is a refusal. */
 export function admitRequest(req: AdmissionRequest): AdmissionStep {
+  if (req.resource.resource === CLAIM_RESOURCE) return verdict(admitClaim(req));
   if (req.resource.resource !== 'virtualmachinepools') return verdict(ADMIT);
   if (req.subResource === 'scale') return admitScale(req);
   if ((req.subResource ?? '') !== '') return verdict(ADMIT);

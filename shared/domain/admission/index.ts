@@ -5,6 +5,7 @@
  * @module
  */
 export * from './admission.js';
+export * from './claims.js';
 export * from './growth.js';
 export * from './target-admission.js';
 export * from './validation.js';

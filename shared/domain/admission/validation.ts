@@ -5,6 +5,7 @@
 import type { DiskTemplate, VirtualMachinePool } from '../../api/index.js';
 import { celMessages } from '../../api/index.js';
 import { parseDuration, MAX_POOL_NAME, quantityValue } from '../formats/index.js';
+import { validateClaims } from './claims.js';
 
 /** One reason a pool is refused. */
 export interface Violation {
@@ -32,6 +33,7 @@ export function validatePool(pool: VirtualMachinePool): Violation[] {
       message: `scaleDown.drainTimeout "${drain}" is not a valid duration: use a Go duration such as 30s, 10m or 1h`,
     });
   out.push(...validateLifecycle(pool));
+  out.push(...validateClaims(pool));
   return out;
 }
 
