@@ -4,8 +4,8 @@
  */
 import { PART_OF_LABEL, VMPOOL } from './meta.js';
 import { CLAIM_API_VERSION, CLAIM_GROUP, CLAIM_VERSION, ClaimSpec, ClaimStatus } from './claim.js';
-import type { Schema } from './crd.js';
-import { schemaOf } from './crd.js';
+import type { Schema } from './crd-schema.js';
+import { AGE_COLUMN, objectSchema, schemaOf } from './crd-schema.js';
 import { CLAIM_LEFT_TO_ADMISSION, withoutKeywords } from './schema-edits.js';
 
 /** The VirtualMachineClaim CRD as a plain object (apply it as JSON or YAML). */
@@ -54,35 +54,22 @@ export function claimCrd(): Schema {
               jsonPath: '.spec.holder',
               description: 'Who holds the member.',
             },
-            {
-              name: 'Age',
-              type: 'date',
-              jsonPath: '.metadata.creationTimestamp',
-              description: 'Time of resource creation.',
-            },
+            AGE_COLUMN,
           ],
           schema: {
-            openAPIV3Schema: {
-              type: 'object',
+            openAPIV3Schema: objectSchema({
+              kind: 'VirtualMachineClaim',
+              apiVersion: CLAIM_API_VERSION,
               description: `VirtualMachineClaim (${CLAIM_API_VERSION}) takes one idle member of a VirtualMachinePool and keeps it until the claim is deleted or expires. Own it by the Job or Pod that uses the member, and Kubernetes' garbage collector releases it when they are gone.`,
-              required: ['spec'],
-              properties: {
-                apiVersion: {
-                  type: 'string',
-                  description: `Versioned schema of this object: ${CLAIM_API_VERSION}.`,
-                },
-                kind: { type: 'string', description: 'VirtualMachineClaim.' },
-                metadata: { type: 'object' },
-                spec: {
-                  ...withoutKeywords(schemaOf(ClaimSpec), CLAIM_LEFT_TO_ADMISSION),
-                  description: 'Which pool to take a member of, for whom, for how long.',
-                },
-                status: {
-                  ...schemaOf(ClaimStatus),
-                  description: 'Where the claim stands, maintained by vmpool.',
-                },
+              spec: {
+                ...withoutKeywords(schemaOf(ClaimSpec), CLAIM_LEFT_TO_ADMISSION),
+                description: 'Which pool to take a member of, for whom, for how long.',
               },
-            },
+              status: {
+                ...schemaOf(ClaimStatus),
+                description: 'Where the claim stands, maintained by vmpool.',
+              },
+            }),
           },
         },
       ],

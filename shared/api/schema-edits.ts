@@ -6,7 +6,7 @@
  * check says it once. The zod models keep every rule.
  * @module
  */
-import type { Schema } from './crd.js';
+import type { Schema } from './crd-schema.js';
 
 /**
  * The spec schema without `minimum: 0` on `replicas`: the API server already refuses a negative

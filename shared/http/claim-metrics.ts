@@ -4,6 +4,7 @@
  * a VM start).
  * @module
  */
+import type { ClaimObserver } from '../reconcile/claim-metrics.js';
 import type { Gauge, Histogram, Registry } from './metrics.js';
 
 /** Buckets of the claim-to-Bound latency, seconds: 50 ms to 30 minutes. */
@@ -14,20 +15,11 @@ export const BIND_BUCKETS: readonly number[] = [
 /** The claim phases reported, every one of them for every pool (0 when none). */
 const PHASES = ['Pending', 'Bound', 'Expired', 'Lost'] as const;
 
-/** Claim metrics, and what a reconcile tells them. */
-export interface ClaimMetrics {
+/** Claim metrics, and what a reconcile tells them (as its {@link ClaimObserver}). */
+export interface ClaimMetrics extends ClaimObserver {
   readonly byPhase: Gauge<'namespace' | 'pool' | 'phase'>;
   readonly idle: Gauge<'namespace' | 'pool'>;
   readonly bindSeconds: Histogram<'namespace' | 'pool'>;
-  /** A pool's claims by phase and its idle members, as its latest plan left them. */
-  pool(
-    namespace: string,
-    pool: string,
-    phases: Readonly<Record<string, number>>,
-    idle: number,
-  ): void;
-  /** A claim's Bound status was written, `seconds` after the claim was created. */
-  bound(namespace: string, pool: string, seconds: number): void;
 }
 
 /** Registers the claim metrics in `registry`. */

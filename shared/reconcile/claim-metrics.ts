@@ -9,12 +9,14 @@ import { claimPhases } from '../domain/index.js';
 
 /** Where a reconcile reports claims (the functions' metrics; absent: nowhere). */
 export interface ClaimObserver {
+  /** A pool's claims by phase and its idle members, as its latest plan left them. */
   pool(
     namespace: string,
     pool: string,
     phases: Readonly<Record<string, number>>,
     idle: number,
   ): void;
+  /** A claim's Bound status was written, `seconds` after the claim was created. */
   bound(namespace: string, pool: string, seconds: number): void;
 }
 
