@@ -11,7 +11,6 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, CLAIM_API_VERSION, keys } from '../../shared/api/index.js';
 import { runnersPool } from '../../local/guide.js';
@@ -19,7 +18,7 @@ import { REPO_ROOT } from '../../local/controlplane/binaries.js';
 import { BANNER } from '../../scripts/build.js';
 import { buildPlugin } from '../../scripts/build-plugin.js';
 import type { NpmStart } from './npm-start.js';
-import { hintedKubectlBin, noLeftovers, npmStart, stoppedCleanly } from './npm-start.js';
+import { hintedKubectlBin, noLeftovers, npmStart, stoppedCleanly, until } from './npm-start.js';
 
 const NS = 'claims';
 const POOL = 'runners';
@@ -54,16 +53,6 @@ async function kubectl(args: string[], input?: string): Promise<string> {
   const r = await sh(args, input);
   if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.err}`);
   return r.out;
-}
-
-async function until<T>(what: string, ms: number, f: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
 }
 
 interface Vm {

@@ -218,3 +218,18 @@ export function stoppedCleanly(run: NpmStart, ended: number | string): boolean {
     !log.includes('exiting anyway')
   );
 }
+
+/** Polls `f` every 250 ms until it returns a value other than undefined; fails after `ms` naming `what`. */
+export async function until<T>(
+  what: string,
+  ms: number,
+  f: () => Promise<T | undefined>,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}

@@ -13,7 +13,7 @@ import { CREATE_BURST, DEFAULT_MAX_REPLICAS } from '../../shared/domain/index.js
 import { runKubectlFull } from '../../local/controlplane/kubectl.js';
 import { runnersPool, runnersVm } from '../../local/guide.js';
 import type { NpmStart } from './npm-start.js';
-import { hintedKubectlBin, noLeftovers, npmStart, stoppedCleanly } from './npm-start.js';
+import { hintedKubectlBin, noLeftovers, npmStart, stoppedCleanly, until } from './npm-start.js';
 
 const NS = 'runaway';
 /** VMs carrying this label never start in the simulator (`--never-start-label`). */
@@ -102,16 +102,6 @@ async function freeDisks(pool: string): Promise<string[]> {
 }
 
 const vms = (pool: string): Promise<Vm[]> => ofPool<Vm>('vm', pool);
-
-async function until<T>(what: string, ms: number, f: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
-}
 
 /** A light pool (one small Delete disk a VM): what is measured here is the count of VMs. */
 function diskless(name: string, replicas: number) {
