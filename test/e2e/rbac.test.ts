@@ -232,21 +232,23 @@ describe('claims: the shipped grants, as the API server judges them', () => {
   });
 });
 
+/** reconcile-pool on a kube that lacks a grant: its log lines, and a resync tick of the namespace. */
+function deniedReconcile(denied: Denied): { lines: string[]; ping: () => Promise<number> } {
+  const lines: string[] = [];
+  const app = buildReconcileApp({
+    kube: denied.kube,
+    log: testLog('reconcile-pool', 'trace', lines),
+  });
+  const ping = async () =>
+    (await app.request('/', pingInit({ namespace: ns }, `/apis/v1/namespaces/${ns}/pingsources/t`)))
+      .status;
+  return { lines, ping };
+}
+
 describe('each function refused when knative/base loses a grant it needs', () => {
   it('reconcile-pool without update on the finalizers: Synced=False Forbidden, an Event, a log line, no retry storm', async () => {
     const denied = await withoutGrant('reconcile-pool', 'virtualmachinepools/finalizers', 'update');
-    const lines: string[] = [];
-    const app = buildReconcileApp({
-      kube: denied.kube,
-      log: testLog('reconcile-pool', 'trace', lines),
-    });
-    const ping = async () =>
-      (
-        await app.request(
-          '/',
-          pingInit({ namespace: ns }, `/apis/v1/namespaces/${ns}/pingsources/t`),
-        )
-      ).status;
+    const { lines, ping } = deniedReconcile(denied);
     const pool = { apiVersion: API_VERSION, ...runnersPool(ns, 'refused') };
     pool.spec.replicas = 2;
     await cluster().applyManifest([pool]);
@@ -298,18 +300,7 @@ describe('each function refused when knative/base loses a grant it needs', () =>
       'update',
       'reconcile-pool-no-claim-status',
     );
-    const lines: string[] = [];
-    const app = buildReconcileApp({
-      kube: denied.kube,
-      log: testLog('reconcile-pool', 'trace', lines),
-    });
-    const ping = async () =>
-      (
-        await app.request(
-          '/',
-          pingInit({ namespace: ns }, `/apis/v1/namespaces/${ns}/pingsources/t`),
-        )
-      ).status;
+    const { lines, ping } = deniedReconcile(denied);
     const pool = { apiVersion: API_VERSION, ...runnersPool(ns, 'claimed') };
     pool.spec.replicas = 1;
     await cluster().applyManifest([pool]);
