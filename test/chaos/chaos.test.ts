@@ -8,4 +8,5 @@ chaosSuite({
   fuzzRuns: 1000,
   runawayTrials: Number(process.env.VMPOOL_CHAOS_RUNAWAY_TRIALS ?? 12),
   raceTrials: Number(process.env.VMPOOL_CHAOS_RACE_TRIALS ?? 16),
+  claimTrials: Number(process.env.VMPOOL_CHAOS_CLAIM_TRIALS ?? 12),
 });

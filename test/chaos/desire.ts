@@ -27,6 +27,7 @@ export interface PoolSeen {
     readonly replicas?: number;
     readonly paused?: boolean;
     readonly standby?: { readonly replicas?: number };
+    readonly claims?: { readonly maxReplicas?: number };
   };
 }
 
@@ -42,11 +43,16 @@ export interface Addition {
   readonly spares: number;
 }
 
-/** The desire of a pool version at `rv`: 0 when paused, Terminating or `gone` (deleted). */
+/**
+ * The desire of a pool version at `rv`: 0 when paused, Terminating or `gone` (deleted). With
+ * `spec.claims` the effective target also depends on the claims, which this watch does not see: it
+ * is bounded by max(spec.replicas, claims.maxReplicas), the bound judged here (the property test of
+ * claims checks the exact target).
+ */
 export function desireOf(p: PoolSeen, gone: boolean, rv: number): Desire {
   if (gone || p.metadata.deletionTimestamp !== undefined || p.spec?.paused === true)
     return p.spec?.standby === undefined ? { rv, replicas: 0 } : { rv, replicas: 0, standby: 0 };
-  const replicas = p.spec?.replicas ?? 0;
+  const replicas = Math.max(p.spec?.replicas ?? 0, p.spec?.claims?.maxReplicas ?? 0);
   const standby = p.spec?.standby?.replicas;
   return p.spec?.standby === undefined ? { rv, replicas } : { rv, replicas, standby: standby ?? 0 };
 }

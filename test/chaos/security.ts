@@ -16,6 +16,7 @@ import { serveApp } from '../../shared/http/index.js';
 
 const NS = 'vmpool-system';
 const VM = 'virtualization.deckhouse.io';
+const CLAIMS = 'vmpool.virtualization.deckhouse.io';
 
 /**
  * What each identity's code calls (shared/kube/client.ts, as used by shared/reconcile and the
@@ -43,6 +44,9 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
     // blockOwnerDeletion on the ownerReferences of new VMs and disks (OwnerReferencesPermissionEnforcement).
     `${VM}/virtualmachinepools/finalizers:update`,
     `${VM}/virtualmachines/finalizers:update`,
+    // listClaims (a pool's namespace, every namespace on the resync tick), updateClaimStatus.
+    `${CLAIMS}/virtualmachineclaims:list`,
+    `${CLAIMS}/virtualmachineclaims/status:update`,
   ],
   // collectDisks: listDisks, listPools, listVms, deleteDisk.
   'disk-gc-tick': [
@@ -84,6 +88,9 @@ export const ALLOWED: Readonly<Record<string, readonly string[]>> = {
     `${VM}/virtualdisks:get`,
     `${VM}/virtualdisks:list`,
     `${VM}/virtualdisks:watch`,
+    `${CLAIMS}/virtualmachineclaims:get`,
+    `${CLAIMS}/virtualmachineclaims:list`,
+    `${CLAIMS}/virtualmachineclaims:watch`,
   ],
 };
 

@@ -11,6 +11,7 @@ import { runHostileInput } from './hostile.js';
 import { runProcessRestarts } from './restarts.js';
 import { runProtectionRace } from './protect.js';
 import { runRunaway } from './runaway.js';
+import { runClaimsChaos } from './claims.js';
 import { effectiveGrants, extraGrants, renderBase, tlsVersions } from './security.js';
 import { CHAOS_SEED, adminKubeConfig, secondsSince, table } from './kit.js';
 
@@ -25,6 +26,8 @@ export interface ChaosSizes {
   readonly runawayTrials: number;
   /** Trials of protection racing deletions (scale-down, rollout, healing, expiry in turn). */
   readonly raceTrials: number;
+  /** Trials of claims racing releases, expiries, scale changes and delivery storms. */
+  readonly claimTrials: number;
 }
 
 export function chaosSuite(sizes: ChaosSizes): void {
@@ -103,6 +106,26 @@ export function chaosSuite(sizes: ChaosSizes): void {
       );
       expect(f.violations).toEqual([]);
       expect(f.trials.length).toBe(sizes.raceTrials);
+    });
+
+    it(`1d. claims under delivery chaos: ${sizes.claimTrials} trials (L1 with claims)`, async () => {
+      const t0 = performance.now();
+      const f = await runClaimsChaos({ trials: sizes.claimTrials, seed: CHAOS_SEED });
+      console.log(
+        table('claims: claimers, releasers, ttl expiry, scale changes and delivery storms', [
+          ...f.trials.map((r): [string, string] => [
+            r.pool,
+            `${r.claims} claims, ${r.bound} bound, ${r.released} released, ${r.expired} expired${r.converged ? ', converged' : ', NOT converged'}`,
+          ]),
+          ['deliveries', f.deliveries],
+          ['violations', f.violations.length],
+          ...f.violations.slice(0, 20).map((v, i): [string, string] => [`violation ${i + 1}`, v]),
+          ['time', secondsSince(t0)],
+        ]),
+      );
+      expect(f.violations).toEqual([]);
+      expect(f.trials.length).toBe(sizes.claimTrials);
+      expect(f.trials.reduce((n, r) => n + r.bound, 0)).toBeGreaterThan(0);
     });
 
     it('2. crash injection after every API call of every path (L4)', async () => {

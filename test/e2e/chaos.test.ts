@@ -11,4 +11,5 @@ chaosSuite({
   fuzzRuns: 100,
   runawayTrials: 3,
   raceTrials: 4,
+  claimTrials: 3,
 });

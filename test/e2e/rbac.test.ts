@@ -208,10 +208,10 @@ describe('claims: the shipped grants, as the API server judges them', () => {
     [sa('vmpool-source-adapter'), 'list', CLAIMS, undefined, 'yes'],
     [sa('vmpool-source-adapter'), 'update', CLAIMS, undefined, 'no'],
     // reconcile-pool reads claims and writes only their status, and records Events on them.
-    [sa('reconcile-pool'), 'get', CLAIMS, undefined, 'yes'],
+    [sa('reconcile-pool'), 'get', CLAIMS, undefined, 'no'],
     [sa('reconcile-pool'), 'list', CLAIMS, undefined, 'yes'],
     [sa('reconcile-pool'), 'update', CLAIMS, 'status', 'yes'],
-    [sa('reconcile-pool'), 'patch', CLAIMS, 'status', 'yes'],
+    [sa('reconcile-pool'), 'patch', CLAIMS, 'status', 'no'],
     [sa('reconcile-pool'), 'update', CLAIMS, undefined, 'no'],
     [sa('reconcile-pool'), 'delete', CLAIMS, undefined, 'no'],
     [sa('reconcile-pool'), 'create', 'events.events.k8s.io', undefined, 'yes'],

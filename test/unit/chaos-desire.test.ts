@@ -52,6 +52,26 @@ describe('DesireLedger', () => {
     }
   });
 
+  it('bounds a pool with claims by max(spec.replicas, claims.maxReplicas), 0 once paused', () => {
+    expect(desireOf(pool(1, { replicas: 0, claims: { maxReplicas: 5 } }), false, 1)).toEqual({
+      rv: 1,
+      replicas: 5,
+    });
+    expect(desireOf(pool(2, { replicas: 7, claims: { maxReplicas: 5 } }), false, 2).replicas).toBe(
+      7,
+    );
+    const paused = pool(3, { replicas: 2, paused: true, claims: { maxReplicas: 5 } });
+    expect(desireOf(paused, false, 3).replicas).toBe(0);
+    const l = new DesireLedger(500);
+    l.desire('p', desireOf(pool(1, { replicas: 0, claims: { maxReplicas: 2 } }), false, 1));
+    l.add(create(2, 1));
+    l.add(create(3, 2));
+    l.add(create(4, 3));
+    expect(l.check(10)).toEqual([
+      'L1 at each instant: p: replicas 3 after create p-4 at rv 4, desire 2 since rv 1',
+    ]);
+  });
+
   it('waits for the pool history to be complete up to an addition before judging it', () => {
     const l = new DesireLedger(500);
     l.desire('p', desireOf(pool(1, { replicas: 1 }), false, 1));
