@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect as netConnect } from 'node:net';
 import { connect } from 'node:tls';
 import { Hono } from 'hono';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -231,6 +232,34 @@ describe('serveApp over HTTP', () => {
     expect(health.ready).toBe(false);
     expect(served.server.listening).toBe(false);
   });
+});
+
+describe('idle connections', () => {
+  it("stay open past Node's default 5 s, longer than the apiserver's Go client keeps one (90 s)", async () => {
+    const app = new Hono();
+    app.get('/', (c) => c.text('ok'));
+    served = serveApp(app, { port: 0, handleSignals: false });
+    const { port } = await served.listening;
+    expect((served.server as { keepAliveTimeout: number }).keepAliveTimeout).toBeGreaterThan(
+      90_000,
+    );
+    const socket = netConnect(port, '127.0.0.1');
+    let got = '';
+    socket.on('data', (d: Buffer) => (got += d.toString()));
+    const ask = async (): Promise<void> => {
+      const before = (got.match(/HTTP\/1\.1 200/g) ?? []).length;
+      socket.write('GET / HTTP/1.1\r\nHost: vmpool\r\n\r\n');
+      for (let i = 0; i < 100 && (got.match(/HTTP\/1\.1 200/g) ?? []).length === before; i++)
+        await new Promise((r) => setTimeout(r, 20));
+    };
+    await ask();
+    // On a connection Node closed after its default 5 s, the second request would find it gone.
+    await new Promise((r) => setTimeout(r, 5_500));
+    expect(socket.destroyed || socket.readyState !== 'open').toBe(false);
+    await ask();
+    expect((got.match(/HTTP\/1\.1 200/g) ?? []).length).toBe(2);
+    socket.destroy();
+  }, 15_000);
 });
 
 describe('signedBy', () => {

@@ -13,6 +13,9 @@ import type { Logger } from './log.js';
 import { readTls, secureContextOptions, tlsChanged } from './tls.js';
 import type { TlsFiles, TlsMaterial } from './tls.js';
 
+/** How long an idle client connection stays open: longer than Go's HTTP client keeps one (90 s). */
+export const KEEP_ALIVE_MS = 120_000;
+
 /** Options of {@link serveApp}. */
 export interface ServeOptions {
   /** Port to listen on; 0 picks a free one (tests). */
@@ -114,6 +117,14 @@ export function serveApp(
           },
           resolveListening,
         );
+
+  // The kube-apiserver calls the webhook and the aggregated API through Go's HTTP client, which
+  // keeps an idle connection for 90 s; Node closes one after 5 s. A request the apiserver sends on a
+  // connection Node is closing at that moment is reset, and the kubectl apply or scaledownwith
+  // behind it fails ("connection reset by peer", seen in an e2e run). Outlive the client's timeout.
+  const http1 = server as HttpsServer;
+  http1.keepAliveTimeout = KEEP_ALIVE_MS;
+  http1.headersTimeout = KEEP_ALIVE_MS + 5_000;
 
   function reloadCertificates(): boolean {
     if (opts.tls === undefined) return false;
