@@ -216,8 +216,14 @@ export class Observer {
     const deadline = Date.now() + timeoutMs;
     while (!caughtUp(lists)) {
       if (Date.now() > deadline) {
-        // Objects may have changed after the list (the garbage collector): list again once.
-        if (caughtUp(await all())) break;
+        // Objects may keep changing after the list (the garbage collector, the simulator's status
+        // writes): list again a few times, so a moving namespace is not taken for a stuck watch.
+        let again = false;
+        for (let i = 0; i < 10 && !again; i++) {
+          again = caughtUp(await all());
+          if (!again) await new Promise((r) => setTimeout(r, 500));
+        }
+        if (again) break;
         throw new Error(`observer of ${this.namespace} did not catch up with a list`);
       }
       await new Promise((r) => setTimeout(r, 10));
