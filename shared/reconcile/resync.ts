@@ -42,6 +42,23 @@ export type PoolReconciler = (
   name: string,
 ) => Promise<ReconcileOutcome>;
 
+/** The scope's claims grouped once by the pool they name, and the uids of those that do not parse. */
+interface ClaimsByPool {
+  readonly byPool: ReadonlyMap<string, VirtualMachineClaim[]>;
+  readonly unreadable: readonly string[];
+}
+
+function groupClaims(listed: Listed<VirtualMachineClaim> & { ok: true }): ClaimsByPool {
+  const byPool = new Map<string, VirtualMachineClaim[]>();
+  for (const c of listed.value) {
+    const key = `${c.metadata.namespace ?? ''}/${c.spec.poolName}`;
+    const group = byPool.get(key);
+    if (group === undefined) byPool.set(key, [c]);
+    else group.push(c);
+  }
+  return { byPool, unreadable: (listed.malformed ?? []).map((m) => m.uid) };
+}
+
 /**
  * What a reconcile of `pool` would do given these lists: undefined when it would neither act nor
  * write (the pool is converged), else the reason to reconcile it for real.
@@ -51,10 +68,10 @@ function settled(
   pool: VirtualMachinePool,
   vms: readonly VirtualMachine[],
   disks: readonly VirtualDisk[],
-  claims: Listed<VirtualMachineClaim> & { ok: true },
+  claims: ClaimsByPool,
 ): ReconcileOutcome | undefined {
-  const unreadableClaims = (claims.malformed ?? []).map((m) => m.uid);
-  const observed = { pool, vms, disks, claims: claims.value, unreadableClaims };
+  const mine = claims.byPool.get(`${pool.metadata.namespace ?? ''}/${pool.metadata.name ?? ''}`);
+  const observed = { pool, vms, disks, claims: mine ?? [], unreadableClaims: claims.unreadable };
   const p = plan(observed, deps.now(), deps.rand);
   if (p.actions.length > 0 || statusToWrite(pool, p) !== undefined) return undefined;
   return converged(1, 0, p.recheckAt);
@@ -84,7 +101,7 @@ export async function reconcileScope(
   let vms: Map<string, VirtualMachine[]> | undefined;
   let disks: Map<string, VirtualDisk[]> | undefined;
   let unseen = new Map<string, Malformed[]>();
-  let claimList: (Listed<VirtualMachineClaim> & { ok: true }) | undefined;
+  let claimList: ClaimsByPool | undefined;
   if (listed.value.length > 0) {
     const [v, d, c] = await Promise.all([
       deps.kube.listVms(ns, keys.poolUid),
@@ -93,7 +110,8 @@ export async function reconcileScope(
     ]);
     // Without the lists every pool is reconciled on its own reads, as before.
     if (v.ok && d.ok && c.ok) {
-      claimList = c;
+      // Grouped once: each pool's quiet check reads its own claims, not the cluster's.
+      claimList = groupClaims(c);
       vms = byPool(v.value);
       disks = byPool(d.value);
       unseen = malformedByPool([...(v.malformed ?? []), ...(d.malformed ?? [])], v.value);
