@@ -27,12 +27,47 @@ import {
   vm,
 } from '../../test/unit/builders.js';
 import { buildGcApp } from './app.js';
+import { WINDOW } from '../../shared/reconcile/index.js';
 import { testLog } from '../../test/logs.js';
 
 const PING = 'dev.knative.sources.ping';
-const SELECTOR = { labelSelector: keys.poolUid, limit: '500' };
+/** A window's first page of pools. */
+const POOLS = { limit: String(WINDOW) };
 /** The list of every VM of a namespace, a pool's or not. */
 const EVERY_VM = { labelSelector: '', limit: '500' };
+
+const nsOf = (o: unknown): string =>
+  (o as { metadata: { namespace?: string } }).metadata.namespace ?? '';
+
+/**
+ * Interceptors of one window over `pools`: the page of pools, then in each of their namespaces the
+ * disks and then the VMs of those pools, selected by their pool-uid label as the API server does.
+ */
+function windowLists(
+  c: { vms: unknown[]; disks: VirtualDisk[] },
+  pools: VirtualMachinePool[],
+  vms?: () => nock.Body,
+): nock.Scope {
+  let scope = nock(API).get(`${BASE}/virtualmachinepools`).query(POOLS).reply(200, list(pools));
+  for (const ns of new Set(pools.map(nsOf))) {
+    const uids = pools.filter((p) => nsOf(p) === ns).map((p) => p.metadata.uid ?? '');
+    const mine = (o: unknown): boolean =>
+      nsOf(o) === ns &&
+      uids.includes(
+        (o as { metadata: { labels?: Record<string, string> } }).metadata.labels?.[keys.poolUid] ??
+          '',
+      );
+    const owned = { labelSelector: `${keys.poolUid} in (${uids.join(',')})`, limit: '500' };
+    scope = scope
+      .get(`${BASE}/namespaces/${ns}/virtualdisks`)
+      .query(owned)
+      .reply(200, list(c.disks.filter(mine)))
+      .get(`${BASE}/namespaces/${ns}/virtualmachines`)
+      .query(owned)
+      .reply(200, vms?.() ?? list(c.vms.filter(mine)));
+  }
+  return scope;
+}
 
 function build() {
   const metrics = createFunctionMetrics();
@@ -103,21 +138,12 @@ function cluster(): { pools: VirtualMachinePool[]; vms: unknown[]; disks: Virtua
 const unmatched = guardNock();
 
 describe('disk-gc-tick', () => {
-  it('lists disks, pools and VMs cluster-wide, then the namespace VMs, deletes only the expired disk beyond keep → 202', async () => {
+  it('lists a window of pools with their disks and VMs, then the namespace VMs, deletes only the expired disk beyond keep → 202', async () => {
     const c = cluster();
     const methods: string[] = [];
     let deleteBody: unknown;
     let event: { reason?: string; note?: string } = {};
-    const scope = nock(API)
-      .get(`${BASE}/virtualdisks`)
-      .query(SELECTOR)
-      .reply(200, list(c.disks))
-      .get(`${BASE}/virtualmachinepools`)
-      .query({ limit: '500' })
-      .reply(200, list(c.pools))
-      .get(`${BASE}/virtualmachines`)
-      .query(SELECTOR)
-      .reply(200, list(c.vms))
+    const scope = windowLists(c, c.pools)
       .get(`${BASE}/namespaces/ci/virtualmachines`)
       .query(EVERY_VM)
       .reply(200, list(c.vms))
@@ -141,8 +167,9 @@ describe('disk-gc-tick', () => {
     expect(await res.text()).toBe('');
     scope.done();
     expect(unmatched.seen).toEqual([]);
-    // Three lists, the VMs of the one namespace with a disk to go, then the delete and its Event.
-    expect(methods).toEqual(['GET', 'GET', 'GET', 'GET', 'DELETE', 'POST']);
+    // The window (pools, then disks and VMs in each of their two namespaces), the VMs of the one
+    // namespace with a disk to go, then the delete and its Event.
+    expect(methods).toEqual(['GET', 'GET', 'GET', 'GET', 'GET', 'GET', 'DELETE', 'POST']);
     expect(event.reason).toBe('DiskCollected');
     expect(event.note).toContain('free for longer than its template ttl');
     expect(deleteBody).toMatchObject({
@@ -163,16 +190,7 @@ describe('disk-gc-tick', () => {
     });
     detached.metadata.labels = {};
     detached.metadata.ownerReferences = [];
-    const scope = nock(API)
-      .get(`${BASE}/virtualdisks`)
-      .query(SELECTOR)
-      .reply(200, list(c.disks))
-      .get(`${BASE}/virtualmachinepools`)
-      .query({ limit: '500' })
-      .reply(200, list(c.pools))
-      .get(`${BASE}/virtualmachines`)
-      .query(SELECTOR)
-      .reply(200, list(c.vms))
+    const scope = windowLists(c, c.pools)
       .get(`${BASE}/namespaces/ci/virtualmachines`)
       .query(EVERY_VM)
       .reply(200, list([...c.vms, detached]));
@@ -183,19 +201,10 @@ describe('disk-gc-tick', () => {
     expect(unmatched.seen).toEqual([]);
   });
 
-  it('a paused pool loses none of its expired disks: three lists and nothing else → 202', async () => {
+  it("a paused pool loses none of its expired disks: its window's lists and nothing else → 202", async () => {
     const c = cluster();
     const pools = c.pools.map((p) => ({ ...p, spec: { ...p.spec, paused: true } }));
-    const scope = nock(API)
-      .get(`${BASE}/virtualdisks`)
-      .query(SELECTOR)
-      .reply(200, list(c.disks))
-      .get(`${BASE}/virtualmachinepools`)
-      .query({ limit: '500' })
-      .reply(200, list(pools))
-      .get(`${BASE}/virtualmachines`)
-      .query(SELECTOR)
-      .reply(200, list(c.vms));
+    const scope = windowLists(c, pools);
     const res = await build().app.request('/', binaryEvent(PING));
     expect(res.status).toBe(202);
     scope.done();
@@ -203,16 +212,7 @@ describe('disk-gc-tick', () => {
   });
 
   it('accepts a structured-mode tick as well', async () => {
-    const scope = nock(API)
-      .get(`${BASE}/virtualdisks`)
-      .query(SELECTOR)
-      .reply(200, list([]))
-      .get(`${BASE}/virtualmachinepools`)
-      .query({ limit: '500' })
-      .reply(200, list([]))
-      .get(`${BASE}/virtualmachines`)
-      .query(SELECTOR)
-      .reply(200, list([]));
+    const scope = nock(API).get(`${BASE}/virtualmachinepools`).query(POOLS).reply(200, list([]));
     const res = await build().app.request('/', structuredEvent(PING));
     expect(res.status).toBe(202);
     scope.done();
@@ -221,16 +221,7 @@ describe('disk-gc-tick', () => {
 
   it('a delete answering 409 (the disk changed since the list) is not an error → 202', async () => {
     const c = cluster();
-    const scope = nock(API)
-      .get(`${BASE}/virtualdisks`)
-      .query(SELECTOR)
-      .reply(200, list(c.disks))
-      .get(`${BASE}/virtualmachinepools`)
-      .query({ limit: '500' })
-      .reply(200, list(c.pools))
-      .get(`${BASE}/virtualmachines`)
-      .query(SELECTOR)
-      .reply(200, list(c.vms))
+    const scope = windowLists(c, c.pools)
       .get(`${BASE}/namespaces/ci/virtualmachines`)
       .query(EVERY_VM)
       .reply(200, list(c.vms))
@@ -251,7 +242,7 @@ describe('disk-gc-tick', () => {
   });
 
   it('a list that keeps failing → 503 and nothing deleted', async () => {
-    const scope = failingList(`${BASE}/virtualdisks`, SELECTOR);
+    const scope = failingList(`${BASE}/virtualmachinepools`, POOLS);
     const res = await build().app.request('/', binaryEvent(PING));
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).not.toBeNull();
@@ -259,21 +250,20 @@ describe('disk-gc-tick', () => {
     expect(unmatched.seen).toEqual([]);
   });
 
-  it('the pool list failing after the disk list (the VM list read beside it) → 503', async () => {
-    const scope = nock(API)
-      .get(`${BASE}/virtualdisks`)
-      .query(SELECTOR)
-      .reply(200, list(cluster().disks))
-      .get(`${BASE}/virtualmachinepools`)
-      .query({ limit: '500' })
+  it('the VM list failing after the disk list → 503 and nothing deleted', async () => {
+    const c = cluster();
+    const failing = nock(API)
+      .get(`${BASE}/namespaces/ci/virtualmachines`)
+      .query(true)
       .times(3)
-      .reply(503, statusBody(503, 'ServiceUnavailable'))
-      .get(`${BASE}/virtualmachines`)
-      .query(SELECTOR)
-      .reply(200, list(cluster().vms));
+      .reply(503, statusBody(503, 'ServiceUnavailable'));
+    const scope = windowLists(c, c.pools.slice(0, 1), () => list([]));
     const res = await build().app.request('/', binaryEvent(PING));
     expect(res.status).toBe(503);
-    scope.done();
+    failing.done();
+    expect(scope.pendingMocks()).toEqual([
+      expect.stringContaining(`${BASE}/namespaces/ci/virtualmachines`),
+    ]);
     expect(unmatched.seen).toEqual([]);
   });
 
@@ -300,19 +290,14 @@ describe('disk-gc-tick', () => {
   }
 
   /** Interceptors of the three lists of `c`, and of the deletes (each with its Event) of `gone`. */
-  function pass(c: ReturnType<typeof cluster>, gone: readonly [string, string][]): nock.Scope {
-    let scope = nock(API)
-      .get(`${BASE}/virtualdisks`)
-      .query(SELECTOR)
-      .reply(200, list(c.disks))
-      .get(`${BASE}/virtualmachinepools`)
-      .query({ limit: '500' })
-      .reply(200, list(c.pools))
-      .get(`${BASE}/virtualmachines`)
-      .query(SELECTOR)
-      .reply(200, list(c.vms));
-    // Where something is to be collected, every VM of the namespace is read once more.
-    for (const ns of new Set(gone.map(([n]) => n)))
+  function pass(
+    c: ReturnType<typeof cluster>,
+    gone: readonly [string, string][],
+    read: readonly string[] = gone.map(([n]) => n),
+  ): nock.Scope {
+    let scope = windowLists(c, c.pools);
+    // Where something would be collected, every VM of the namespace is read once more.
+    for (const ns of new Set(read))
       scope = scope
         .get(`${BASE}/namespaces/${ns}/virtualmachines`)
         .query(EVERY_VM)
@@ -365,7 +350,12 @@ describe('disk-gc-tick', () => {
       spec: { ...stray.spec, runPolicy: 'SomeFutureMode' },
     };
     // Only other's expired disk goes: the one the unreadable VM names stays, though past its ttl.
-    const scope = pass({ ...c, vms: [...c.vms, unreadable] }, [['ns2', 'other-cache-expired']]);
+    // It claims no pool of the window, so only the second read of the namespace finds it.
+    const scope = pass(
+      { ...c, vms: [...c.vms, unreadable] },
+      [['ns2', 'other-cache-expired']],
+      ['ci', 'ns2'],
+    );
     const res = await build().app.request('/', binaryEvent(PING));
     expect(res.status).toBe(202);
     scope.done();
@@ -381,7 +371,11 @@ describe('disk-gc-tick', () => {
       metadata: { ...stray.metadata, ownerReferences: [] },
       spec: { ...stray.spec, blockDeviceRefs: 'other-cache-expired' },
     };
-    const scope = pass({ ...c, vms: [...c.vms, unreadable] }, [['ci', 'runners-cache-expired']]);
+    const scope = pass(
+      { ...c, vms: [...c.vms, unreadable] },
+      [['ci', 'runners-cache-expired']],
+      ['ci', 'ns2'],
+    );
     const res = await build().app.request('/', binaryEvent(PING));
     expect(res.status).toBe(202);
     scope.done();

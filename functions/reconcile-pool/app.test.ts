@@ -22,6 +22,7 @@ import {
 import { NOW, disk, pool, seededRandom, vm } from '../../test/unit/builders.js';
 import { plan } from '../../shared/domain/index.js';
 import { buildReconcileApp } from './app.js';
+import { WINDOW } from '../../shared/reconcile/index.js';
 import { testLog } from '../../test/logs.js';
 
 const RES = 'dev.knative.apiserver.resource.';
@@ -57,22 +58,35 @@ function gone(ns: string, name: string): nock.Scope {
     .reply(404, statusBody(404, 'NotFound', `virtualmachinepools "${name}" not found`));
 }
 
-/** Interceptors: the member lists of a namespace (or the cluster) that a scope-wide reconcile reads once. */
+/**
+ * Interceptors: the member lists a scope-wide reconcile reads once per window, in each namespace of
+ * the window's `pools`, selected by their pool-uid label as the API server does.
+ */
 function members(
-  ns: string | undefined,
+  pools: readonly VirtualMachinePool[],
   vms: readonly VirtualMachine[] = [],
   disks: readonly VirtualDisk[] = [],
 ): nock.Scope {
-  const at = ns === undefined ? BASE : `${BASE}/namespaces/${ns}`;
-  const q = { labelSelector: keys.poolUid, limit: '500' };
-  return nock(API)
-    .get(`${at}/virtualmachines`)
-    .query(q)
-    .reply(200, list([...vms]))
-    .get(`${at}/virtualdisks`)
-    .query(q)
-    .reply(200, list([...disks]));
+  let scope = nock(API);
+  const nsOf = (o: { metadata: { namespace?: string } }): string => o.metadata.namespace ?? '';
+  for (const ns of new Set(pools.map(nsOf))) {
+    const uids = pools.filter((p) => nsOf(p) === ns).map((p) => p.metadata.uid ?? '');
+    const mine = (o: VirtualMachine | VirtualDisk): boolean =>
+      nsOf(o) === ns && uids.includes(o.metadata.labels?.[keys.poolUid] ?? '');
+    const q = { labelSelector: `${keys.poolUid} in (${uids.join(',')})`, limit: '500' };
+    scope = scope
+      .get(`${BASE}/namespaces/${ns}/virtualmachines`)
+      .query(q)
+      .reply(200, list(vms.filter(mine)))
+      .get(`${BASE}/namespaces/${ns}/virtualdisks`)
+      .query(q)
+      .reply(200, list(disks.filter(mine)));
+  }
+  return scope;
 }
+
+/** The query of a scope's first page of pools. */
+const POOLS = { limit: String(WINDOW) };
 
 const unmatched = guardNock();
 noClaims();
@@ -130,13 +144,14 @@ describe('reconcile-pool: which pool an event points at', () => {
       spec: {},
     };
     const c = converged(pool({ replicas: 1 }), ['runners-aaaaa']);
+    const window = [c.pool, pool({ name: 'other', uid: 'u-other' })];
     // One list per resource type; the converged pool is not read again, the other one (3 replicas
     // and no members) is reconciled on its own reads.
     const scope = nock(API)
       .get(`${BASE}/namespaces/ci/virtualmachinepools`)
-      .query({ limit: '500' })
-      .reply(200, list([c.pool, pool({ name: 'other', uid: 'u-other' })]));
-    const lists = members('ci', c.vms, c.disks);
+      .query(POOLS)
+      .reply(200, list(window));
+    const lists = members(window, c.vms, c.disks);
     const other = gone('ci', 'other');
     const res = await build().app.request('/', binaryEvent(`${RES}update`, orphan));
     expect(res.status).toBe(202);
@@ -174,13 +189,14 @@ describe('reconcile-pool: which pool an event points at', () => {
   });
 
   it('Reference mode VM that is gone (404): every pool of the namespace', async () => {
+    const p1Pool = pool({ name: 'p1', namespace: 'ns1', uid: 'u-p1' });
     const scope = nock(API)
       .get(`${BASE}/namespaces/ns1/virtualmachines/gone-xxxxx`)
       .reply(404, statusBody(404, 'NotFound'))
       .get(`${BASE}/namespaces/ns1/virtualmachinepools`)
-      .query({ limit: '500' })
-      .reply(200, list([pool({ name: 'p1', namespace: 'ns1', uid: 'u-p1' })]));
-    const lists = members('ns1');
+      .query(POOLS)
+      .reply(200, list([p1Pool]));
+    const lists = members([p1Pool]);
     const p1 = gone('ns1', 'p1');
     const res = await build().app.request(
       '/',
@@ -196,7 +212,7 @@ describe('reconcile-pool: which pool an event points at', () => {
   it('Reference mode VirtualDisk: every pool of the namespace (the disk is not read)', async () => {
     const scope = nock(API)
       .get(`${BASE}/namespaces/ns2/virtualmachinepools`)
-      .query({ limit: '500' })
+      .query(POOLS)
       .reply(200, list([]));
     const res = await build().app.request(
       '/',
@@ -211,12 +227,14 @@ describe('reconcile-pool: which pool an event points at', () => {
 
   it('PingSource tick without data: every pool of the cluster', async () => {
     const c = converged(pool({ replicas: 1 }), ['runners-aaaaa']);
+    const window = [c.pool, pool({ name: 'p2', namespace: 'ns2', uid: 'u-p2' })];
     const scope = nock(API)
       .get(`${BASE}/virtualmachinepools`)
-      .query({ limit: '500' })
-      .reply(200, list([c.pool, pool({ name: 'p2', namespace: 'ns2', uid: 'u-p2' })]));
-    // Cluster-wide member lists; only p2, which the lists show short of members, is read again.
-    const lists = members(undefined, c.vms, c.disks);
+      .query(POOLS)
+      .reply(200, list(window));
+    // The member lists of the window's two namespaces; only p2, which the lists show short of
+    // members, is read again.
+    const lists = members(window, c.vms, c.disks);
     const p2 = gone('ns2', 'p2');
     const res = await build().app.request('/', binaryEvent(PING));
     expect(res.status).toBe(202);
@@ -227,11 +245,12 @@ describe('reconcile-pool: which pool an event points at', () => {
   });
 
   it('PingSource tick with {"namespace":"x"}: only that namespace', async () => {
+    const px0 = pool({ name: 'px', namespace: 'x', uid: 'u-px' });
     const scope = nock(API)
       .get(`${BASE}/namespaces/x/virtualmachinepools`)
-      .query({ limit: '500' })
-      .reply(200, list([pool({ name: 'px', namespace: 'x', uid: 'u-px' })]));
-    const lists = members('x');
+      .query(POOLS)
+      .reply(200, list([px0]));
+    const lists = members([px0]);
     const px = gone('x', 'px');
     const res = await build().app.request('/', binaryEvent(PING, { namespace: 'x' }));
     expect(res.status).toBe(204);
@@ -870,9 +889,9 @@ describe('reconcile-pool: an object that does not parse stops only its own pool 
     const c = converged(pool({ replicas: 2 }), ['runners-aaaaa', 'runners-bbbbb']);
     const scope = nock(API)
       .get(`${BASE}/virtualmachinepools`)
-      .query({ limit: '500' })
+      .query(POOLS)
       .reply(200, list([c.pool, other]));
-    const lists = members(undefined, [...c.vms, unreadable as VirtualMachine], c.disks);
+    const lists = members([c.pool, other], [...c.vms, unreadable as VirtualMachine], c.disks);
     const seen: { status?: VirtualMachinePool; event?: PoolEventBody } = {};
     const writes = blocked(seen);
     const res = await build().app.request('/', binaryEvent(PING));

@@ -108,6 +108,22 @@ describe('reads', () => {
     expect(k.counts()).toEqual({ list: 2, 'list:ok': 2 });
   });
 
+  it('lists one page when asked, with the token that continues it', async () => {
+    const scope = nock(API)
+      .get(`${BASE}/namespaces/ns/virtualmachinepools`)
+      .query({ limit: '3' })
+      .reply(200, { items: [pool(), pool(), pool()], metadata: { continue: 'tok' } })
+      .get(`${BASE}/namespaces/ns/virtualmachinepools`)
+      .query({ limit: '3', continue: 'tok' })
+      .reply(200, { items: [pool()], metadata: { continue: '' } });
+    const k = kube({ pageSize: 2 });
+    const first = await k.listPools('ns', { limit: 3 });
+    expect(first.ok && [first.value.length, first.next]).toEqual([3, 'tok']);
+    const last = await k.listPools('ns', { limit: 3, continue: 'tok' });
+    scope.done();
+    expect(last.ok && [last.value.length, 'next' in last]).toEqual([1, false]);
+    expect(k.counts()).toEqual({ list: 2, 'list:ok': 2 });
+  });
   it('listDisks in a namespace', async () => {
     const scope = nock(API)
       .get(`${BASE}/namespaces/ns/virtualdisks`)

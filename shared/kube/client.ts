@@ -38,6 +38,7 @@ import type {
   Kube,
   Listed,
   Outcome,
+  PageRequest,
   PoolEvent,
   Preconditions,
   TokenIdentity,
@@ -252,20 +253,22 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
   }
 
   /**
-   * A consistent (quorum) list: no resourceVersion, pages chained with `continue`. Items are parsed
-   * one by one; one its model refuses is skipped and named in `malformed`, not fatal to the list.
+   * A consistent (quorum) list: no resourceVersion, pages chained with `continue` (or only the page
+   * `page` asks for). Items are parsed one by one; one its model refuses is skipped and named in
+   * `malformed`, not fatal to the list.
    */
   async function list<T>(
     plural: Plural,
     model: z.ZodType<T>,
     namespace: string | undefined,
     labelSelector?: string,
+    page?: PageRequest,
   ): Promise<Listed<T>> {
     const out: T[] = [];
     const malformed: Malformed[] = [];
-    let cont: string | undefined;
+    let cont = page?.continue;
     do {
-      const q = query({ labelSelector, limit: pageSize, continue: cont });
+      const q = query({ labelSelector, limit: page?.limit ?? pageSize, continue: cont });
       const r = await call(
         'list',
         { method: 'GET', path: `${path(plural, namespace)}${q}` },
@@ -286,9 +289,11 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
         else malformed.push(malformedOf(KINDS[plural], item, firstIssue(p.error)));
       }
       cont = r.value.next;
-    } while (cont !== undefined);
+    } while (cont !== undefined && page === undefined);
     for (const m of malformed) report(m);
-    return { ok: true, value: out, malformed };
+    return cont === undefined
+      ? { ok: true, value: out, malformed }
+      : { ok: true, value: out, malformed, next: cont };
   }
 
   function create<T extends object>(
@@ -385,7 +390,7 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
 
   return {
     getPool: (namespace, name) => get(POOLS, VirtualMachinePool, namespace, name),
-    listPools: (namespace) => list(POOLS, VirtualMachinePool, namespace),
+    listPools: (namespace, page) => list(POOLS, VirtualMachinePool, namespace, undefined, page),
     listVms: (namespace, selector) => list(VMS, VirtualMachine, namespace, selector),
     listDisks: (namespace, selector) => list(DISKS, VirtualDisk, namespace, selector),
     getVm: (namespace, name) => get(VMS, VirtualMachine, namespace, name),

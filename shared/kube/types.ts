@@ -36,8 +36,21 @@ export type Listed<T> =
       readonly value: T[];
       /** The items skipped, with their identity and first issue; absent or empty: none. */
       readonly malformed?: readonly Malformed[];
+      /**
+       * Set when only one page was asked for ({@link PageRequest}) and more remain: the token that
+       * continues the list. Absent: the list is complete.
+       */
+      readonly next?: string;
     }
   | Failure;
+
+/** One page of a list instead of all of it: the first page, or the one `continue` names. */
+export interface PageRequest {
+  /** The token of the previous page's `next`; absent for the first page. */
+  readonly continue?: string;
+  /** Items per page (default: the funnel's page size). */
+  readonly limit?: number;
+}
 
 /** Preconditions for a delete: the object must still be this uid (and this resourceVersion). */
 export interface Preconditions {
@@ -109,8 +122,11 @@ export type RequestCounts = Readonly<Record<string, number>>;
  */
 export interface Kube {
   getPool(namespace: string, name: string): Promise<Outcome<VirtualMachinePool>>;
-  /** All pools in a namespace, or in the cluster when `namespace` is undefined. */
-  listPools(namespace?: string): Promise<Listed<VirtualMachinePool>>;
+  /**
+   * All pools in a namespace, or in the cluster when `namespace` is undefined; with `page`, one
+   * page of them (its `next` continues the list), so a scan of any size holds one page at a time.
+   */
+  listPools(namespace?: string, page?: PageRequest): Promise<Listed<VirtualMachinePool>>;
   /** VMs matching a label selector, in a namespace or cluster-wide. */
   listVms(namespace: string | undefined, labelSelector: string): Promise<Listed<VirtualMachine>>;
   /** Disks matching a label selector, in a namespace or cluster-wide. */

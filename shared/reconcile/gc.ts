@@ -1,11 +1,10 @@
 /**
- * One disk-GC pass over the whole cluster: three lists (and the VMs of the namespaces where a disk
- * would go), then preconditioned deletes.
+ * One disk-GC pass over the whole cluster, a window of pools at a time: the window's pools, their
+ * disks and VMs (and the VMs of the namespaces where a disk would go), then preconditioned deletes.
  * @module
  */
 import type { Logger } from 'pino';
-import type { VirtualMachine } from '../api/index.js';
-import { keys } from '../api/index.js';
+import type { VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import type { Collect } from '../domain/index.js';
 import {
   collectNamespaces,
@@ -18,9 +17,10 @@ import {
   planGc,
   poolKey,
 } from '../domain/index.js';
-import type { Failure, Kube } from '../kube/index.js';
+import type { Failure, Kube, Outcome } from '../kube/index.js';
 import { runBounded } from './batch.js';
 import { PARALLEL } from './execute.js';
+import { listAt, placesOf, poolPages } from './window.js';
 
 /** What a GC pass did. */
 export type GcOutcome =
@@ -34,15 +34,18 @@ export type GcOutcome =
   /** disk-gc-tick lacks a grant: retrying the tick would not help; logged with the fix. */
   | { readonly kind: 'forbidden'; readonly reason: string };
 
+/** What one window's pass did; the pass adds them up. */
+interface WindowGc {
+  readonly deleted: Collect[];
+  readonly skipped: number;
+  readonly nextWakeMs: number | undefined;
+}
+
 /**
- * Disks are listed first: a disk claimed or stamped after that list changes its resourceVersion, so
- * the preconditioned delete of the old one fails; bindings and references made before it are seen
- * by the pool and VM lists that follow (those two in parallel: neither needs the other). A pass that
- * would delete something then reads every VM of those disks' namespaces and plans again, so a VM
- * outside every pool keeps what it references (L3); a pass with nothing to delete pays nothing more.
+ * A pass reads the cluster a window of pools at a time (`window.ts`), so it holds one window
+ * whatever the cluster's size; each window's deletes are done before the next is read.
  */
 export async function collectDisks(kube: Kube, now: Date, log: Logger): Promise<GcOutcome> {
-  const selector = keys.poolUid;
   const refused = (f: Failure): GcOutcome => {
     const reason = forbiddenMessage('disk-gc-tick', f.message);
     log.error({ err: f.message }, `forbidden: ${reason}`);
@@ -50,16 +53,45 @@ export async function collectDisks(kube: Kube, now: Date, log: Logger): Promise<
   };
   const failed = (f: Failure): GcOutcome =>
     f.reason === 'forbidden' ? refused(f) : { kind: 'retry', reason: f.message };
-  const disks = await kube.listDisks(undefined, selector);
-  if (!disks.ok) return failed(disks);
-  const [pools, vms] = await Promise.all([kube.listPools(), kube.listVms(undefined, selector)]);
-  if (!pools.ok) return failed(pools);
-  if (!vms.ok) return failed(vms);
+  const deleted: Collect[] = [];
+  let skipped = 0;
+  let nextWakeMs: number | undefined;
+  for await (const page of poolPages(kube, undefined)) {
+    if (!page.ok) return failed(page);
+    if (page.value.length === 0) continue;
+    const w = await collectWindow(kube, page.value, now, log);
+    if (!w.ok) return failed(w);
+    deleted.push(...w.value.deleted);
+    skipped += w.value.skipped;
+    const wake = w.value.nextWakeMs;
+    if (wake !== undefined) nextWakeMs = Math.min(nextWakeMs ?? wake, wake);
+  }
+  return { kind: 'done', deleted, skipped, nextWakeMs };
+}
+
+/**
+ * One window. Its disks are listed first: a disk claimed or stamped after that list changes its
+ * resourceVersion, so the preconditioned delete of the old one fails; bindings and references made
+ * before it are seen by the VM list that follows. A window that would delete something then reads
+ * every VM of those disks' namespaces and plans again, so a VM outside every pool keeps what it
+ * references (L3); a window with nothing to delete pays nothing more.
+ */
+async function collectWindow(
+  kube: Kube,
+  pools: readonly VirtualMachinePool[],
+  now: Date,
+  log: Logger,
+): Promise<Outcome<WindowGc>> {
+  const places = placesOf(pools);
+  const disks = await listAt(places, (ns, sel) => kube.listDisks(ns, sel));
+  if (!disks.ok) return disks;
+  const vms = await listAt(places, (ns, sel) => kube.listVms(ns, sel));
+  if (!vms.ok) return vms;
   // A pool an unparseable VM or disk claims keeps its disks this pass: that VM may reference them,
   // as may one whose references cannot be read (its whole namespace); named ones are in use.
   const unseen = malformedByPool([...(vms.malformed ?? []), ...(disks.malformed ?? [])], vms.value);
   const held = heldByMalformed(vms.malformed ?? []);
-  const collectable = pools.value.filter((p) => {
+  const collectable = pools.filter((p) => {
     const ns = p.metadata.namespace ?? '';
     const claims = unseen.get(poolKey(p)) ?? held.namespaces.get(ns);
     if (claims !== undefined) log.warn({ pool: `${ns}/${nameOf(p)}` }, malformedMessage(claims));
@@ -76,7 +108,7 @@ export async function collectDisks(kube: Kube, now: Date, log: Logger): Promise<
     const everyVm: VirtualMachine[] = [];
     const skipped = [];
     for (const l of all) {
-      if (!l.ok) return failed(l);
+      if (!l.ok) return l;
       everyVm.push(...l.value);
       skipped.push(...(l.malformed ?? []));
     }
@@ -90,7 +122,7 @@ export async function collectDisks(kube: Kube, now: Date, log: Logger): Promise<
     );
   }
   let denied: Failure | undefined;
-  const poolOf = new Map(pools.value.map((p) => [`${p.metadata.namespace ?? ''}/${nameOf(p)}`, p]));
+  const poolOf = new Map(pools.map((p) => [`${p.metadata.namespace ?? ''}/${nameOf(p)}`, p]));
   const results = await runBounded(gc.collect, PARALLEL, async (c) => {
     const pre = { uid: c.uid, resourceVersion: c.resourceVersion };
     const o = await kube.deleteDisk(c.namespace, c.name, pre);
@@ -110,12 +142,10 @@ export async function collectDisks(kube: Kube, now: Date, log: Logger): Promise<
     if (!o.ok && o.reason === 'forbidden') denied ??= o;
     return o.ok ? c : undefined;
   });
-  if (denied !== undefined) return refused(denied);
+  if (denied !== undefined) return denied;
   const deleted = results.filter((c): c is Collect => c !== undefined);
   return {
-    kind: 'done',
-    deleted,
-    skipped: gc.collect.length - deleted.length,
-    nextWakeMs: gc.nextWakeMs,
+    ok: true,
+    value: { deleted, skipped: gc.collect.length - deleted.length, nextWakeMs: gc.nextWakeMs },
   };
 }

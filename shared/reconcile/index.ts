@@ -17,3 +17,4 @@ export * from './claim-metrics.js';
 export * from './admission.js';
 export * from './recheck.js';
 export * from './pool-reads.js';
+export * from './window.js';

@@ -4,6 +4,7 @@ import { keys, malformedOf } from '../api/index.js';
 import { plan } from '../domain/index.js';
 import type { ReconcileDeps } from './converge.js';
 import { reconcileScope } from './resync.js';
+import { WINDOW } from './window.js';
 import {
   NOW,
   pool,
@@ -62,8 +63,9 @@ describe('reconcileScope over many pools', () => {
       'listPools',
       'listVms',
     ]);
-    // Cluster-wide, every object vmpool labelled.
-    expect(f.of('listVms')[0]?.args).toEqual([undefined, keys.poolUid]);
+    // One window in one namespace: its pools' objects, there.
+    expect(f.of('listVms')[0]?.args).toEqual(['ci', `${keys.poolUid} in (uid-a,uid-b,uid-c)`]);
+    expect(f.of('listPools')[0]?.args).toEqual([undefined, { limit: WINDOW }]);
   });
 
   it('a pool the lists show short of members is reconciled on its own reads', async () => {
@@ -91,7 +93,7 @@ describe('reconcileScope over many pools', () => {
       passes: 2,
       actions: 3,
     });
-    expect(f.of('listVms')[0]?.args).toEqual(['ci', keys.poolUid]);
+    expect(f.of('listVms')[0]?.args).toEqual(['ci', `${keys.poolUid} in (uid-a,uid-b)`]);
   });
 
   it('members are matched to pools by namespace and pool uid, not by name', async () => {

@@ -1,19 +1,19 @@
 /**
- * Reconciling every pool in a scope with bounded concurrency (the resync tick, namespace fallbacks).
+ * Reconciling every pool in a scope with bounded concurrency (the resync tick, namespace fallbacks),
+ * a window of pools at a time.
  * @module
  */
 import type {
-  Malformed,
   VirtualDisk,
   VirtualMachine,
   VirtualMachineClaim,
   VirtualMachinePool,
 } from '../api/index.js';
-import { keys } from '../api/index.js';
 import { byPool, malformedByPool, plan, poolKey } from '../domain/index.js';
 import { blockMalformed } from './blocked.js';
 import type { ReconcileDeps, ReconcileOutcome } from './converge.js';
-import { claimsOf, converged, reconcilePool, statusToWrite } from './converge.js';
+import { converged, reconcilePool, statusToWrite } from './converge.js';
+import { claimsAt, listAt, placesOf, poolPages } from './window.js';
 import { runBounded } from './batch.js';
 import type { Listed } from '../kube/index.js';
 import type { PoolRef, Scope } from './scope.js';
@@ -80,11 +80,12 @@ function settled(
 /**
  * Reconciles the scope; a failure to list is itself a retry.
  *
- * A namespace or the whole cluster costs one list per resource type (pools, VMs, disks — paged), not
- * three reads per pool: each pool is planned from the lists, and only a pool whose plan would act
- * or write its status is reconciled under the fencing protocol (which reads it again, consistently,
- * before any write). The lists are consistent reads taken before planning, so a pool they show
- * converged was converged at that moment; a change after them brings its own event.
+ * The scope is read a window at a time (`window.ts`): a page of pools, then the VMs, disks and
+ * claims of those pools only, so a tick holds one window whatever the cluster's size. Each pool is
+ * planned from the window's lists, and only a pool whose plan would act or write its status is
+ * reconciled under the fencing protocol (which reads it again, consistently, before any write). The
+ * lists are consistent reads taken before planning, so a pool they show converged was converged at
+ * that moment; a change after them brings its own event.
  */
 export async function reconcileScope(
   deps: ReconcileDeps,
@@ -95,40 +96,55 @@ export async function reconcileScope(
     const { namespace, name } = scope;
     return [scoped({ namespace, name }, await reconcile(deps, namespace, name))];
   }
-  const ns = scope.kind === 'namespace' ? scope.namespace : undefined;
-  const listed = await deps.kube.listPools(ns);
-  if (!listed.ok) return [{ pool: '*', outcome: { kind: 'retry', reason: listed.message } }];
-  let vms: Map<string, VirtualMachine[]> | undefined;
-  let disks: Map<string, VirtualDisk[]> | undefined;
-  let unseen = new Map<string, Malformed[]>();
-  let claimList: ClaimsByPool | undefined;
-  if (listed.value.length > 0) {
-    const [v, d, c] = await Promise.all([
-      deps.kube.listVms(ns, keys.poolUid),
-      deps.kube.listDisks(ns, keys.poolUid),
-      claimsOf(deps.kube, ns),
-    ]);
-    // Without the lists every pool is reconciled on its own reads, as before.
-    if (v.ok && d.ok && c.ok) {
-      // Grouped once: each pool's quiet check reads its own claims, not the cluster's.
-      claimList = groupClaims(c);
-      vms = byPool(v.value);
-      disks = byPool(d.value);
-      unseen = malformedByPool([...(v.malformed ?? []), ...(d.malformed ?? [])], v.value);
+  const out: ScopedOutcome[] = [];
+  for await (const page of poolPages(
+    deps.kube,
+    scope.kind === 'namespace' ? scope.namespace : undefined,
+  )) {
+    if (!page.ok) {
+      out.push({ pool: '*', outcome: { kind: 'retry', reason: page.message } });
+      break;
     }
+    if (page.value.length > 0) out.push(...(await reconcileWindow(deps, page.value, reconcile)));
   }
-  return runBounded(listed.value, RESYNC_PARALLEL, async (p) => {
+  return out;
+}
+
+/** Reconciles one window of pools from the lists of what they own. */
+async function reconcileWindow(
+  deps: ReconcileDeps,
+  pools: readonly VirtualMachinePool[],
+  reconcile: PoolReconciler,
+): Promise<ScopedOutcome[]> {
+  const places = placesOf(pools);
+  const [v, d, c] = await Promise.all([
+    listAt(places, (ns, sel) => deps.kube.listVms(ns, sel)),
+    listAt(places, (ns, sel) => deps.kube.listDisks(ns, sel)),
+    claimsAt(deps.kube, places, pools),
+  ]);
+  // Without the lists every pool of the window is reconciled on its own reads, as before.
+  const lists =
+    v.ok && d.ok && c.ok
+      ? {
+          // Grouped once: each pool's quiet check reads its own claims, not the window's.
+          claims: groupClaims(c),
+          vms: byPool(v.value),
+          disks: byPool(d.value),
+          unseen: malformedByPool([...(v.malformed ?? []), ...(d.malformed ?? [])], v.value),
+        }
+      : undefined;
+  return runBounded(pools, RESYNC_PARALLEL, async (p) => {
     const namespace = p.metadata.namespace ?? '';
     const name = p.metadata.name ?? '';
     const key = poolKey(p);
     // Only the pools an object that does not parse claims stop; every other pool goes on.
-    const claims = unseen.get(key);
+    const claims = lists?.unseen.get(key);
     if (claims !== undefined)
       return scoped({ namespace, name }, await blockMalformed(deps, p, claims));
     const quiet =
-      vms === undefined || disks === undefined || claimList === undefined
+      lists === undefined
         ? undefined
-        : settled(deps, p, vms.get(key) ?? [], disks.get(key) ?? [], claimList);
+        : settled(deps, p, lists.vms.get(key) ?? [], lists.disks.get(key) ?? [], lists.claims);
     return scoped({ namespace, name }, quiet ?? (await reconcile(deps, namespace, name)));
   });
 }

@@ -41,14 +41,22 @@ export interface MemoryKube {
 
 const nameOf = (o: Obj): string => o.metadata.name ?? '';
 
-/** Does `o` carry every `key=value` of a selector (the only form vmpool sends)? */
+/**
+ * Does `o` match a selector of the forms vmpool sends: `key`, `key=value`, and `key in (a,b)` alone
+ * (a set term's commas are not term separators)?
+ */
 function selects(selector: string, o: Obj): boolean {
+  const labels = o.metadata.labels ?? {};
+  const set = /^([^ ]+) in \(([^)]*)\)$/.exec(selector);
+  if (set !== null) {
+    const value = labels[set[1] ?? ''];
+    return value !== undefined && (set[2] ?? '').split(',').includes(value);
+  }
   return selector
     .split(',')
     .filter((s) => s !== '')
     .every((term) => {
       const [k = '', v] = term.split('=');
-      const labels = o.metadata.labels ?? {};
       return v === undefined ? k in labels : labels[k] === v;
     });
 }

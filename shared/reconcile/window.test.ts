@@ -1,0 +1,120 @@
+import { describe, expect, it } from 'vitest';
+import type { VirtualMachineClaim, VirtualMachinePool } from '../api/index.js';
+import { keys } from '../api/index.js';
+import type { Failure, Listed, PageRequest } from '../kube/index.js';
+import { WINDOW_NAMESPACES, claimsAt, listAt, placesOf, poolPages } from './window.js';
+import { pool } from '../../test/unit/builders.js';
+import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
+
+const inNs = (ns: string, name: string): VirtualMachinePool => {
+  const p = pool({ name, uid: `uid-${ns}-${name}` });
+  return { ...p, metadata: { ...p.metadata, namespace: ns } };
+};
+
+const expired: Failure = { ok: false, reason: 'transient', code: 410, message: 'continue expired' };
+
+/** Pages of `all` by `limit`, the token being the offset; `expire` makes the tokens it names fail. */
+function paged(all: VirtualMachinePool[], expire: (token: string) => boolean = () => false) {
+  return ([, page]: [string?, PageRequest?]): Listed<VirtualMachinePool> => {
+    const from = Number(page?.continue ?? '0');
+    if (page?.continue !== undefined && expire(page.continue)) return expired;
+    const to = from + (page?.limit ?? all.length);
+    const value = all.slice(from, to);
+    return to < all.length ? { ok: true, value, next: String(to) } : { ok: true, value };
+  };
+}
+
+async function drain(gen: AsyncGenerator<Listed<VirtualMachinePool>>) {
+  const pages: (string[] | string)[] = [];
+  for await (const p of gen)
+    pages.push(p.ok ? p.value.map((x) => x.metadata.name ?? '') : p.message);
+  return pages;
+}
+
+describe('poolPages', () => {
+  const all = ['a', 'b', 'c', 'd', 'e'].map((n) => inNs('ci', n));
+
+  it('gives the pools a page at a time, as the continue tokens chain them', async () => {
+    const f = fakeKube({ listPools: paged(all) });
+    expect(await drain(poolPages(f.kube, 'ci', 2))).toEqual([['a', 'b'], ['c', 'd'], ['e']]);
+    expect(f.of('listPools').map((c) => c.args)).toEqual([
+      ['ci', { limit: 2 }],
+      ['ci', { limit: 2, continue: '2' }],
+      ['ci', { limit: 2, continue: '4' }],
+    ]);
+  });
+
+  it('restarts after an expired token and leaves out the pools already given', async () => {
+    let expiredOnce = false;
+    const f = fakeKube({
+      listPools: paged(all, (t) => {
+        if (t !== '4' || expiredOnce) return false;
+        expiredOnce = true;
+        return true;
+      }),
+    });
+    expect(await drain(poolPages(f.kube, undefined, 2))).toEqual([
+      ['a', 'b'],
+      ['c', 'd'],
+      [],
+      [],
+      ['e'],
+    ]);
+  });
+
+  it('gives up with the failure after three restarts, and at once on any other failure', async () => {
+    const f = fakeKube({ listPools: paged(all, () => true) });
+    const pages = await drain(poolPages(f.kube, undefined, 2));
+    expect(pages.at(-1)).toBe('continue expired');
+    expect(f.of('listPools')).toHaveLength(8);
+    const g = fakeKube({ listPools: () => fail('forbidden', 'no list') });
+    expect(await drain(poolPages(g.kube, undefined))).toEqual(['no list']);
+  });
+});
+
+describe('placesOf', () => {
+  it('lists namespace by namespace with each namespace its own pools, up to a bound', async () => {
+    expect(placesOf([inNs('a', 'p'), inNs('b', 'q'), inNs('a', 'r')])).toEqual([
+      { namespace: 'a', selector: `${keys.poolUid} in (uid-a-p,uid-a-r)` },
+      { namespace: 'b', selector: `${keys.poolUid} in (uid-b-q)` },
+    ]);
+    const many = Array.from({ length: WINDOW_NAMESPACES + 1 }, (_, i) => inNs(`n${i}`, 'p'));
+    const places = placesOf(many);
+    expect(places).toHaveLength(1);
+    expect(places[0]?.namespace).toBeUndefined();
+    expect(places[0]?.selector).toBe(
+      `${keys.poolUid} in (${many.map((p) => p.metadata.uid ?? '').join(',')})`,
+    );
+    // A list that fails at one place fails the window's list.
+    const f = fakeKube({ listVms: ([ns]) => (ns === 'b' ? fail('transient', 'b down') : ok([])) });
+    const got = await listAt(placesOf([inNs('a', 'p'), inNs('b', 'q')]), (ns, sel) =>
+      f.kube.listVms(ns, sel),
+    );
+    expect(got.ok ? 'ok' : got.message).toBe('b down');
+  });
+
+  it('keeps the claims naming a pool of the window and every unreadable one', async () => {
+    const claim = (ns: string, name: string, poolName: string): VirtualMachineClaim => ({
+      apiVersion: 'vmpool.virtualization.deckhouse.io/v1alpha1',
+      kind: 'VirtualMachineClaim',
+      metadata: { namespace: ns, name, uid: `c-${name}` },
+      spec: { poolName },
+    });
+    const f = fakeKube({
+      listClaims: ([ns]) =>
+        ns === 'a'
+          ? {
+              ok: true,
+              value: [claim('a', 'mine', 'p'), claim('a', 'other', 'x')],
+              malformed: [
+                { kind: 'VirtualMachineClaim', namespace: 'a', name: 'bad', uid: 'c-bad' },
+              ] as never,
+            }
+          : ok([claim('b', 'theirs', 'q')]),
+    });
+    const pools = [inNs('a', 'p'), inNs('b', 'q')];
+    const got = await claimsAt(f.kube, placesOf(pools), pools);
+    expect(got.ok && got.value.map((c) => c.metadata.name)).toEqual(['mine', 'theirs']);
+    expect(got.ok && got.malformed?.map((m) => m.uid)).toEqual(['c-bad']);
+  });
+});
