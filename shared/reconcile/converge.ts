@@ -31,6 +31,8 @@ export interface ReconcileDeps {
   readonly sleep?: (ms: number) => Promise<void>;
   /** Where claims by phase, idle members and claim-to-Bound times are reported (metrics). */
   readonly claims?: ClaimObserver;
+  /** Pools per window of a scope-wide reconcile (default `WINDOW`; tests cross pages with less). */
+  readonly window?: number;
 }
 
 /** The result of reconciling one pool. */

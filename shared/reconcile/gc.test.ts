@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { keys } from '../api/index.js';
 import type { PoolEvent } from '../kube/index.js';
 import { at, disk, HOUR, NOW, ttl30Pool } from '../../test/unit/builders.js';
 import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
@@ -43,5 +44,40 @@ describe('collectDisks', () => {
       deleted: [],
       skipped: 1,
     });
+  });
+
+  it("goes window by window: each window lists its own pools' disks and VMs, and the pass adds them up", async () => {
+    const pools = ['a', 'b', 'c'].map((name) => ({
+      ...p,
+      metadata: { ...p.metadata, name, uid: `uid-${name}` },
+    }));
+    const disks = pools.flatMap((q) => [
+      disk(q, `${q.metadata.name ?? ''}-cache-old`, { freeSince: at(-2 * HOUR) }),
+      disk(q, `${q.metadata.name ?? ''}-cache-new`, { freeSince: at(-HOUR / 6) }),
+    ]);
+    const owned = (sel: string) =>
+      disks.filter((d) => sel.includes(d.metadata.labels?.[keys.poolUid] ?? '?'));
+    const f = fakeKube({
+      listPools: ([, page]) => {
+        const from = Number(page?.continue ?? '0');
+        const value = pools.slice(from, from + (page?.limit ?? 3));
+        return from + value.length < pools.length
+          ? { ok: true, value, next: String(from + value.length) }
+          : { ok: true, value };
+      },
+      listDisks: ([, sel]) => ok(owned(sel)),
+    });
+    const out = await collectDisks(f.kube, NOW, testLog('gc'), 2);
+    expect(out.kind === 'done' ? out.deleted.map((c) => c.name) : out).toEqual([
+      'a-cache-old',
+      'b-cache-old',
+      'c-cache-old',
+    ]);
+    expect(f.of('listDisks').map((c) => c.args)).toEqual([
+      ['ci', `${keys.poolUid} in (uid-a,uid-b)`],
+      ['ci', `${keys.poolUid} in (uid-c)`],
+    ]);
+    // The soonest wake of all windows: the fresh disks are 20 minutes from their ttl.
+    expect(out.kind === 'done' ? out.nextWakeMs : undefined).toBe(20 * 60 * 1000);
   });
 });

@@ -20,7 +20,7 @@ import {
 import type { Failure, Kube, Outcome } from '../kube/index.js';
 import { runBounded } from './batch.js';
 import { PARALLEL } from './execute.js';
-import { listAt, placesOf, poolPages } from './window.js';
+import { WINDOW, listAt, placesOf, poolPages } from './window.js';
 
 /** What a GC pass did. */
 export type GcOutcome =
@@ -45,7 +45,12 @@ interface WindowGc {
  * A pass reads the cluster a window of pools at a time (`window.ts`), so it holds one window
  * whatever the cluster's size; each window's deletes are done before the next is read.
  */
-export async function collectDisks(kube: Kube, now: Date, log: Logger): Promise<GcOutcome> {
+export async function collectDisks(
+  kube: Kube,
+  now: Date,
+  log: Logger,
+  window = WINDOW,
+): Promise<GcOutcome> {
   const refused = (f: Failure): GcOutcome => {
     const reason = forbiddenMessage('disk-gc-tick', f.message);
     log.error({ err: f.message }, `forbidden: ${reason}`);
@@ -56,7 +61,7 @@ export async function collectDisks(kube: Kube, now: Date, log: Logger): Promise<
   const deleted: Collect[] = [];
   let skipped = 0;
   let nextWakeMs: number | undefined;
-  for await (const page of poolPages(kube, undefined)) {
+  for await (const page of poolPages(kube, undefined, window)) {
     if (!page.ok) return failed(page);
     if (page.value.length === 0) continue;
     const w = await collectWindow(kube, page.value, now, log);

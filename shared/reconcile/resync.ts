@@ -97,10 +97,8 @@ export async function reconcileScope(
     return [scoped({ namespace, name }, await reconcile(deps, namespace, name))];
   }
   const out: ScopedOutcome[] = [];
-  for await (const page of poolPages(
-    deps.kube,
-    scope.kind === 'namespace' ? scope.namespace : undefined,
-  )) {
+  const ns = scope.kind === 'namespace' ? scope.namespace : undefined;
+  for await (const page of poolPages(deps.kube, ns, deps.window)) {
     if (!page.ok) {
       out.push({ pool: '*', outcome: { kind: 'retry', reason: page.message } });
       break;
