@@ -5,15 +5,13 @@
  * process's peak RSS.
  * @module
  */
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { createInterface } from 'node:readline';
-import { pingInit } from '../local/events.js';
 import { createKube } from '../shared/kube/index.js';
 import { reconcilePool, runBounded } from '../shared/reconcile/index.js';
 import type { BenchPlane } from './plane.js';
 import { benchPool, clients } from './objects.js';
 import { silentLog } from './stack.js';
+import { functionTicks } from './ticks.js';
+import { WINDOW } from '../shared/reconcile/index.js';
 
 /** What the benchmark measured. */
 export interface ResyncResult {
@@ -28,29 +26,10 @@ export interface ResyncResult {
   readonly requests: Record<string, number>;
   readonly lists: number;
   readonly writes: number;
-  /** List pages a tick needs at 500 per page: pools + VMs + disks. */
+  /** List requests a tick needs: per window of pools, its page, its VMs, disks and claims. */
   readonly expectedLists: number;
   readonly peakRssMiB: number;
 }
-
-const READS = new Set(['get', 'list']);
-
-/** `vmpool_api_requests_total` by verb, from a Prometheus text page. */
-export function requestsByVerb(page: string): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const m of page.matchAll(/^vmpool_api_requests_total\{([^}]*)\} (\d+)/gm)) {
-    const verb = /verb="([^"]*)"/.exec(m[1] ?? '')?.[1] ?? '';
-    out[verb] = (out[verb] ?? 0) + Number(m[2]);
-  }
-  return out;
-}
-
-const minus = (a: Record<string, number>, b: Record<string, number>): Record<string, number> =>
-  Object.fromEntries(
-    Object.entries(a)
-      .map(([k, v]) => [k, v - (b[k] ?? 0)] as const)
-      .filter(([, v]) => v > 0),
-  );
 
 /** Sets up `pools` pools of `replicas`, converges them, then times `ticks` resync ticks. */
 export async function resyncTick(
@@ -86,72 +65,26 @@ export async function resyncTick(
     `resync: ${pools} pools created in ${setupMs.toFixed(0)} ms, converged in ${convergeMs.toFixed(0)} ms`,
   );
 
-  const child = spawn(process.execPath, ['--max-semi-space-size=1', bundle], {
-    env: {
-      PATH: process.env.PATH,
-      KUBECONFIG: plane.cp.kubeconfigPath,
-      PORT: '0',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  try {
-    const port = await new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(new Error('reconcile-pool: no "listening" line in 20 s'));
-      }, 20_000);
-      child.on('exit', (code) => {
-        reject(new Error(`reconcile-pool exited with ${String(code)}`));
-      });
-      for (const stream of [child.stdout, child.stderr])
-        createInterface({ input: stream }).on('line', (line) => {
-          const m = /"port":(\d+)/.exec(line);
-          if (m !== null && line.includes('listening')) {
-            clearTimeout(timer);
-            resolve(Number(m[1]));
-          }
-        });
-    });
-    const base = `http://127.0.0.1:${port}`;
-    const metrics = async () => requestsByVerb(await (await fetch(`${base}/metrics`)).text());
-    const tickMs: number[] = [];
-    let requests: Record<string, number> = {};
-    for (let i = 0; i < ticks; i++) {
-      const before = await metrics();
-      const s = performance.now();
-      const res = await fetch(`${base}/`, {
-        ...pingInit({}, '/bench/resync'),
-        signal: AbortSignal.timeout(120_000),
-      });
-      await res.arrayBuffer();
-      tickMs.push(performance.now() - s);
-      if (res.status >= 300) throw new Error(`resync tick answered ${res.status}`);
-      requests = minus(await metrics(), before);
-      log(
-        `resync tick ${i + 1}/${ticks}: ${(tickMs.at(-1) ?? 0).toFixed(0)} ms, ${JSON.stringify(requests)}`,
-      );
-    }
-    const status = readFileSync(`/proc/${child.pid ?? 0}/status`, 'utf8');
-    const peakRssMiB = Math.round(Number(/^VmHWM:\s+(\d+)/m.exec(status)?.[1] ?? 0) / 1024);
-    let lists = 0;
-    let writes = 0;
-    for (const [verb, n] of Object.entries(requests)) {
-      if (verb === 'list') lists += n;
-      if (!READS.has(verb)) writes += n;
-    }
-    const pages = (n: number) => Math.max(1, Math.ceil(n / 500));
-    return {
-      pools,
-      replicas,
-      setupMs,
-      convergeMs,
-      tickMs,
-      requests,
-      lists,
-      writes,
-      expectedLists: pages(pools) + pages(pools * replicas) + pages(pools * replicas * 2),
-      peakRssMiB,
-    };
-  } finally {
-    child.kill('SIGKILL');
-  }
+  const ticksRun = await functionTicks(bundle, plane.cp.kubeconfigPath, ticks, log, 'resync');
+  const last = ticksRun.at(-1);
+  if (last === undefined) throw new Error('resync: no tick measured');
+  const lists = last.requests.list ?? 0;
+  const windows = Math.max(1, Math.ceil(pools / WINDOW));
+  const pages = (n: number) => Math.max(1, Math.ceil(n / 500));
+  const perWindow = (n: number) => Math.min(n, WINDOW);
+  return {
+    pools,
+    replicas,
+    setupMs,
+    convergeMs,
+    tickMs: ticksRun.map((t) => t.ms),
+    requests: last.requests,
+    lists,
+    writes: last.writes,
+    // Each window: a page of pools, then its VMs, disks and claims (one namespace here).
+    expectedLists:
+      windows *
+      (1 + pages(perWindow(pools) * replicas) + pages(perWindow(pools) * replicas * 2) + 1),
+    peakRssMiB: Math.max(...ticksRun.map((t) => t.peakRssMiB)),
+  };
 }
