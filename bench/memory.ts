@@ -22,7 +22,13 @@ export interface MemoryResult {
   readonly setupMs: number;
   readonly resync: FunctionTick;
   readonly gc: FunctionTick;
+  /** The same with V8's old space capped at {@link CAPPED_HEAP_MIB}: what they hold, not what V8 let pile up. */
+  readonly cappedResync: FunctionTick;
+  readonly cappedGc: FunctionTick;
 }
+
+/** The old-space cap of the second measurement: a tick holding its scope would not finish under it. */
+export const CAPPED_HEAP_MIB = 48;
 
 /** Builds `pools` converged pools of `replicas` members, then one resync tick and one GC pass. */
 export async function memoryAtScale(
@@ -61,16 +67,22 @@ export async function memoryAtScale(
   const setupMs = performance.now() - t0;
   const objects = pools * (1 + 2 * replicas);
   log(`scale: ${pools} pools, ${objects} objects in ${(setupMs / 1000).toFixed(0)} s`);
-  const [resync] = await functionTicks(
-    bundles.reconcile,
-    plane.cp.kubeconfigPath,
-    1,
-    log,
-    'resync',
-  );
-  const [gc] = await functionTicks(bundles.gc, plane.cp.kubeconfigPath, 1, log, 'gc');
-  if (resync === undefined || gc === undefined) throw new Error('scale: no tick measured');
-  return { pools, replicas, objects, setupMs, resync, gc };
+  const tick = async (bundle: string, what: string, flags: string[] = []) => {
+    const [t] = await functionTicks(bundle, plane.cp.kubeconfigPath, 1, log, what, flags);
+    if (t === undefined) throw new Error(`scale: no ${what} tick measured`);
+    return t;
+  };
+  const capped = [`--max-old-space-size=${CAPPED_HEAP_MIB}`];
+  return {
+    pools,
+    replicas,
+    objects,
+    setupMs,
+    resync: await tick(bundles.reconcile, 'resync'),
+    gc: await tick(bundles.gc, 'gc'),
+    cappedResync: await tick(bundles.reconcile, 'resync-capped', capped),
+    cappedGc: await tick(bundles.gc, 'gc-capped', capped),
+  };
 }
 
 /** The bound of benchmark 4d and of the resync row at 1,000 pools: each function's peak RSS. */

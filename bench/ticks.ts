@@ -38,8 +38,8 @@ export interface FunctionTick {
 }
 
 /**
- * Starts `bundle` as the image does (`node --max-semi-space-size=1`), delivers `ticks` PingSource
- * events one after another, and reads its peak RSS after them.
+ * Starts `bundle` as the image does (`node --max-semi-space-size=1`, then `flags`), delivers `ticks`
+ * PingSource events one after another, and reads its peak RSS after them.
  */
 export async function functionTicks(
   bundle: string,
@@ -47,8 +47,9 @@ export async function functionTicks(
   ticks: number,
   log: (l: string) => void,
   what: string,
+  flags: readonly string[] = [],
 ): Promise<FunctionTick[]> {
-  const child = spawn(process.execPath, ['--max-semi-space-size=1', bundle], {
+  const child = spawn(process.execPath, ['--max-semi-space-size=1', ...flags, bundle], {
     env: { PATH: process.env.PATH, KUBECONFIG: kubeconfigPath, PORT: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

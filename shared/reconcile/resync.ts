@@ -9,7 +9,7 @@ import type {
   VirtualMachineClaim,
   VirtualMachinePool,
 } from '../api/index.js';
-import { byPool, malformedByPool, plan, poolKey } from '../domain/index.js';
+import { byPool, malformedByPool, plan, poolKey, shardOf } from '../domain/index.js';
 import { blockMalformed } from './blocked.js';
 import type { ReconcileDeps, ReconcileOutcome } from './converge.js';
 import { converged, reconcilePool, statusToWrite } from './converge.js';
@@ -85,7 +85,8 @@ function settled(
  * planned from the window's lists, and only a pool whose plan would act or write its status is
  * reconciled under the fencing protocol (which reads it again, consistently, before any write). The
  * lists are consistent reads taken before planning, so a pool they show converged was converged at
- * that moment; a change after them brings its own event.
+ * that moment; a change after them brings its own event. A tick naming a shard reconciles only the
+ * pools whose uid falls in it (`shardOf`); the other shards' instances do the rest.
  */
 export async function reconcileScope(
   deps: ReconcileDeps,
@@ -103,7 +104,12 @@ export async function reconcileScope(
       out.push({ pool: '*', outcome: { kind: 'retry', reason: page.message } });
       break;
     }
-    if (page.value.length > 0) out.push(...(await reconcileWindow(deps, page.value, reconcile)));
+    const { shard } = scope;
+    const mine =
+      shard === undefined
+        ? page.value
+        : page.value.filter((p) => shardOf(p.metadata.uid ?? '', shard.count) === shard.index);
+    if (mine.length > 0) out.push(...(await reconcileWindow(deps, mine, reconcile)));
   }
   return out;
 }

@@ -4,7 +4,8 @@
  */
 import type { SourceEvent, WatchedObject } from '../api/index.js';
 import { APISERVER_REF, controllerOf, keys } from '../api/index.js';
-import { invalidObjectKey, isDnsLabel } from '../domain/index.js';
+import type { Shard } from '../domain/index.js';
+import { MAX_SHARDS, invalidObjectKey, isDnsLabel, parseShard } from '../domain/index.js';
 import type { Kube } from '../kube/index.js';
 
 /** A pool's identity, kept as its two parts end to end (a `namespace/name` string is a label or a
@@ -14,11 +15,20 @@ export interface PoolRef {
   readonly name: string;
 }
 
-/** A pool, every pool of a namespace, or every pool. */
+/**
+ * Of a tick's scope, the one shard this instance reconciles (`{"shard":"i/n"}` in the tick's data),
+ * or the text that was given instead of `i/n`.
+ */
+interface Sharded {
+  readonly shard?: Shard;
+  readonly badShard?: string;
+}
+
+/** A pool, every pool of a namespace, or every pool (of a shard, for a tick that names one). */
 export type Scope =
   | ({ readonly kind: 'pool' } & PoolRef)
-  | { readonly kind: 'namespace'; readonly namespace: string }
-  | { readonly kind: 'all' };
+  | ({ readonly kind: 'namespace'; readonly namespace: string } & Sharded)
+  | ({ readonly kind: 'all' } & Sharded);
 
 const POOL_KIND = 'VirtualMachinePool';
 const CLAIM_KIND = 'VirtualMachineClaim';
@@ -68,11 +78,19 @@ export async function scopeOf(event: SourceEvent, kube: Kube): Promise<Scope> {
 }
 
 function pingScope(data: unknown): Scope {
-  if (typeof data === 'object' && data !== null && 'namespace' in data) {
-    const ns = data.namespace;
-    if (typeof ns === 'string' && ns !== '') return { kind: 'namespace', namespace: ns };
-  }
-  return { kind: 'all' };
+  const fields = typeof data === 'object' && data !== null ? (data as Record<string, unknown>) : {};
+  const ns = fields.namespace;
+  const text = fields.shard;
+  const shard = typeof text === 'string' ? parseShard(text) : undefined;
+  const sharded: Sharded =
+    text === undefined
+      ? {}
+      : shard === undefined
+        ? { badShard: typeof text === 'string' ? text : JSON.stringify(text) }
+        : { shard };
+  return typeof ns === 'string' && ns !== ''
+    ? { kind: 'namespace', namespace: ns, ...sharded }
+    : { kind: 'all', ...sharded };
 }
 
 /**
@@ -81,6 +99,8 @@ function pingScope(data: unknown): Scope {
  * and could address something else (`..`).
  */
 export function invalidScope(scope: Scope): string | undefined {
+  if (scope.kind !== 'pool' && scope.badShard !== undefined)
+    return `shard "${scope.badShard}" is not of the form i/n with 0 ≤ i < n ≤ ${MAX_SHARDS}`;
   if (scope.kind === 'all') return undefined;
   if (scope.kind === 'namespace')
     return isDnsLabel(scope.namespace)
