@@ -52,8 +52,8 @@ describe('collectDisks', () => {
       metadata: { ...p.metadata, name, uid: `uid-${name}` },
     }));
     const disks = pools.flatMap((q) => [
-      disk(q, `${q.metadata.name ?? ''}-cache-old`, { freeSince: at(-2 * HOUR) }),
-      disk(q, `${q.metadata.name ?? ''}-cache-new`, { freeSince: at(-HOUR / 6) }),
+      disk(q, `${q.metadata.name}-cache-old`, { freeSince: at(-2 * HOUR) }),
+      disk(q, `${q.metadata.name}-cache-new`, { freeSince: at(-HOUR / 6) }),
     ]);
     const owned = (sel: string) =>
       disks.filter((d) => sel.includes(d.metadata.labels?.[keys.poolUid] ?? '?'));
