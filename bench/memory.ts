@@ -125,6 +125,13 @@ export function memoryRows(m: MemoryResult): Row[] {
     },
     {
       bench: '',
+      figure: `old space capped at ${CAPPED_HEAP_MIB} MiB: resync, GC (time, peak RSS)`,
+      value: `${secs(m.cappedResync.ms)}, ${m.cappedResync.peakRssMiB} MiB; ${secs(m.cappedGc.ms)}, ${m.cappedGc.peakRssMiB} MiB`,
+      goal: 'finish, 0 writes',
+      pass: m.cappedResync.writes === 0 && m.cappedGc.writes === 0,
+    },
+    {
+      bench: '',
       figure: 'setup (create and converge every pool)',
       value: secs(m.setupMs),
       goal: '',
