@@ -1,7 +1,9 @@
 /**
- * Benchmark 4, cold start: spawn of a reconcile-pool process → its answer to the first CloudEvent,
- * and its peak RSS, for the esbuild bundle (scripts/build.ts) and for the same code with its
- * node_modules left external (what an unbundled image resolves at start).
+ * Benchmark 6, cold start: spawn of a reconcile-pool process → its answer to the first CloudEvent,
+ * and its peak RSS, for the image's exact start (scripts/image-start.ts: its flags, its snapshot
+ * built by this node as the image's build stage builds it, run from the image's layout) beside the
+ * floor, and as context the bundle as the image started it before, node alone, and the same code
+ * with its node_modules left external (what an unbundled image resolves at start).
  * @module
  */
 import { pingInit } from '../local/events.js';
@@ -11,15 +13,15 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { build } from 'esbuild';
 import { BANNER, buildBundles, ROOT } from '../scripts/build.js';
-import { RUNTIME_FLAGS, buildSnapshot } from '../scripts/snapshot.js';
+import { RUNTIME_FLAGS, imageStart } from '../scripts/image-start.js';
+import { buildSnapshot } from '../scripts/snapshot.js';
 import { median } from './objects.js';
 
 /** One variant's figures (medians over the repetitions). */
 export interface ColdStart {
   readonly variant:
-    | 'bundled'
-    | 'snapshot'
-    | 'snapshot, --use-openssl-ca'
+    | 'image: its start command, from the snapshot'
+    | 'bundle, as the image started it before'
     | 'floor: node, TLS, kubeconfig, one list'
     | 'node alone: an HTTP server'
     | 'unbundled';
@@ -49,14 +51,20 @@ function peakRss(pid: number): number {
   return Math.round(Number(/^VmHWM:\s+(\d+)/m.exec(s)?.[1] ?? 0) / 1024);
 }
 
-/** The runtime flags of the image (Containerfile, knative/): a small young generation. */
+/** The runtime flags of the image (scripts/image-start.ts), which the floor runs with too. */
 export const IMAGE_FLAGS = RUNTIME_FLAGS;
 
-/** One start: spawn `node …args`, wait for `listening`, POST a ping, time the answer. */
-export async function startOnce(args: readonly string[], kubeconfig: string, namespace: string) {
+/** One start: spawn `node …args` in `cwd`, wait for `listening`, POST a ping, time the answer. */
+export async function startOnce(
+  args: readonly string[],
+  kubeconfig: string,
+  namespace: string,
+  cwd?: string,
+) {
   const file = args.at(-1) ?? '';
   const t0 = performance.now();
   const child = spawn(process.execPath, [...args], {
+    ...(cwd === undefined ? {} : { cwd }),
     env: { PATH: process.env.PATH, KUBECONFIG: kubeconfig, PORT: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -105,11 +113,12 @@ export async function startOnce(args: readonly string[], kubeconfig: string, nam
 /** Node's own start: an HTTP server that answers 202 at once (what no JavaScript of ours can undercut). */
 const NODE_ALONE = `require('node:http').createServer((q, s) => { q.resume(); q.on('end', () => s.writeHead(202).end()); }).listen(0, '127.0.0.1', function () { console.log(JSON.stringify({ msg: 'listening', port: this.address().port })); });`;
 
-/** A variant: node's arguments (the file last). */
+/** A variant: node's arguments (the file last) and its working directory. */
 interface Variant {
   readonly variant: ColdStart['variant'];
   readonly args: readonly string[];
   readonly file: string;
+  readonly cwd?: string;
 }
 
 /**
@@ -152,20 +161,28 @@ export async function coldStart(
     minify: true,
     banner: { js: BANNER },
   });
-  const snapshot = await buildSnapshot(join(dir, 'bundled'));
-  const blob = [...IMAGE_FLAGS, '--snapshot-blob', snapshot.blob];
+  // The image's layout: its working directory holds dist/, where the build stage wrote the blob
+  // with the node that runs it (here this node stands in for the image's /usr/local/bin/node).
+  const image = join(dir, 'image');
+  const snapshot = await buildSnapshot(join(image, 'dist'), 'reconcile-pool');
+  const start = imageStart('reconcile-pool');
   const variants: Variant[] = [
-    { variant: 'bundled', args: [...IMAGE_FLAGS, bundle.file], file: bundle.file },
-    { variant: 'snapshot', args: blob, file: snapshot.blob },
     {
-      variant: 'snapshot, --use-openssl-ca',
-      args: ['--use-openssl-ca', ...blob],
+      variant: 'image: its start command, from the snapshot',
+      args: [...start.command.slice(1), ...start.args],
       file: snapshot.blob,
+      cwd: image,
     },
     {
       variant: 'floor: node, TLS, kubeconfig, one list',
-      args: [...IMAGE_FLAGS, '--use-openssl-ca', floor],
+      args: [...IMAGE_FLAGS, floor],
       file: floor,
+    },
+    // Until issue 26: `node --max-semi-space-size=1 dist/reconcile-pool.mjs`.
+    {
+      variant: 'bundle, as the image started it before',
+      args: ['--max-semi-space-size=1', bundle.file],
+      file: bundle.file,
     },
     {
       variant: 'node alone: an HTTP server',
@@ -179,12 +196,12 @@ export async function coldStart(
     Array<{ listeningMs: number; firstEventMs: number; rss: number; cpuMs: number }>
   >();
   // One warm-up each: the first spawn pays for the page cache, which a running node already has.
-  for (const v of variants) await startOnce(v.args, kubeconfig, namespace);
+  for (const v of variants) await startOnce(v.args, kubeconfig, namespace, v.cwd);
   for (let i = 0; i < reps; i++)
     for (const v of variants)
       samples.set(v.variant, [
         ...(samples.get(v.variant) ?? []),
-        await startOnce(v.args, kubeconfig, namespace),
+        await startOnce(v.args, kubeconfig, namespace, v.cwd),
       ]);
   return variants.map((v) => {
     const s = samples.get(v.variant) ?? [];

@@ -168,10 +168,12 @@ if (invokedDirectly) {
     .then(async () => {
       if (!process.argv.includes('--snapshot')) return;
       const { buildSnapshot } = await import('./snapshot.js');
-      const s = await buildSnapshot(join(ROOT, 'dist'));
-      console.log(
-        `reconcile-pool   ${relative(ROOT, s.blob)}  ${(s.bytes / 2 ** 20).toFixed(1)} MiB`,
-      );
+      for (const name of FUNCTIONS) {
+        const s = await buildSnapshot(join(ROOT, 'dist'), name);
+        console.log(
+          `${name.padEnd(16)} ${relative(ROOT, s.blob)}  ${(s.bytes / 2 ** 20).toFixed(1)} MiB`,
+        );
+      }
     })
     .catch((err: unknown) => {
       console.error(err instanceof Error ? err.message : err);

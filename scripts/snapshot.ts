@@ -1,8 +1,10 @@
 /**
- * `npm run build -- --snapshot`: a V8 startup snapshot of reconcile-pool (dist/reconcile-pool.blob),
- * started with `node --max-semi-space-size=1 --snapshot-blob dist/reconcile-pool.blob`. It holds the
- * heap after every module of the function was evaluated, so a start skips parsing, compiling and
- * initializing them (benchmark 6 measures what that saves).
+ * `npm run build -- --snapshot`: a V8 startup snapshot of every function (dist/<function>.blob),
+ * started as the image starts it (scripts/image-start.ts): `node --max-semi-space-size=1
+ * --use-openssl-ca --snapshot-blob dist/<function>.blob`. It holds the heap after every module of the
+ * function was evaluated, so a start skips parsing, compiling and initializing them (benchmark 6
+ * measures what that saves); the function's own main.ts runs when the snapshot is resumed
+ * (startFunction in shared/runtime).
  *
  * A blob only loads in the node binary that built it, with the same V8 flags, so it is built where
  * it runs (the image's build stage copies its own node into the runtime stage). Node 20's snapshot
@@ -16,10 +18,11 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import type { Plugin } from 'esbuild';
+import type { FunctionName } from './build.js';
 import { OPTIONAL_PEERS, ROOT, zodEnglishOnly } from './bundle-options.js';
+import { RUNTIME_FLAGS } from './image-start.js';
 
-/** The flags every function runs with (Containerfile, knative/); a blob must be built with them. */
-export const RUNTIME_FLAGS = ['--max-semi-space-size=1'] as const;
+export { RUNTIME_FLAGS } from './image-start.js';
 
 /**
  * CommonJS banner of the snapshot bundle: the network modules are proxies that require the real
@@ -50,22 +53,24 @@ const LAZY_BUILTINS = `{
  * left out of the snapshot: it would hold 4 MiB of every start's heap for a path in-cluster
  * credentials never take. A snapshot start that needs it says what to run instead.
  */
-const withoutClientNode: Plugin = {
-  name: 'without-client-node',
-  setup(b) {
-    b.onResolve({ filter: /^@kubernetes\/client-node(\/|$)/ }, (args) => ({
-      path: args.path,
-      namespace: 'left-out',
-    }));
-    b.onLoad({ filter: /.*/, namespace: 'left-out' }, () => ({
-      contents: `export class KubeConfig {
-        constructor() {
-          throw new Error('this kubeconfig needs client-node (exec plugins, auth providers, several files or proxies), which the snapshot start leaves out: run dist/reconcile-pool.mjs instead');
-        }
-      }`,
-    }));
-  },
-};
+function withoutClientNode(name: FunctionName): Plugin {
+  return {
+    name: 'without-client-node',
+    setup(b) {
+      b.onResolve({ filter: /^@kubernetes\/client-node(\/|$)/ }, (args) => ({
+        path: args.path,
+        namespace: 'left-out',
+      }));
+      b.onLoad({ filter: /.*/, namespace: 'left-out' }, () => ({
+        contents: `export class KubeConfig {
+          constructor() {
+            throw new Error('this kubeconfig needs client-node (exec plugins, auth providers, several files or proxies), which the snapshot start leaves out: run dist/${name}.mjs instead');
+          }
+        }`,
+      }));
+    },
+  };
+}
 
 /** A built snapshot. */
 export interface BuiltSnapshot {
@@ -73,13 +78,21 @@ export interface BuiltSnapshot {
   readonly bytes: number;
 }
 
-/** Bundles functions/reconcile-pool/snapshot.ts as CommonJS and builds the blob from it. */
-export async function buildSnapshot(outdir: string): Promise<BuiltSnapshot> {
-  const script = join(outdir, 'reconcile-pool.snapshot.cjs');
-  const blob = join(outdir, 'reconcile-pool.blob');
+/**
+ * Bundles functions/<name>/main.ts as CommonJS, with the YAML parser a kubeconfig file needs
+ * evaluated too, and builds dist/<name>.blob from it.
+ */
+export async function buildSnapshot(outdir: string, name: FunctionName): Promise<BuiltSnapshot> {
+  const script = join(outdir, `${name}.snapshot.cjs`);
+  const blob = join(outdir, `${name}.blob`);
   const result = await build({
     absWorkingDir: ROOT,
-    entryPoints: [join(ROOT, 'functions', 'reconcile-pool', 'snapshot.ts')],
+    stdin: {
+      contents: `import 'yaml';\nimport './functions/${name}/main.ts';\n`,
+      resolveDir: ROOT,
+      sourcefile: `${name}.snapshot.ts`,
+      loader: 'ts',
+    },
     outfile: script,
     bundle: true,
     format: 'cjs',
@@ -88,10 +101,10 @@ export async function buildSnapshot(outdir: string): Promise<BuiltSnapshot> {
     minify: true,
     banner: { js: LAZY_BUILTINS },
     external: [...OPTIONAL_PEERS],
-    plugins: [zodEnglishOnly, withoutClientNode],
+    plugins: [zodEnglishOnly, withoutClientNode(name)],
     logLevel: 'warning',
   });
-  if (result.errors.length > 0) throw new Error('esbuild failed for the snapshot');
+  if (result.errors.length > 0) throw new Error(`esbuild failed for the snapshot of ${name}`);
   const run = spawnSync(
     process.execPath,
     [...RUNTIME_FLAGS, '--snapshot-blob', blob, '--build-snapshot', script],
@@ -103,7 +116,7 @@ export async function buildSnapshot(outdir: string): Promise<BuiltSnapshot> {
       .split('\n')
       .filter((l) => !/not yet fully verified|may still work|issue tracker|trace-warnings/.test(l));
     throw new Error(
-      `node --build-snapshot failed (${String(run.status)}): ${err.join('\n').trim()}`,
+      `node --build-snapshot failed for ${name} (${String(run.status)}): ${err.join('\n').trim()}`,
     );
   }
   return { blob, bytes: statSync(blob).size };

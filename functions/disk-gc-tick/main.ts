@@ -1,5 +1,5 @@
-/** Entry point of the disk-gc-tick function. */
-import { runFunction } from '../../shared/runtime/index.js';
+/** Entry point of the disk-gc-tick function (its bundle and its startup snapshot). */
+import { runFunction, startFunction } from '../../shared/runtime/index.js';
 import { buildGcApp } from './app.js';
 
-void runFunction('disk-gc-tick', buildGcApp);
+startFunction(() => runFunction('disk-gc-tick', buildGcApp));

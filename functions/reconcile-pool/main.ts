@@ -1,5 +1,5 @@
-/** Entry point of the reconcile-pool function. */
-import { runFunction } from '../../shared/runtime/index.js';
+/** Entry point of the reconcile-pool function (its bundle and its startup snapshot). */
+import { runFunction, startFunction } from '../../shared/runtime/index.js';
 import { buildReconcileApp } from './app.js';
 
-void runFunction('reconcile-pool', buildReconcileApp);
+startFunction(() => runFunction('reconcile-pool', buildReconcileApp));

@@ -7,23 +7,26 @@
  * any user, members are still checked). VMPOOL_MAX_REPLICAS caps `spec.replicas`.
  */
 import { caFile } from '../../shared/http/client-ca.js';
-import { runFunction } from '../../shared/runtime/index.js';
+import { runFunction, startFunction } from '../../shared/runtime/index.js';
 import { buildValidateApp } from './app.js';
 
-const env = process.env;
-const caPath = env.WEBHOOK_CLIENT_CA_FILE;
-const clientNames = (env.WEBHOOK_CLIENT_NAMES ?? '')
-  .split(',')
-  .map((n) => n.trim())
-  .filter((n) => n !== '');
-const recorder = env.SCALEDOWNWITH_USER;
-void runFunction(
-  'scale-validate',
-  (deps) =>
-    buildValidateApp({
-      ...deps,
-      ...(caPath ? { clientCa: caFile(caPath), clientNames } : {}),
-      ...(recorder === undefined ? {} : { recorder }),
-    }),
-  { ...env, requestClientCert: Boolean(caPath) },
-);
+// The environment is read at the start: a snapshot is built by one process and resumed by another.
+startFunction(() => {
+  const env = process.env;
+  const caPath = env.WEBHOOK_CLIENT_CA_FILE;
+  const clientNames = (env.WEBHOOK_CLIENT_NAMES ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
+  const recorder = env.SCALEDOWNWITH_USER;
+  void runFunction(
+    'scale-validate',
+    (deps) =>
+      buildValidateApp({
+        ...deps,
+        ...(caPath ? { clientCa: caFile(caPath), clientNames } : {}),
+        ...(recorder === undefined ? {} : { recorder }),
+      }),
+    { ...env, requestClientCert: Boolean(caPath) },
+  );
+});

@@ -4,6 +4,7 @@
  * @module
  */
 import type { Hono } from 'hono';
+import { startupSnapshot } from 'node:v8';
 import type { NodeEnv } from '../http/env.js';
 import { createHealth } from '../http/health.js';
 import type { Health } from '../http/health.js';
@@ -82,4 +83,14 @@ export async function runFunction(
     log.info({ port: a.port, https: tls !== undefined }, `${name} listening`);
   });
   return served;
+}
+
+/**
+ * Runs a function's start now or, while `node --build-snapshot` evaluates its bundle
+ * (scripts/snapshot.ts), when the snapshot is resumed: the start reads the environment and the
+ * credentials of the process that runs, never those of the build, and both starts run one code.
+ */
+export function startFunction(start: () => unknown): void {
+  if (startupSnapshot.isBuildingSnapshot()) startupSnapshot.setDeserializeMainFunction(start);
+  else start();
 }

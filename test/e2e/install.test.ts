@@ -7,8 +7,8 @@
  * first has real problems to report, and the test checks that it reports them in plain words. Then
  * the test stands in for what is missing, and nothing else:
  * - the Knative system Deployments and the Ready conditions Knative's controllers would set;
- * - the Deployment controller and kubelet: the four functions run from their bundles (`npm run build`)
- *   as processes, with the env of the installed workloads and the certificate of the installed
+ * - the Deployment controller and kubelet: the four functions run as processes, started as the image
+ *   starts them (scripts/image-start.ts: from their snapshots, `npm run build -- --snapshot`), with the env of the installed workloads and the certificate of the installed
  *   Secret, and the two Deployments' status says so;
  * - the network: the two HTTPS Services become ExternalName `localhost`, and the webhook and the
  *   APIService dial the processes' ports (control-plane.md §3);
@@ -26,7 +26,9 @@ import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { keys } from '../../shared/api/index.js';
-import { buildBundles, type FunctionName } from '../../scripts/build.js';
+import { FUNCTIONS, buildBundles, type FunctionName } from '../../scripts/build.js';
+import { imageStart } from '../../scripts/image-start.js';
+import { buildSnapshot } from '../../scripts/snapshot.js';
 import {
   adapterConfigOf,
   startAdapter,
@@ -87,23 +89,20 @@ const readme = (block: string) =>
   sh(readmeBlock(block), `# README block ${block}\n${readmeBlock(block).trimEnd()}`);
 const verify = (args = '') => sh(`knative/verify.sh ${args}`.trim());
 
-/** Starts a function from its bundle, as the container does; resolves with its port. */
-function startBundle(name: FunctionName, env: Record<string, string>): Promise<number> {
-  const child = spawn(
-    process.execPath,
-    ['--max-semi-space-size=1', join(co, 'dist', `${name}.mjs`)],
-    {
-      cwd: co,
-      env: {
-        PATH: process.env.PATH,
-        KUBECONFIG: cp().kubeconfigPath,
-        LOG_LEVEL: 'info',
-        ...env,
-        PORT: '0',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+/** Starts a function as the container does (its snapshot, from dist/); resolves with its port. */
+function startImage(name: FunctionName, env: Record<string, string>): Promise<number> {
+  const { command, args } = imageStart(name);
+  const child = spawn(process.execPath, [...command.slice(1), ...args], {
+    cwd: co,
+    env: {
+      PATH: process.env.PATH,
+      KUBECONFIG: cp().kubeconfigPath,
+      LOG_LEVEL: 'info',
+      ...env,
+      PORT: '0',
     },
-  );
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   procs.push(child);
   return new Promise((ok, fail) => {
     let stderr = '';
@@ -229,6 +228,7 @@ beforeAll(async () => {
   await kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', '--all']);
   co = await adminCheckout({ certs: false });
   await buildBundles({ outdir: join(co, 'dist'), report: false });
+  for (const name of FUNCTIONS) await buildSnapshot(join(co, 'dist'), name);
 });
 
 afterAll(async () => {
@@ -415,7 +415,7 @@ describe('knative/README.md, followed as written on a fresh control plane', () =
     for (const name of ['scale-validate', 'scale-down-with'] as const) {
       const env = await installedEnv('deployment', name);
       expect(env.TLS_CERT_FILE).toBe('/etc/vmpool/tls/tls.crt');
-      https[name] = await startBundle(name, {
+      https[name] = await startImage(name, {
         ...env,
         TLS_CERT_FILE: join(certDir, 'tls.crt'),
         TLS_KEY_FILE: join(certDir, 'tls.key'),
@@ -467,11 +467,11 @@ describe('knative/README.md, followed as written on a fresh control plane', () =
     ]);
 
     // The two Knative Services' functions, from their bundles; Knative's controllers mark Ready.
-    const reconcilePort = await startBundle(
+    const reconcilePort = await startImage(
       'reconcile-pool',
       await installedEnv('services.serving.knative.dev', 'reconcile-pool'),
     );
-    await startBundle(
+    await startImage(
       'disk-gc-tick',
       await installedEnv('services.serving.knative.dev', 'disk-gc-tick'),
     );

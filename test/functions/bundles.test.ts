@@ -1,6 +1,7 @@
 /**
  * The shipped artefacts: builds the four esbuild bundles (as `npm run build` does, into a temp dir),
- * starts each as its own `node` process the way the container does, and measures the cold start
+ * starts each as its own `node` process the way the container does (from its V8 startup snapshot,
+ * scripts/image-start.ts, and from the plain bundle), and measures the cold start
  * (spawn → first answered /health/liveness). The two HTTPS functions serve TLS, as in the cluster.
  * No API server is needed: the kubeconfig points at a closed port and health never calls it.
  * @module
@@ -23,6 +24,8 @@ import {
   ROOT,
 } from '../../scripts/build.js';
 import type { BuiltBundle, FunctionName } from '../../scripts/build.js';
+import { RUNTIME_FLAGS, imageStart } from '../../scripts/image-start.js';
+import { buildSnapshot } from '../../scripts/snapshot.js';
 import { mintCa, mintLeaf } from '../../local/controlplane/certs.js';
 
 const HTTPS: readonly FunctionName[] = ['scale-validate', 'scale-down-with'];
@@ -160,14 +163,17 @@ describe('function bundles', () => {
     for (const dep of Object.keys(dependencies)) expect(bundled, dep).toContain(dep);
   });
 
-  it.each([...FUNCTIONS])(
-    '%s starts from its bundle and answers /health/liveness',
-    async (name) => {
+  it.each(FUNCTIONS.flatMap((n) => [[n, 'snapshot'] as const, [n, 'bundle'] as const]))(
+    '%s starts from its %s as the image starts it and answers /health/liveness',
+    async (name, from) => {
       const https = HTTPS.includes(name);
+      // The image's command, run from the image's layout (dist/ under the working directory).
+      const { command, args } = imageStart(name);
+      if (from === 'snapshot') await buildSnapshot(join(dir, 'dist'), name);
       const t0 = performance.now();
       const child = spawn(
         process.execPath,
-        ['--max-semi-space-size=1', join(dir, 'dist', `${name}.mjs`)],
+        [...command.slice(1), ...(from === 'snapshot' ? args : [`dist/${name}.mjs`])],
         {
           cwd: dir,
           env: {
@@ -186,7 +192,7 @@ describe('function bundles', () => {
       const status = await get(url, tls!.ca);
       const ms = performance.now() - t0;
       const rss = await rssMb(child.pid!);
-      console.log(`[cold-start] ${name} ${ms.toFixed(0)} ms, rss ${rss.toFixed(1)} MB`);
+      console.log(`[cold-start] ${name} ${from} ${ms.toFixed(0)} ms, rss ${rss.toFixed(1)} MB`);
       expect(status).toBe(200);
       expect(await get(url.replace('liveness', 'readiness'), tls!.ca)).toBe(200);
 
@@ -199,8 +205,7 @@ describe('function bundles', () => {
   );
 
   it('reconcile-pool starts from its V8 startup snapshot, answers, drains on SIGTERM, and says what to run for a kubeconfig it leaves to client-node', async () => {
-    const { RUNTIME_FLAGS, buildSnapshot } = await import('../../scripts/snapshot.js');
-    const { blob } = await buildSnapshot(join(dir, 'dist'));
+    const { blob } = await buildSnapshot(join(dir, 'dist'), 'reconcile-pool');
     const start = (kubeconfig: string) => {
       const child = spawn(process.execPath, [...RUNTIME_FLAGS, '--snapshot-blob', blob], {
         cwd: dir,

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../../local/controlplane/binaries.js';
+import { imageStart } from '../../scripts/image-start.js';
 
 const text = readFileSync(join(REPO_ROOT, 'Containerfile'), 'utf8');
 
@@ -57,8 +58,9 @@ describe('Containerfile', () => {
     for (const s of sources) expect(s).toMatch(/^(\/usr\/local\/bin\/node|\/src\/dist\/\S+)$/);
     const user = runtime.find((i) => /^USER /.test(i));
     expect(user).toMatch(/^USER [1-9]\d*:[1-9]\d*$/);
+    // The start itself (flags, snapshot) is test/unit/image-start.test.ts's.
     expect(runtime.find((i) => i.startsWith('ENTRYPOINT'))).toBe(
-      'ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=1"]',
+      `ENTRYPOINT ${JSON.stringify(imageStart('reconcile-pool').command).replaceAll(',', ', ')}`,
     );
   });
 });
