@@ -1,8 +1,8 @@
 /**
  * Benchmark 4d, bounded memory at any scale: 10,000 converged pools of 3 members (one disk each),
- * then one resync tick delivered to the bundled reconcile-pool and one pass delivered to the bundled
- * disk-gc-tick, each in its own process started as the image starts it: their peak RSS, their time,
- * their API requests by verb. A tick holding its whole scope would need about 1.4 GiB here.
+ * then one resync tick delivered to reconcile-pool and one pass delivered to disk-gc-tick, each in
+ * its own process started as the image starts it (its snapshot, its flags) in a memory cgroup of the
+ * pods' limit where this machine allows: their peak RSS, their time, their API requests by verb.
  * @module
  */
 import { createKube } from '../shared/kube/index.js';
@@ -11,7 +11,7 @@ import type { BenchPlane } from './plane.js';
 import type { Row } from './report.js';
 import { benchPool, clients } from './objects.js';
 import { functionTicks } from './ticks.js';
-import type { FunctionTick } from './ticks.js';
+import type { FunctionTick, Start } from './ticks.js';
 import { silentLog } from './stack.js';
 
 /** What benchmark 4d measured. */
@@ -22,18 +22,12 @@ export interface MemoryResult {
   readonly setupMs: number;
   readonly resync: FunctionTick;
   readonly gc: FunctionTick;
-  /** The same with V8's old space capped at {@link CAPPED_HEAP_MIB}: what they hold, not what V8 let pile up. */
-  readonly cappedResync: FunctionTick;
-  readonly cappedGc: FunctionTick;
 }
-
-/** The old-space cap of the second measurement: a tick holding its scope would not finish under it. */
-export const CAPPED_HEAP_MIB = 48;
 
 /** Builds `pools` converged pools of `replicas` members, then one resync tick and one GC pass. */
 export async function memoryAtScale(
   plane: BenchPlane,
-  bundles: { readonly reconcile: string; readonly gc: string },
+  starts: { readonly reconcile: Start; readonly gc: Start },
   pools: number,
   replicas: number,
   log: (l: string) => void,
@@ -67,21 +61,18 @@ export async function memoryAtScale(
   const setupMs = performance.now() - t0;
   const objects = pools * (1 + 2 * replicas);
   log(`scale: ${pools} pools, ${objects} objects in ${(setupMs / 1000).toFixed(0)} s`);
-  const tick = async (bundle: string, what: string, flags: string[] = []) => {
-    const [t] = await functionTicks(bundle, plane.cp.kubeconfigPath, 1, log, what, flags);
+  const tick = async (start: Start, what: string) => {
+    const [t] = await functionTicks(start, plane.cp.kubeconfigPath, 1, log, what);
     if (t === undefined) throw new Error(`scale: no ${what} tick measured`);
     return t;
   };
-  const capped = [`--max-old-space-size=${CAPPED_HEAP_MIB}`];
   return {
     pools,
     replicas,
     objects,
     setupMs,
-    resync: await tick(bundles.reconcile, 'resync'),
-    gc: await tick(bundles.gc, 'gc'),
-    cappedResync: await tick(bundles.reconcile, 'resync-capped', capped),
-    cappedGc: await tick(bundles.gc, 'gc-capped', capped),
+    resync: await tick(starts.reconcile, 'resync'),
+    gc: await tick(starts.gc, 'gc'),
   };
 }
 
@@ -122,13 +113,6 @@ export function memoryRows(m: MemoryResult): Row[] {
       value: `${secs(m.gc.ms)}, ${m.gc.requests.list ?? 0}, ${m.gc.writes}`,
       goal: '0 writes',
       pass: m.gc.writes === 0,
-    },
-    {
-      bench: '',
-      figure: `old space capped at ${CAPPED_HEAP_MIB} MiB: resync, GC (time, peak RSS)`,
-      value: `${secs(m.cappedResync.ms)}, ${m.cappedResync.peakRssMiB} MiB; ${secs(m.cappedGc.ms)}, ${m.cappedGc.peakRssMiB} MiB`,
-      goal: 'finish, 0 writes',
-      pass: m.cappedResync.writes === 0 && m.cappedGc.writes === 0,
     },
     {
       bench: '',

@@ -1,6 +1,6 @@
 /**
  * Benchmark 4b, the resync tick at scale: 1,000 pools of one replica (+2 disks) converged, then
- * PingSource ticks over the whole cluster delivered to the bundled reconcile-pool in its own
+ * PingSource ticks over the whole cluster delivered to reconcile-pool, started as the image starts it, in its own
  * process, as deployed: its API requests by verb (from its /metrics), the tick's time and the
  * process's peak RSS.
  * @module
@@ -11,6 +11,7 @@ import type { BenchPlane } from './plane.js';
 import { benchPool, clients } from './objects.js';
 import { silentLog } from './stack.js';
 import { functionTicks } from './ticks.js';
+import type { Start } from './ticks.js';
 import { WINDOW } from '../shared/reconcile/index.js';
 
 /** What the benchmark measured. */
@@ -34,7 +35,7 @@ export interface ResyncResult {
 /** Sets up `pools` pools of `replicas`, converges them, then times `ticks` resync ticks. */
 export async function resyncTick(
   plane: BenchPlane,
-  bundle: string,
+  start: Start,
   pools: number,
   replicas: number,
   ticks: number,
@@ -65,7 +66,7 @@ export async function resyncTick(
     `resync: ${pools} pools created in ${setupMs.toFixed(0)} ms, converged in ${convergeMs.toFixed(0)} ms`,
   );
 
-  const ticksRun = await functionTicks(bundle, plane.cp.kubeconfigPath, ticks, log, 'resync');
+  const ticksRun = await functionTicks(start, plane.cp.kubeconfigPath, ticks, log, 'resync');
   const last = ticksRun.at(-1);
   if (last === undefined) throw new Error('resync: no tick measured');
   const lists = last.requests.list ?? 0;

@@ -38,6 +38,8 @@ import type { BenchPlane } from './plane.js';
 import { claimsBench, claimsNamespaces, claimsRows } from './claims.js';
 import type { ClaimsResult } from './claims.js';
 import { memoryAtScale, memoryRows, PEAK_RSS_GOAL_MIB } from './memory.js';
+import { imageStarts } from './ticks.js';
+import type { Start } from './ticks.js';
 import type { MemoryResult } from './memory.js';
 
 const quick = process.argv.includes('--quick');
@@ -371,22 +373,17 @@ async function claimsOnly(plane: BenchPlane): Promise<void> {
 
 /** The bounded-memory benchmark alone (`--only=memory`): its rows printed, nothing recorded. */
 async function memoryOnly(plane: BenchPlane): Promise<void> {
-  const bundles = await memoryBundles();
-  console.log(table(memoryRows(await memoryAtScale(plane, bundles, cfg.memoryPools, 3, log))));
+  const starts = await functionStarts();
+  console.log(table(memoryRows(await memoryAtScale(plane, starts, cfg.memoryPools, 3, log))));
 }
 
-/** reconcile-pool's and disk-gc-tick's bundles, built for the benchmarks. */
-async function memoryBundles(): Promise<{ reconcile: string; gc: string }> {
-  const built = await buildBundles({
-    outdir: join(ROOT, 'bench-results', 'build', 'bundled'),
-    report: false,
-  });
-  const file = (name: string): string => {
-    const b = built.find((x) => x.name === name);
-    if (b === undefined) throw new Error(`no ${name} bundle`);
-    return b.file;
-  };
-  return { reconcile: file('reconcile-pool'), gc: file('disk-gc-tick') };
+/** reconcile-pool and disk-gc-tick as the image starts them (their snapshots, built here). */
+async function functionStarts(): Promise<{ reconcile: Start; gc: Start }> {
+  const s = await imageStarts(join(ROOT, 'bench-results', 'build', 'image'), [
+    'reconcile-pool',
+    'disk-gc-tick',
+  ]);
+  return { reconcile: s['reconcile-pool'], gc: s['disk-gc-tick'] };
 }
 
 /** The standby benchmark alone (`--only=standby`): its rows printed, nothing recorded. */
@@ -469,7 +466,14 @@ async function main(): Promise<void> {
     let resync: ResyncResult | undefined;
     if (!skip.has('resync')) {
       log(`resync tick: ${cfg.resyncPools} pools of 1 replica`);
-      resync = await resyncTick(plane, bundle.file, cfg.resyncPools, 1, cfg.ticks, log);
+      resync = await resyncTick(
+        plane,
+        (await functionStarts()).reconcile,
+        cfg.resyncPools,
+        1,
+        cfg.ticks,
+        log,
+      );
     }
     let cold: ColdStart[] = [];
     if (!skip.has('cold')) {
@@ -488,7 +492,7 @@ async function main(): Promise<void> {
     let bounded: MemoryResult | undefined;
     if (!skip.has('memory')) {
       log(`bounded memory: ${cfg.memoryPools} pools of 3 members`);
-      bounded = await memoryAtScale(plane, await memoryBundles(), cfg.memoryPools, 3, log);
+      bounded = await memoryAtScale(plane, await functionStarts(), cfg.memoryPools, 3, log);
     }
 
     const scale: ScaleResult[] = [];

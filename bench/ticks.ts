@@ -4,9 +4,78 @@
  * @module
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pingInit } from '../local/events.js';
+import type { FunctionName } from '../scripts/build.js';
+import { imageStart } from '../scripts/image-start.js';
+import { buildSnapshot } from '../scripts/snapshot.js';
+
+/** How a function is started: node's arguments and the working directory they are relative to. */
+export interface Start {
+  readonly args: readonly string[];
+  readonly cwd?: string;
+}
+
+/**
+ * The image's start of each function named: its snapshot built by this node into `dir/dist` (the
+ * image's layout), and the image's exact start command run from `dir`.
+ */
+export async function imageStarts<N extends FunctionName>(
+  dir: string,
+  names: readonly N[],
+): Promise<Record<N, Start>> {
+  const out = {} as Record<N, Start>;
+  for (const name of names) {
+    await buildSnapshot(join(dir, 'dist'), name);
+    const start = imageStart(name);
+    out[name] = { args: [...start.command.slice(1), ...start.args], cwd: dir };
+  }
+  return out;
+}
+
+/** A memory cgroup the function runs in, as a pod's memory limit would hold it. */
+interface MemoryLimit {
+  /** Where the started shell writes its pid before it execs node. */
+  readonly procs: string;
+  remove(): void;
+}
+
+/**
+ * A memory cgroup (v2, or v1's memory hierarchy) of `bytes` under this process's own, when this
+ * machine lets us make one; undefined otherwise (the run is then unconstrained, and says so).
+ */
+function memoryLimit(bytes: number): MemoryLimit | undefined {
+  try {
+    const lines = readFileSync('/proc/self/cgroup', 'utf8').split('\n');
+    const v1 = lines.find((l) => /^\d+:memory:/.test(l))?.split(':')[2];
+    const v2 = lines.find((l) => l.startsWith('0::'))?.slice(3);
+    const base =
+      v1 !== undefined ? join('/sys/fs/cgroup/memory', v1) : join('/sys/fs/cgroup', v2 ?? '/');
+    const dir = join(base, `vmpool-bench-${process.pid}`);
+    mkdirSync(dir);
+    writeFileSync(
+      join(dir, v1 !== undefined ? 'memory.limit_in_bytes' : 'memory.max'),
+      String(bytes),
+    );
+    return {
+      procs: join(dir, 'cgroup.procs'),
+      remove: () => {
+        try {
+          rmdirSync(dir);
+        } catch {
+          // A cgroup still holding a process is removed with the machine's session.
+        }
+      },
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The pods' memory limit in knative/base (reconcile-pool, disk-gc-tick). */
+export const POD_MEMORY_LIMIT = 256 * 1024 * 1024;
 
 /** `vmpool_api_requests_total` by verb, from a Prometheus text page. */
 export function requestsByVerb(page: string): Record<string, number> {
@@ -38,21 +107,31 @@ export interface FunctionTick {
 }
 
 /**
- * Starts `bundle` as the image does (`node --max-semi-space-size=1`, then `flags`), delivers `ticks`
- * PingSource events one after another, and reads its peak RSS after them.
+ * Starts a function (`start`: as the image does, see memory.ts), in a memory cgroup of the pods'
+ * limit when this machine allows one, delivers `ticks` PingSource events one after another, and
+ * reads its peak RSS after them.
  */
 export async function functionTicks(
-  bundle: string,
+  start: Start,
   kubeconfigPath: string,
   ticks: number,
   log: (l: string) => void,
   what: string,
-  flags: readonly string[] = [],
 ): Promise<FunctionTick[]> {
-  const child = spawn(process.execPath, ['--max-semi-space-size=1', ...flags, bundle], {
+  const limit = memoryLimit(POD_MEMORY_LIMIT);
+  // In the cgroup before node starts: a shell joins it, then becomes node.
+  const [cmd, args] =
+    limit === undefined
+      ? [process.execPath, [...start.args]]
+      : ['sh', ['-c', 'echo $$ > "$0" && exec "$@"', limit.procs, process.execPath, ...start.args]];
+  const child = spawn(cmd, args, {
     env: { PATH: process.env.PATH, KUBECONFIG: kubeconfigPath, PORT: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...(start.cwd === undefined ? {} : { cwd: start.cwd }),
   });
+  log(
+    `${what}: ${limit === undefined ? 'no memory cgroup could be made: unconstrained' : `in a memory cgroup of ${POD_MEMORY_LIMIT / 1048576} MiB (the pod's limit)`}`,
+  );
   try {
     const port = await new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -97,5 +176,7 @@ export async function functionTicks(
     return out;
   } finally {
     child.kill('SIGKILL');
+    await new Promise((r) => setTimeout(r, 200));
+    limit?.remove();
   }
 }
