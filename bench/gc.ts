@@ -1,17 +1,20 @@
 /**
  * Benchmark 4c, disk-gc-tick at scale: pools with N free Retain disks each (keep N−1), freed minutes
- * ago; one GC pass with nothing due, then one with the GC's clock two hours later, when the oldest
- * disk of every pool is due — both over all the disks, timed, their list calls counted.
+ * ago; GC passes with nothing due, each beside the floor (the same objects listed bare), then one
+ * with the GC's clock two hours later, when the oldest disk of every pool is due — all over all the
+ * disks, timed, their list calls counted.
  * @module
  */
-import { VirtualMachinePool, keys } from '../shared/api/index.js';
+import { GROUP, VERSION, VirtualMachinePool, keys } from '../shared/api/index.js';
 import type { DiskTemplate } from '../shared/api/index.js';
 import { newDisk } from '../shared/domain/index.js';
 import { createKube } from '../shared/kube/index.js';
-import type { Kube } from '../shared/kube/index.js';
+import { createSend } from '../shared/kube/transport.js';
+import type { Send } from '../shared/kube/transport.js';
+import type { Kube, Listed, PageRequest } from '../shared/kube/index.js';
 import { collectDisks, runBounded } from '../shared/reconcile/index.js';
 import type { BenchPlane } from './plane.js';
-import { benchPool, clients, cpuReading, cpuSince } from './objects.js';
+import { benchPool, clients, cpuReading, cpuSince, median } from './objects.js';
 import { silentLog } from './stack.js';
 
 /** One GC pass. */
@@ -24,8 +27,15 @@ export interface GcPass {
   readonly cpuMs: number;
   /** CPU the kube-apiserver and etcd spent meanwhile (serving the lists, taking the writes). */
   readonly serverCpuMs: { readonly apiserver: number; readonly etcd: number };
-  /** List pages three lists of what the cluster held need at 500 per page (disks, pools, VMs). */
+  /** List pages the pass's lists need for what they returned: 1 per page of pools, ⌈n/500⌉ per list of n. */
   readonly expectedLists: number;
+}
+
+/** The floor of a pass: the same objects listed bare (pages of 500, bodies read, nothing parsed). */
+export interface GcFloor {
+  readonly ms: number;
+  readonly pages: number;
+  readonly bytes: number;
 }
 
 /** The setup and both passes. */
@@ -33,10 +43,47 @@ export interface GcResult {
   readonly pools: number;
   readonly disks: number;
   readonly setupMs: number;
-  /** A pass with nothing due. */
+  /** A pass with nothing due (the median of {@link ROUNDS}, alternating with the floor). */
   readonly quiet: GcPass;
+  /** The floor beside it (the median of as many rounds). */
+  readonly floor: GcFloor;
   /** A pass with the clock two hours later: one disk per pool due. */
   readonly due: GcPass;
+}
+
+/** Rounds of (floor, pass with nothing due), alternating, of which the medians are reported. */
+const ROUNDS = 3;
+
+const POOLS_PATH = `/apis/${GROUP}/${VERSION}/virtualmachinepools`;
+const DISKS_PATH = '/apis/virtualization.deckhouse.io/v1alpha2/virtualdisks';
+const VMS_PATH = '/apis/virtualization.deckhouse.io/v1alpha2/virtualmachines';
+
+/**
+ * The floor: the disks, pools and VMs a pass reads, listed across the cluster in pages of 500 with
+ * one connection, each body read whole and only its continue token looked for (no JSON parse).
+ */
+async function bareLists(send: Send): Promise<GcFloor> {
+  const s = performance.now();
+  let pages = 0;
+  let bytes = 0;
+  const selector = `labelSelector=${encodeURIComponent(keys.poolUid)}&`;
+  for (const [path, q] of [
+    [DISKS_PATH, selector],
+    [POOLS_PATH, ''],
+    [VMS_PATH, selector],
+  ] as const) {
+    let cont: string | undefined;
+    do {
+      const c = cont === undefined ? '' : `&continue=${encodeURIComponent(cont)}`;
+      const a = await send({ method: 'GET', path: `${path}?${q}limit=500${c}` });
+      if (a.status >= 300) throw new Error(`floor list ${path}: ${a.status}`);
+      pages++;
+      bytes += a.text.length;
+      // The list's metadata comes after its items: the token is near the end of the body.
+      cont = /"continue":"([^"]+)"/.exec(a.text.slice(-2000))?.[1];
+    } while (cont !== undefined);
+  }
+  return { ms: performance.now() - s, pages, bytes };
 }
 
 /** The bench pool whose Retain template keeps `disksPerPool - 1` free disks warm: one is due per pool. */
@@ -85,25 +132,21 @@ export async function gcTick(
   const setupMs = performance.now() - t0;
   const pass = async (at: Date): Promise<GcPass> => {
     const funnel = createKube(plane.kc);
-    // The cluster holds other benchmarks' objects too: count what each list returned.
-    const sizes = { disks: 0, pools: 0, vms: 0 };
+    // Pages each list needed for what it returned (the cluster holds other benchmarks' objects too).
+    let expectedLists = 0;
+    const pages = (n: number) => Math.max(1, Math.ceil(n / 500));
+    const counted =
+      <A extends unknown[], T>(list: (...a: A) => Promise<Listed<T>>, paged: boolean) =>
+      async (...a: A): Promise<Listed<T>> => {
+        const r = await list(...a);
+        if (r.ok) expectedLists += paged ? 1 : pages(r.value.length);
+        return r;
+      };
     const kube: Kube = {
       ...funnel,
-      listDisks: async (...a) => {
-        const r = await funnel.listDisks(...a);
-        if (r.ok) sizes.disks = r.value.length;
-        return r;
-      },
-      listPools: async (...a) => {
-        const r = await funnel.listPools(...a);
-        if (r.ok) sizes.pools = r.value.length;
-        return r;
-      },
-      listVms: async (...a) => {
-        const r = await funnel.listVms(...a);
-        if (r.ok) sizes.vms = r.value.length;
-        return r;
-      },
+      listDisks: counted((ns, sel) => funnel.listDisks(ns, sel), false),
+      listPools: counted((ns?: string, page?: PageRequest) => funnel.listPools(ns, page), true),
+      listVms: counted((ns, sel) => funnel.listVms(ns, sel), false),
     };
     const servers = {
       apiserver: [plane.cp.pids['kube-apiserver'] ?? 0],
@@ -120,7 +163,6 @@ export async function gcTick(
     const requests = Object.fromEntries(
       Object.entries(kube.counts()).filter(([k]) => !k.includes(':')),
     );
-    const pages = (n: number) => Math.max(1, Math.ceil(n / 500));
     return {
       ms,
       lists: requests.list ?? 0,
@@ -128,12 +170,22 @@ export async function gcTick(
       requests,
       cpuMs: (cpu.user + cpu.system) / 1000,
       serverCpuMs: { apiserver: server.apiserver ?? 0, etcd: server.etcd ?? 0 },
-      expectedLists: pages(sizes.disks) + pages(sizes.pools) + pages(sizes.vms),
+      expectedLists,
     };
   };
   // The tick as it usually runs: nothing due. Then the GC's clock two hours on: one disk per pool is
   // due (the oldest beyond keep), over the same disks.
-  const quiet = await pass(new Date());
+  const send = createSend(plane.kc);
+  const floors: GcFloor[] = [];
+  const quiets: GcPass[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    floors.push(await bareLists(send));
+    quiets.push(await pass(new Date()));
+  }
+  const middle = <T extends { ms: number }>(xs: T[]): T => {
+    const m = median(xs.map((x) => x.ms));
+    return xs.find((x) => x.ms === m) ?? (xs[0] as T);
+  };
   const due = await pass(new Date(Date.now() + 2 * hour));
-  return { pools, disks: disks.length, setupMs, quiet, due };
+  return { pools, disks: disks.length, setupMs, quiet: middle(quiets), floor: middle(floors), due };
 }
