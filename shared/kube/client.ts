@@ -391,7 +391,7 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
   return {
     getPool: (namespace, name) => get(POOLS, VirtualMachinePool, namespace, name),
     listPools: (namespace, page) => list(POOLS, VirtualMachinePool, namespace, undefined, page),
-    listVms: (namespace, selector) => list(VMS, VirtualMachine, namespace, selector),
+    listVms: (namespace, selector, page) => list(VMS, VirtualMachine, namespace, selector, page),
     listDisks: (namespace, selector) => list(DISKS, VirtualDisk, namespace, selector),
     getVm: (namespace, name) => get(VMS, VirtualMachine, namespace, name),
     createVm: (namespace, vm) => create(VMS, 'VirtualMachine', VirtualMachine, namespace, vm),

@@ -127,8 +127,12 @@ export interface Kube {
    * page of them (its `next` continues the list), so a scan of any size holds one page at a time.
    */
   listPools(namespace?: string, page?: PageRequest): Promise<Listed<VirtualMachinePool>>;
-  /** VMs matching a label selector, in a namespace or cluster-wide. */
-  listVms(namespace: string | undefined, labelSelector: string): Promise<Listed<VirtualMachine>>;
+  /** VMs matching a label selector, in a namespace or cluster-wide; with `page`, one page of them. */
+  listVms(
+    namespace: string | undefined,
+    labelSelector: string,
+    page?: PageRequest,
+  ): Promise<Listed<VirtualMachine>>;
   /** Disks matching a label selector, in a namespace or cluster-wide. */
   listDisks(namespace: string | undefined, labelSelector: string): Promise<Listed<VirtualDisk>>;
   getVm(namespace: string, name: string): Promise<Outcome<VirtualMachine>>;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { keys } from '../api/index.js';
 import type { PoolEvent } from '../kube/index.js';
-import { at, disk, HOUR, NOW, ttl30Pool } from '../../test/unit/builders.js';
+import { at, disk, HOUR, NOW, ttl30Pool, vm } from '../../test/unit/builders.js';
 import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
 import { testLog } from '../../test/logs.js';
 import { collectDisks } from './gc.js';
@@ -79,5 +79,32 @@ describe('collectDisks', () => {
     ]);
     // The soonest wake of all windows: the fresh disks are 20 minutes from their ttl.
     expect(out.kind === 'done' ? out.nextWakeMs : undefined).toBe(20 * 60 * 1000);
+  });
+
+  it('reads every VM of a namespace page by page before deleting: a VM on the second page keeps its disk', async () => {
+    const holder = {
+      ...vm(p, 'outsider-1', { refs: [{ kind: 'VirtualDisk', name: 'runners-cache-old001' }] }),
+    };
+    holder.metadata.labels = {};
+    const f = fakeKube(
+      {
+        listDisks: () => ok([old]),
+        listVms: ([, sel, page]) =>
+          sel !== ''
+            ? ok([])
+            : page?.continue === undefined
+              ? { ok: true, value: [vm(p, 'other-vm')], next: 'p2' }
+              : ok([holder]),
+      },
+      p,
+    );
+    const out = await collectDisks(f.kube, NOW, testLog('gc'));
+    expect(out).toMatchObject({ kind: 'done', deleted: [] });
+    expect(f.of('listVms').map((c) => c.args)).toEqual([
+      ['ci', `${keys.poolUid} in (${p.metadata.uid ?? ''})`],
+      ['ci', '', {}],
+      ['ci', '', { continue: 'p2' }],
+    ]);
+    expect(f.of('deleteDisk')).toEqual([]);
   });
 });

@@ -4,10 +4,11 @@
  * @module
  */
 import type { Logger } from 'pino';
-import type { VirtualMachine, VirtualMachinePool } from '../api/index.js';
+import type { Malformed, VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import type { Collect } from '../domain/index.js';
 import {
   collectNamespaces,
+  diskHolder,
   eventFor,
   forbiddenMessage,
   heldByMalformed,
@@ -17,7 +18,7 @@ import {
   planGc,
   poolKey,
 } from '../domain/index.js';
-import type { Failure, Kube, Outcome } from '../kube/index.js';
+import type { Failure, Kube, Listed, Outcome } from '../kube/index.js';
 import { runBounded } from './batch.js';
 import { PARALLEL } from './execute.js';
 import { WINDOW, listAt, placesOf, poolPages } from './window.js';
@@ -33,6 +34,21 @@ export type GcOutcome =
   | { readonly kind: 'retry'; readonly reason: string }
   /** disk-gc-tick lacks a grant: retrying the tick would not help; logged with the fix. */
   | { readonly kind: 'forbidden'; readonly reason: string };
+
+/** Every VM of a namespace, page by page, each kept as the disks it holds (`diskHolder`). */
+async function holdersIn(kube: Kube, namespace: string): Promise<Listed<VirtualMachine>> {
+  const value: VirtualMachine[] = [];
+  const malformed: Malformed[] = [];
+  let cont: string | undefined;
+  do {
+    const page = await kube.listVms(namespace, '', cont === undefined ? {} : { continue: cont });
+    if (!page.ok) return page;
+    for (const vm of page.value) value.push(diskHolder(vm));
+    malformed.push(...(page.malformed ?? []));
+    cont = page.next;
+  } while (cont !== undefined);
+  return { ok: true, value, malformed };
+}
 
 /** What one window's pass did; the pass adds them up. */
 interface WindowGc {
@@ -108,8 +124,9 @@ async function collectWindow(
   let gc = planGc(collectable, vms.value, free, now);
   const namespaces = collectNamespaces(gc);
   if (namespaces.length > 0) {
-    // An empty selector: every VM of the namespace, a pool's or not.
-    const all = await runBounded(namespaces, PARALLEL, (ns) => kube.listVms(ns, ''));
+    // An empty selector: every VM of the namespace, a pool's or not, a page at a time, keeping of
+    // each only the disks it names (a namespace may hold far more VMs than a window).
+    const all = await runBounded(namespaces, PARALLEL, (ns) => holdersIn(kube, ns));
     const everyVm: VirtualMachine[] = [];
     const skipped = [];
     for (const l of all) {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../../api/index.js';
 import { keys } from '../../api/index.js';
 import type { Plan } from '../plan/index.js';
-import { attached, freesDisks, referencedBy } from './in-use.js';
+import { attached, diskHolder, freesDisks, referencedBy } from './in-use.js';
 import { observe, plan } from '../plan/index.js';
 import { pruneDisks } from './prune.js';
 import {
@@ -200,6 +200,21 @@ describe('in-use helpers', () => {
       }),
     ]);
     expect([...refs].sort()).toEqual(['x', 'y']);
+  });
+
+  it('diskHolder keeps of a VM only its identity and the disks it names', () => {
+    const v = vm(p, 'holder', {
+      refs: [
+        { kind: 'VirtualDisk', name: 'x' },
+        { kind: 'ClusterVirtualImage', name: 'iso' },
+      ],
+    });
+    const slim = diskHolder(v);
+    expect(slim).toEqual({
+      metadata: { name: 'holder', namespace: v.metadata.namespace, uid: v.metadata.uid },
+      spec: { blockDeviceRefs: [{ kind: 'VirtualDisk', name: 'x' }] },
+    });
+    expect(referencedBy([slim])).toEqual(referencedBy([v]));
   });
 
   it('freesDisks: claims, deletes and free-since stamps, nothing else', () => {

@@ -27,6 +27,16 @@ export function referencedBy(vms: Iterable<VirtualMachine>): Set<string> {
 }
 
 /**
+ * Of a VM, only what says which disks it holds ({@link referencedBy}): a pass that reads every VM of
+ * a namespace keeps this much of each, not the whole object.
+ */
+export function diskHolder(vm: VirtualMachine): VirtualMachine {
+  const { name, namespace, uid } = vm.metadata;
+  const refs = (vm.spec.blockDeviceRefs ?? []).filter((r) => r.kind === 'VirtualDisk');
+  return { metadata: { name, namespace, uid }, spec: { blockDeviceRefs: refs } };
+}
+
+/**
  * True when some action gives a free disk to a member, starts a disk's free time or deletes a disk:
  * the decisions a VM outside the pool could veto, so the reconcile reads the namespace's VMs and
  * plans again before carrying out such a plan.
