@@ -62,6 +62,14 @@ describe('poolPages', () => {
     ]);
   });
 
+  it('cuts a page longer than asked for into windows of the limit', async () => {
+    const f = fakeKube({ listPools: () => ok(all) });
+    expect(await drain(poolPages(f.kube, 'ci', 2))).toEqual([['a', 'b'], ['c', 'd'], ['e']]);
+    expect(f.of('listPools')).toHaveLength(1);
+    const none = fakeKube({ listPools: () => ok([]) });
+    expect(await drain(poolPages(none.kube, 'ci', 2))).toEqual([[]]);
+  });
+
   it('gives up with the failure after three restarts, and at once on any other failure', async () => {
     const f = fakeKube({ listPools: paged(all, () => true) });
     const pages = await drain(poolPages(f.kube, undefined, 2));

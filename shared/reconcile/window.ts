@@ -51,7 +51,9 @@ export async function* poolPages(
     }
     const fresh = page.value.filter((p) => !given.has(p.metadata.uid ?? ''));
     for (const p of fresh) given.add(p.metadata.uid ?? '');
-    yield { ...page, value: fresh };
+    // A server that ignored the limit still gives windows of `limit` (selectors stay short).
+    for (let i = 0; i < fresh.length || i === 0; i += limit)
+      yield { ...page, value: fresh.slice(i, i + limit) };
     if (page.next === undefined) return;
     cont = page.next;
   }
