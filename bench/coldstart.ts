@@ -10,11 +10,11 @@ import { pingInit } from '../local/events.js';
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { build } from 'esbuild';
 import { BANNER, buildBundles, ROOT } from '../scripts/build.js';
 import { RUNTIME_FLAGS, imageStart } from '../scripts/image-start.js';
 import { buildSnapshot } from '../scripts/snapshot.js';
+import { listeningPort, peakRss } from './ticks.js';
 import { median } from './objects.js';
 
 /** One variant's figures (medians over the repetitions). */
@@ -46,11 +46,6 @@ function cpuMs(pid: number): number {
   return ns / 1e6;
 }
 
-function peakRss(pid: number): number {
-  const s = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Math.round(Number(/^VmHWM:\s+(\d+)/m.exec(s)?.[1] ?? 0) / 1024);
-}
-
 /** The runtime flags of the image (scripts/image-start.ts), which the floor runs with too. */
 export const IMAGE_FLAGS = RUNTIME_FLAGS;
 
@@ -69,28 +64,7 @@ export async function startOnce(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(new Error(`${file}: no "listening" line in 20 s`));
-      }, 20_000);
-      child.on('exit', (code) => {
-        reject(new Error(`${file} exited with ${String(code)}`));
-      });
-      for (const stream of [child.stdout, child.stderr]) {
-        createInterface({ input: stream }).on('line', (line) => {
-          if (!line.includes('listening')) return;
-          try {
-            const rec = JSON.parse(line) as { port?: number };
-            if (typeof rec.port === 'number') {
-              clearTimeout(timer);
-              resolve(rec.port);
-            }
-          } catch {
-            // not our line
-          }
-        });
-      }
-    });
+    const port = await listeningPort(child, file);
     const listeningMs = performance.now() - t0;
     const res = await fetch(`http://127.0.0.1:${port}/`, {
       ...pingInit({ namespace }, '/bench/cold-start'),

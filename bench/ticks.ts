@@ -4,6 +4,7 @@
  * @module
  */
 import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -33,6 +34,33 @@ export async function imageStarts<N extends FunctionName>(
     out[name] = { args: [...start.command.slice(1), ...start.args], cwd: dir };
   }
   return out;
+}
+
+/** The port a started function listens on, from its `listening` log line (20 s at most). */
+export function listeningPort(child: ChildProcess, what: string): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new Error(`${what}: no "listening" line in 20 s`));
+    }, 20_000);
+    child.on('exit', (code) => {
+      reject(new Error(`${what} exited with ${String(code)}`));
+    });
+    for (const stream of [child.stdout, child.stderr])
+      if (stream !== null)
+        createInterface({ input: stream }).on('line', (line) => {
+          const m = /"port":(\d+)/.exec(line);
+          if (m !== null && line.includes('listening')) {
+            clearTimeout(timer);
+            resolve(Number(m[1]));
+          }
+        });
+  });
+}
+
+/** The peak RSS of a process so far (VmHWM), in MiB. */
+export function peakRss(pid: number): number {
+  const s = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Math.round(Number(/^VmHWM:\s+(\d+)/m.exec(s)?.[1] ?? 0) / 1024);
 }
 
 /** A memory cgroup the function runs in, as a pod's memory limit would hold it. */
@@ -133,22 +161,7 @@ export async function functionTicks(
     `${what}: ${limit === undefined ? 'no memory cgroup could be made: unconstrained' : `in a memory cgroup of ${POD_MEMORY_LIMIT / 1048576} MiB (the pod's limit)`}`,
   );
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(new Error(`${what}: no "listening" line in 20 s`));
-      }, 20_000);
-      child.on('exit', (code) => {
-        reject(new Error(`${what} exited with ${String(code)}`));
-      });
-      for (const stream of [child.stdout, child.stderr])
-        createInterface({ input: stream }).on('line', (line) => {
-          const m = /"port":(\d+)/.exec(line);
-          if (m !== null && line.includes('listening')) {
-            clearTimeout(timer);
-            resolve(Number(m[1]));
-          }
-        });
-    });
+    const port = await listeningPort(child, what);
     const base = `http://127.0.0.1:${port}`;
     const metrics = async () => requestsByVerb(await (await fetch(`${base}/metrics`)).text());
     const out: FunctionTick[] = [];
@@ -163,8 +176,7 @@ export async function functionTicks(
       const ms = performance.now() - s;
       if (res.status >= 300) throw new Error(`${what} tick answered ${res.status}`);
       const requests = minus(await metrics(), before);
-      const status = readFileSync(`/proc/${child.pid ?? 0}/status`, 'utf8');
-      const peakRssMiB = Math.round(Number(/^VmHWM:\s+(\d+)/m.exec(status)?.[1] ?? 0) / 1024);
+      const peakRssMiB = peakRss(child.pid ?? 0);
       const writes = Object.entries(requests)
         .filter(([verb]) => !READS.has(verb))
         .reduce((n, [, v]) => n + v, 0);
