@@ -52,7 +52,8 @@ export const PLAN_SIZES: readonly number[] = [10, 100, 1_000, 10_000];
 /** A converged `runners` pool of `members` replicas, grown from zero by the domain's own plans. */
 export function convergedPool(members: number): World {
   const empty: World = { pool: pool({ replicas: members }), vms: [], disks: [] };
-  const { w, plans } = converge(empty, NOW);
+  // A pass creates a bounded batch of members, so a large pool takes one pass per batch.
+  const { w, plans } = converge(empty, NOW, 8 + Math.ceil(members / 100));
   const last = plans.at(-1);
   if (w.vms.length !== members || last === undefined || last.actions.length > 0 || last.writeStatus)
     throw new Error(`pool of ${members} did not converge`);
@@ -151,7 +152,18 @@ export function planTable(rows: readonly PlanRow[]): string {
     r.cpuMs.toFixed(3),
     String(r.runs),
   ]);
-  return aligned(head, cells, () => true);
+  const table = aligned(head, cells, () => true);
+  const g = planGrowth(rows);
+  return g === undefined
+    ? table
+    : `${table}\nper member at 10,000 / at 1,000: ${g.toFixed(2)}× (goal ≤ 1.3×: ${g <= 1.3 ? 'PASS' : 'FAIL'})`;
+}
+
+/** Per-member cost at 10,000 members over that at 1,000 (1.00× is linear), when both were measured. */
+export function planGrowth(rows: readonly PlanRow[]): number | undefined {
+  const at = (n: number) => rows.find((r) => r.members === n)?.msPerMember;
+  const [small, large] = [at(1_000), at(10_000)];
+  return small === undefined || large === undefined ? undefined : large / small;
 }
 
 /**

@@ -24,7 +24,7 @@ import { REPLACE_REPLICAS, replaceNamespace, replacement } from './replace.js';
 import type { Breakdown, ReplaceResult } from './replace.js';
 import type { BarGroup, Row } from './report.js';
 import { figure, markdown, table } from './report.js';
-import { planBench, planProfile, scaleDownBench } from './plan.js';
+import { planBench, planGrowth, planProfile, scaleDownBench } from './plan.js';
 import type { PlanRow, ScaleDownRow } from './plan.js';
 import { resyncTick } from './resync.js';
 import type { ResyncResult } from './resync.js';
@@ -457,7 +457,6 @@ async function standbyOnly(plane: BenchPlane): Promise<void> {
 
 function planRows(rows: readonly PlanRow[], down: ScaleDownRow | undefined): Row[] {
   const base = rows[0]?.msPerMember ?? NaN;
-  const at1000 = rows.find((r) => r.members === 1000);
   const last = rows.at(-1);
   const out: Row[] = rows.map((r, i) => ({
     bench: i === 0 ? '3 plan() on a converged pool' : '',
@@ -466,13 +465,21 @@ function planRows(rows: readonly PlanRow[], down: ScaleDownRow | undefined): Row
     goal: r.members === 1000 ? '≤ 5 ms' : '',
     ...(r.members === 1000 ? { pass: r.medianMs <= 5 } : {}),
   }));
-  if (at1000 !== undefined && last !== undefined && last !== rows[0])
+  const growth = planGrowth(rows);
+  if (growth !== undefined)
+    out.push({
+      bench: '',
+      figure: 'per member at 10,000 / at 1,000',
+      value: ratio(growth),
+      goal: '≤ 1.3× (linear)',
+      pass: growth <= 1.3,
+    });
+  if (last !== undefined && last !== rows[0])
     out.push({
       bench: '',
       figure: `per member at ${last.members.toLocaleString('en-US')} / at ${rows[0]?.members ?? 0}`,
-      value: `${(last.msPerMember / base).toFixed(2)}×`,
-      goal: 'linear (not growing with size)',
-      pass: last.msPerMember / base <= 2,
+      value: ratio(last.msPerMember / base),
+      goal: 'context (small pools pay a fixed cost per plan)',
     });
   const converged = rows.find((r) => r.members === down?.members);
   if (down !== undefined)

@@ -175,6 +175,9 @@ export function observe(obs: Observed): View {
     poolDisk.set(name, own);
   }
 
+  // Grown in place (the same set, in the same order, as a copy of the three): no copy per plan.
+  for (const n of liveRefs) busy.add(n);
+  for (const n of heldByTerminating) busy.add(n);
   return {
     pool,
     hash: templateHash(pool.spec.virtualMachineTemplate),
@@ -187,7 +190,7 @@ export function observe(obs: Observed): View {
     poolDisk,
     liveRefs,
     heldByLeaving: heldByTerminating,
-    busy: new Set([...busy, ...liveRefs, ...heldByTerminating]),
+    busy,
     pendingCreates,
     pendingDeletes: (intent.deletes ?? []).filter((d) => d.reason === undefined && mayGo(d)),
     pendingReplacements: (intent.deletes ?? []).filter(
