@@ -368,7 +368,11 @@ function costRows(cost: readonly Cost[], actions: readonly ActionCost[]): Row[] 
       bench: noop ? '2 API cost per reconcile' : '',
       figure: `${c.scenario}${c.reconciles > 1 ? ` (${c.reconciles} reconciles)` : ''}`,
       value: `${c.reads} reads, ${c.writes - c.events} writes + ${c.events} Events (${verbs})`,
-      goal: noop ? '≤ 3 reads, 0 writes' : (c.formula?.text ?? ''),
+      goal: noop
+        ? '≤ 3 reads, 0 writes'
+        : c.formula === undefined
+          ? ''
+          : `${c.formula.text}${formula === true ? '' : `; ${c.formula.beyond}`}`,
       ...(noop ? { pass: c.reads <= 3 && c.writes === 0 } : {}),
       ...(formula === undefined ? {} : { pass: formula }),
     });
