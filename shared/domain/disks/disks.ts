@@ -209,6 +209,22 @@ export function newDisk(
   };
 }
 
+/** True for a disk of the pool's own (labelled for it), not Terminating: one of `View.poolDisks`. */
+export function isPoolDisk(pool: VirtualMachinePool, disk: VirtualDisk): boolean {
+  return !isTerminating(disk) && disk.metadata.labels?.[keys.poolUid] === pool.metadata.uid;
+}
+
+/** The template a pool disk's label names; undefined for another disk or a removed template. */
+export function templateOfDisk(
+  pool: VirtualMachinePool,
+  disk: VirtualDisk,
+): DiskTemplate | undefined {
+  if (!isPoolDisk(pool, disk)) return undefined;
+  const name = disk.metadata.labels?.[keys.diskTemplate] ?? '';
+  // The last of a name, as a Map of the templates by name holds it.
+  return pool.spec.virtualDiskTemplates.findLast((t) => t.name === name);
+}
+
 /** True when a pool-owned disk belongs to the pool by label and controller. */
 export function poolOwned(pool: VirtualMachinePool, disk: VirtualDisk): boolean {
   return (
