@@ -104,7 +104,7 @@ export function placeProcesses(mode: CpuMode, planePids: readonly number[]): Pla
   const all = EVERY_CPU;
   const everyCpu = all.join(',');
   const tool = hasTaskset();
-  const can = all.length >= 2 && tool;
+  const can = canSeparate();
   const applied: CpuMode = mode === 'separate' && can ? 'separate' : 'shared';
   const half = Math.floor(all.length / 2);
   const plane = applied === 'separate' ? all.slice(0, half).join(',') : everyCpu;
@@ -142,9 +142,18 @@ function isRunning(pid: number): boolean {
   }
 }
 
-/** `--cpus=separate|shared|both` → the placements to run, in order (default both). */
+/** Whether this machine can separate the plane from the clients: 2 CPUs or more, and taskset. */
+export function canSeparate(): boolean {
+  return EVERY_CPU.length >= 2 && hasTaskset();
+}
+
+/**
+ * `--cpus=separate|shared|both` → the placements to run, in order (default both). Where separation
+ * cannot be had, `both` is one shared run (its row says why), not the same run twice.
+ */
 export function cpuModes(arg: string | undefined): CpuMode[] {
-  if (arg === undefined || arg === 'both') return ['separate', 'shared'];
+  if (arg === undefined || arg === 'both')
+    return canSeparate() ? ['separate', 'shared'] : ['separate'];
   if (arg === 'separate' || arg === 'shared') return [arg];
   throw new Error(`--cpus=${arg}: expected separate, shared or both`);
 }

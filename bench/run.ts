@@ -3,7 +3,9 @@
  * every goal of issue 18 side by side in one run — scale-up against the best raw create loop and
  * ReplicaSet, the resync tick and disk GC at scale, replacement latency, API cost per reconcile and
  * cold start — prints a table with goals and pass/fail, and writes bench-results/latest.json plus one
- * SVG chart per benchmark (bench-results/latest-<bench>.svg).
+ * SVG chart per benchmark (bench-results/latest-<bench>.svg). Scale-up and replacement run twice
+ * (`--cpus=both`, the default): the control plane and the clients on CPUs of their own, then every
+ * process on every CPU (`--cpus=separate` or `--cpus=shared` runs one).
  * @module
  */
 import { execFileSync } from 'node:child_process';
