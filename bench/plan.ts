@@ -156,14 +156,23 @@ export function planTable(rows: readonly PlanRow[]): string {
   const g = planGrowth(rows);
   return g === undefined
     ? table
-    : `${table}\nper member at 10,000 / at 1,000: ${g.toFixed(2)}× (goal ≤ 1.3×: ${g <= 1.3 ? 'PASS' : 'FAIL'})`;
+    : `${table}\nper member at 10,000 / at 1,000: CPU ${g.cpu.toFixed(2)}× (goal ≤ 1.3×: ${g.cpu <= 1.3 ? 'PASS' : 'FAIL'}), wall ${g.wall.toFixed(2)}×`;
 }
 
-/** Per-member cost at 10,000 members over that at 1,000 (1.00× is linear), when both were measured. */
-export function planGrowth(rows: readonly PlanRow[]): number | undefined {
-  const at = (n: number) => rows.find((r) => r.members === n)?.msPerMember;
-  const [small, large] = [at(1_000), at(10_000)];
-  return small === undefined || large === undefined ? undefined : large / small;
+/**
+ * Per-member cost at 10,000 members over that at 1,000 (1.00× is linear), when both were measured:
+ * by CPU time (what the goal judges: on a shared machine a call's wall time also holds the time other
+ * processes had the CPU) and by wall time.
+ */
+export function planGrowth(
+  rows: readonly PlanRow[],
+): { readonly cpu: number; readonly wall: number } | undefined {
+  const [small, large] = [1_000, 10_000].map((n) => rows.find((r) => r.members === n));
+  if (small === undefined || large === undefined) return undefined;
+  return {
+    cpu: large.cpuMs / large.members / (small.cpuMs / small.members),
+    wall: large.msPerMember / small.msPerMember,
+  };
 }
 
 /**
