@@ -28,6 +28,8 @@ export interface BenchPlane {
   readonly cp: ControlPlane;
   readonly kc: KubeConfig;
   readonly knativeBinDir: string;
+  /** PIDs of the control plane's processes now: etcd, kube-apiserver, both controller managers. */
+  planePids(): number[];
   stop(): Promise<void>;
 }
 
@@ -64,6 +66,7 @@ export async function startBenchPlane(log: (l: string) => void): Promise<BenchPl
     cp,
     kc,
     knativeBinDir,
+    planePids: () => [...Object.values(cp.pids), rs.pid],
     stop: async () => {
       await stopPid(rs.pid);
       await cp.stop();

@@ -64,19 +64,27 @@ const pick = (names: ReadonlySet<string>): string => {
   return all[Math.floor(Math.random() * all.length)] as string;
 };
 
-/** Runs `trials` replacements of each. */
+/**
+ * The vmpool namespace of {@link replacement} under a tag (the stack's adapters must watch it): one
+ * per CPU placement, each run starting from a fresh pool.
+ */
+export const replaceNamespace = (tag = ''): string => `${REPLACE_NS}${tag}`;
+
+/** Runs `trials` replacements of each; `tag` names the namespaces of this run (see above). */
 export async function replacement(
   plane: BenchPlane,
   stack: Stack,
   trials: number,
   log: (l: string) => void,
+  tag = '',
 ): Promise<ReplaceResult> {
   const c = clients(plane.kc);
   const r = REPLACE_REPLICAS;
-  await c.namespace(REPLACE_NS);
-  const vms = await watchCollection(plane.kc, paths.vms(REPLACE_NS));
-  const disks = await watchCollection(plane.kc, paths.disks(REPLACE_NS));
-  await c.createPool(benchPool(REPLACE_NS, 'p', r));
+  const poolNs = replaceNamespace(tag);
+  await c.namespace(poolNs);
+  const vms = await watchCollection(plane.kc, paths.vms(poolNs));
+  const disks = await watchCollection(plane.kc, paths.disks(poolNs));
+  await c.createPool(benchPool(poolNs, 'p', r));
   await Promise.all([
     vms.until((w) => w.names.size >= r),
     disks.until((w) => w.names.size >= 2 * r),
@@ -93,7 +101,7 @@ export async function replacement(
       group: GROUP,
       version: VERSION,
       plural: 'virtualmachines',
-      namespace: REPLACE_NS,
+      namespace: poolNs,
       name: victim,
     });
     const added = await next;
@@ -109,7 +117,7 @@ export async function replacement(
   disks.stop();
   log(`replacement: ${trials} vmpool trials done`);
 
-  const ns = 'bench-rs-replace';
+  const ns = `bench-rs-replace${tag}`;
   await c.namespace(ns);
   const pods = await watchCollection(plane.kc, paths.pods(ns));
   await c.createReplicaSet(benchReplicaSet(ns, 'rs', r));

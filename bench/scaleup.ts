@@ -25,9 +25,12 @@ import {
 import type { Stack } from './stack.js';
 import { watchCollection } from './watch.js';
 
-/** Namespaces the stack's adapters must watch for {@link scaleUp}. */
-export const scaleNamespaces = (n: number, reps: number): string[] =>
-  Array.from({ length: reps }, (_, r) => `bench-up-${n}-${r}`);
+/**
+ * Namespaces the stack's adapters must watch for {@link scaleUp}; `tag` tells apart the runs of one
+ * n under different CPU placements.
+ */
+export const scaleNamespaces = (n: number, reps: number, tag = ''): string[] =>
+  Array.from({ length: reps }, (_, r) => `bench-up-${n}${tag}-${r}`);
 
 /** One repetition's times in ms. */
 export interface ScaleRun {
@@ -191,11 +194,12 @@ export async function scaleUp(
   n: number,
   reps: number,
   log: (l: string) => void,
+  tag = '',
 ): Promise<ScaleResult> {
   const c = clients(plane.kc);
   const sweep: SweepPoint[] = [];
   for (const k of SWEEP) {
-    const ns = `bench-sweep-${n}-${k}`;
+    const ns = `bench-sweep-${n}${tag}-${k}`;
     await c.namespace(ns);
     const ms = await rawRun(plane, ns, n, k);
     sweep.push({ concurrency: k, ms });
@@ -206,9 +210,9 @@ export async function scaleUp(
   const runs: ScaleRun[] = [];
   let convergedReplicas = 0;
   for (let r = 0; r < reps; r++) {
-    const up = `bench-up-${n}-${r}`;
-    const raw = `bench-raw-${n}-${r}`;
-    const rs = `bench-rs-${n}-${r}`;
+    const up = `bench-up-${n}${tag}-${r}`;
+    const raw = `bench-raw-${n}${tag}-${r}`;
+    const rs = `bench-rs-${n}${tag}-${r}`;
     for (const ns of [up, raw, rs]) await c.namespace(ns);
     const groups = {
       'kube-apiserver': [plane.cp.pids['kube-apiserver'] ?? 0],

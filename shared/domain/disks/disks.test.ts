@@ -10,6 +10,7 @@ import {
   resolveRefs,
   reusable,
   slotsOf,
+  templateOfDisk,
 } from './disks.js';
 import { nameOf } from '../fleet/index.js';
 
@@ -65,6 +66,20 @@ describe('policyOf / diskRefs / reusable / freedAt / diskSize', () => {
     const d = disk(p, 'd');
     delete d.spec.persistentVolumeClaim;
     expect(diskSize(d)).toBeUndefined();
+  });
+});
+
+describe('templateOfDisk', () => {
+  it('names the template of a pool disk by its label, and none for another disk', () => {
+    expect(templateOfDisk(p, disk(p, 'runners-cache-aaaaaa'))?.name).toBe('cache');
+    expect(
+      templateOfDisk(p, disk(p, 'runners-old-aaaaaa', { template: 'removed' })),
+    ).toBeUndefined();
+    expect(
+      templateOfDisk(p, disk(p, 'runners-cache-tttttt', { terminating: true })),
+    ).toBeUndefined();
+    const other = disk(pool({ uid: 'other-pool' }), 'other-cache-aaaaaa');
+    expect(templateOfDisk(p, other)).toBeUndefined();
   });
 });
 

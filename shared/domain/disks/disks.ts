@@ -47,7 +47,9 @@ export function slotsOf(
   const slots = new Map<string, RefSlot>();
   const poolName = nameOf(pool);
   const vmN = nameOf(vm);
-  const templates = pool.spec.virtualDiskTemplates.map((t) => t.name);
+  // Needed only for a reference to a disk not read (rare): not built for every member of every plan.
+  let names: string[] | undefined;
+  const templates = (): string[] => (names ??= pool.spec.virtualDiskTemplates.map((t) => t.name));
   (vm.spec.blockDeviceRefs ?? []).forEach((ref, index) => {
     if (ref.kind !== 'VirtualDisk') return;
     const disk = diskByName.get(ref.name);
@@ -55,12 +57,12 @@ export function slotsOf(
     let placeholder = false;
     if (disk !== undefined && disk.metadata.labels?.[keys.poolUid] === pool.metadata.uid) {
       template = disk.metadata.labels?.[keys.diskTemplate];
-    } else if (disk === undefined && templates.includes(ref.name)) {
+    } else if (disk === undefined && templates().includes(ref.name)) {
       template = ref.name;
       placeholder = true;
     } else if (disk === undefined) {
       template =
-        templates.find(
+        templates().find(
           (t) => ref.name === deleteDiskName(vmN, t) || isRetainDiskName(ref.name, poolName, t),
         ) ?? bindings.find((b) => b.vm === vmN && b.disk === ref.name)?.template;
     }
@@ -205,6 +207,22 @@ export function newDisk(
     },
     spec: cloneJson(template.spec),
   };
+}
+
+/** True for a disk of the pool's own (labelled for it), not Terminating: one of `View.poolDisks`. */
+export function isPoolDisk(pool: VirtualMachinePool, disk: VirtualDisk): boolean {
+  return !isTerminating(disk) && disk.metadata.labels?.[keys.poolUid] === pool.metadata.uid;
+}
+
+/** The template a pool disk's label names; undefined for another disk or a removed template. */
+export function templateOfDisk(
+  pool: VirtualMachinePool,
+  disk: VirtualDisk,
+): DiskTemplate | undefined {
+  if (!isPoolDisk(pool, disk)) return undefined;
+  const name = disk.metadata.labels?.[keys.diskTemplate] ?? '';
+  // The last of a name, as a Map of the templates by name holds it.
+  return pool.spec.virtualDiskTemplates.findLast((t) => t.name === name);
 }
 
 /** True when a pool-owned disk belongs to the pool by label and controller. */

@@ -9,10 +9,19 @@ import type { ClaimDisk, CreateDisk, View } from '../plan/index.js';
 import { nameOf } from '../fleet/index.js';
 import type { Rand } from '../formats/index.js';
 import { retainDiskName } from '../formats/index.js';
-import { growthOf, newDisk, poolOwned, rankFree, reusable, stampFree, withSize } from './disks.js';
+import {
+  growthOf,
+  newDisk,
+  poolOwned,
+  rankFree,
+  reusable,
+  stampFree,
+  templateOfDisk,
+  withSize,
+} from './disks.js';
 
 /** What choosing a Retain disk reads of the plan's view. */
-export type RetainInput = Pick<View, 'pool' | 'disks' | 'diskByName' | 'poolDisk' | 'busy'>;
+export type RetainInput = Pick<View, 'pool' | 'disks' | 'diskByName' | 'busy'>;
 
 /** What binding accumulates while it walks the members; local to one bindDisks call. */
 export interface Ledger {
@@ -117,8 +126,8 @@ export function createRetain(
  * like any disk of the pool, grown to its template's size in the same write.
  */
 function claim(view: RetainInput, ledger: Ledger, disk: VirtualDisk, vm: string): void {
-  const own = view.poolDisk.get(nameOf(disk));
-  const size = own?.template === undefined ? undefined : growthOf(own.template, disk);
+  const template = templateOfDisk(view.pool, disk);
+  const size = template === undefined ? undefined : growthOf(template, disk);
   const next = stampFree(disk, undefined);
   ledger.claims.push(
     size === undefined

@@ -6,6 +6,7 @@ import { disruptionOf, maxUnavailableOf } from './budget.js';
 import {
   availableAt,
   awaitingRestart,
+  runningLongestFirst,
   runningSince,
   stoppedOnPurpose,
   tryingSince,
@@ -90,6 +91,22 @@ describe('runningSince and availableAt', () => {
     expect(availableAt(m, 60_000)).toBe(t(-1 * MINUTE));
     expect(availableAt(m, 0)).toBe(-Infinity);
     expect(availableAt(member('Starting'), 0)).toBeUndefined();
+  });
+});
+
+describe('runningLongestFirst', () => {
+  it('orders by the start of the current run, then by name; not Running counts as the epoch', () => {
+    const named = (name: string, m: VirtualMachine): VirtualMachine => ({
+      ...m,
+      metadata: { ...m.metadata, name },
+    });
+    const recent = named('a', member('Running', [['Running', -2 * MINUTE]]));
+    const early = named('b', member('Running', [['Running', -50 * MINUTE]]));
+    const tieB = named('d', member('Running', [['Running', -30 * MINUTE]]));
+    const tieA = named('c', member('Running', [['Running', -30 * MINUTE]]));
+    const starting = named('e', member('Starting'));
+    const order = runningLongestFirst([recent, tieB, early, starting, tieA]);
+    expect(order.map((m) => m.metadata.name)).toEqual(['e', 'b', 'c', 'd', 'a']);
   });
 });
 

@@ -16,6 +16,14 @@ import { canonicalJson, parseDuration, rfc3339 } from '../formats/index.js';
 import { nameOf } from '../fleet/index.js';
 import type { Action, ClaimStatusWrite } from './actions.js';
 
+/** Claims oldest first, then by name: the order in which waiting claims take idle members. */
+export const byClaimAge = (a: VirtualMachineClaim, b: VirtualMachineClaim): number => {
+  const ta = a.metadata.creationTimestamp ?? '';
+  const tb = b.metadata.creationTimestamp ?? '';
+  if (ta !== tb) return ta < tb ? -1 : 1;
+  return nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0;
+};
+
 /** Why a claim's `Bound` condition says what it says. */
 export type BoundReason = 'Bound' | PendingReason | 'Expired' | 'Lost';
 

@@ -19,7 +19,7 @@ import {
   isIdleMember,
   isProtected,
   nameOf,
-  runningSince,
+  runningLongestFirst,
   withClaimMarks,
   withoutClaimMarks,
 } from '../fleet/index.js';
@@ -28,6 +28,7 @@ import type { BindClaim, ClaimStatusWrite, DeleteVm, ReleaseClaim } from './acti
 import { resourceVersionOf } from './actions.js';
 import {
   boundStatus,
+  byClaimAge,
   endedStatus,
   expiredMessage,
   lostMessage,
@@ -80,16 +81,6 @@ export interface ClaimsPlan {
   readonly recheckAt?: number;
 }
 
-const byAge = (a: VirtualMachineClaim, b: VirtualMachineClaim): number => {
-  const ta = a.metadata.creationTimestamp ?? '';
-  const tb = b.metadata.creationTimestamp ?? '';
-  if (ta !== tb) return ta < tb ? -1 : 1;
-  return nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : 0;
-};
-
-const byReadyLongest = (a: VirtualMachine, b: VirtualMachine): number =>
-  (runningSince(a) ?? 0) - (runningSince(b) ?? 0) || (nameOf(a) < nameOf(b) ? -1 : 1);
-
 const ended = (c: VirtualMachineClaim): boolean =>
   c.status?.phase === 'Expired' || c.status?.phase === 'Lost';
 
@@ -102,9 +93,11 @@ export function decideClaims(input: Readonly<ClaimsInput>): ClaimsPlan {
   const mine = input.claims
     .filter((c) => c.spec.poolName === nameOf(pool) && c.metadata.deletionTimestamp === undefined)
     .filter((c) => (c.metadata.namespace ?? '') === (pool.metadata.namespace ?? ''))
-    .sort(byAge);
+    .sort(byClaimAge);
   const byUid = new Map(mine.map((c) => [c.metadata.uid ?? '', c]));
-  const next = new Map(view.live);
+  // Members marked in this plan by name; the others are as observed (live is not copied per plan).
+  const marked = new Map<string, VirtualMachine>();
+  const nextLive = () => [...view.live.values()].map((m) => marked.get(nameOf(m)) ?? m);
   const holder = new Map<string, VirtualMachine>();
   const gone = new Set<string>();
   const binds: BindClaim[] = [];
@@ -131,16 +124,16 @@ export function decideClaims(input: Readonly<ClaimsInput>): ClaimsPlan {
   const bind = (c: VirtualMachineClaim, m: VirtualMachine): void => {
     const onRelease = c.spec.onRelease ?? pool.spec.claims?.onRelease ?? 'Delete';
     const mark: ClaimMark = { name: nameOf(c), uid: c.metadata.uid ?? '', onRelease };
-    const marked = withClaimMarks(m, mark);
+    const withMarks = withClaimMarks(m, mark);
     intent.push({
       claim: mark.name,
       claimUid: mark.uid,
       vm: nameOf(m),
       vmUid: m.metadata.uid ?? '',
     });
-    binds.push({ kind: 'bindClaim', vm: marked, claim: { name: mark.name, uid: mark.uid } });
-    next.set(nameOf(m), marked);
-    holder.set(mark.uid, marked);
+    binds.push({ kind: 'bindClaim', vm: withMarks, claim: { name: mark.name, uid: mark.uid } });
+    marked.set(nameOf(m), withMarks);
+    holder.set(mark.uid, withMarks);
   };
 
   // Members carrying marks: kept for their claim, or released when it is gone or over. A second
@@ -155,7 +148,7 @@ export function decideClaims(input: Readonly<ClaimsInput>): ClaimsPlan {
   }
   // Recorded bindings not realized yet are finished, unless the member or the claim changed since.
   const used = (name: string): boolean => {
-    const m = next.get(name);
+    const m = marked.get(name) ?? view.live.get(name);
     return m !== undefined && claimOf(m) !== undefined;
   };
   if (!paused)
@@ -199,9 +192,11 @@ export function decideClaims(input: Readonly<ClaimsInput>): ClaimsPlan {
     ].map((r) => r.name),
   );
   const minReadyMs = 1000 * (pool.spec.minReadySeconds ?? 0);
-  const idle = [...next.values()]
-    .filter((m) => !leaving.has(nameOf(m)) && isIdleMember(m, view.hash, now, minReadyMs))
-    .sort(byReadyLongest);
+  const idleOnes = nextLive().filter(
+    (m) => !leaving.has(nameOf(m)) && isIdleMember(m, view.hash, now, minReadyMs),
+  );
+  // Only a waiting claim takes members in this order; without one, sorting is n log n for nothing.
+  const idle = waiting.length === 0 ? idleOnes : runningLongestFirst(idleOnes);
   let taken = 0;
   const unbound: VirtualMachineClaim[] = [];
   for (const c of waiting) {
@@ -217,7 +212,7 @@ export function decideClaims(input: Readonly<ClaimsInput>): ClaimsPlan {
     recheck = Math.min(recheck, Date.parse(s.expiresAt ?? '') || Infinity);
   }
 
-  const staying = [...next.values()].filter((m) => !gone.has(nameOf(m)));
+  const staying = nextLive().filter((m) => !gone.has(nameOf(m)));
   const claimed = staying.filter(isClaimed).length;
   const replicas = pool.spec.replicas ?? 0;
   const target = effectiveTarget(replicas, pool.spec.claims, { claimed, pending: unbound.length });
@@ -231,13 +226,16 @@ export function decideClaims(input: Readonly<ClaimsInput>): ClaimsPlan {
   });
 
   const at = rfc3339(now);
+  const same = marked.size === 0 && gone.size === 0;
   return {
-    members: view.members.map((m) => {
-      const n = nameOf(m);
-      if (gone.has(n)) return { ...m, metadata: { ...m.metadata, deletionTimestamp: at } };
-      return view.live.get(n) === m ? (next.get(n) ?? m) : m;
-    }),
-    live: new Map(staying.map((m) => [nameOf(m), m])),
+    members: same
+      ? view.members
+      : view.members.map((m) => {
+          const n = nameOf(m);
+          if (gone.has(n)) return { ...m, metadata: { ...m.metadata, deletionTimestamp: at } };
+          return view.live.get(n) === m ? (marked.get(n) ?? m) : m;
+        }),
+    live: same ? view.live : new Map(staying.map((m) => [nameOf(m), m])),
     binds,
     releases,
     statuses,

@@ -13,9 +13,10 @@ describe('observe', () => {
     const v = observe({ ...observed(p, [a, t]), vms: [a.vm, t.vm, stranger] });
     expect(v.members.map((m) => m.metadata.name)).toEqual(['runners-aaaaa', 'runners-ttttt']);
     expect([...v.live.keys()]).toEqual(['runners-aaaaa']);
-    expect(v.liveRefs.has('runners-aaaaa-root')).toBe(true);
+    expect(v.busy.has('runners-aaaaa-root')).toBe(true);
     expect(v.heldByLeaving.has('runners-ttttt-root')).toBe(true);
-    expect(v.liveRefs.has('runners-ttttt-root')).toBe(false);
+    expect(v.heldByLeaving.has('runners-aaaaa-root')).toBe(false);
+    expect(v.busy.has('runners-ttttt-root')).toBe(true);
   });
 
   it('keeps recorded creates not yet seen, and drops one a foreign VM holds with a warning', () => {

@@ -23,7 +23,7 @@ import {
   recordedTargets,
   isKept,
 } from '../fleet/index.js';
-import { attached } from '../disks/index.js';
+import { attached, isPoolDisk } from '../disks/index.js';
 
 /**
  * What a reconcile read: the pool and every VM and disk carrying its pool-uid label; `vms` may also
@@ -73,9 +73,6 @@ export interface View {
   readonly diskByName: ReadonlyMap<string, VirtualDisk>;
   /** The pool's own disks (by label), not Terminating, with the template their label names. */
   readonly poolDisks: readonly PoolDisk[];
-  readonly poolDisk: ReadonlyMap<string, PoolDisk>;
-  /** Disks a live member references. */
-  readonly liveRefs: ReadonlySet<string>;
   /** Disks only a Terminating member still references (free soon). */
   readonly heldByLeaving: ReadonlySet<string>;
   /**
@@ -115,7 +112,6 @@ export function observe(obs: Observed): View {
   const targets = recordedTargets(pool);
   const members: VirtualMachine[] = [];
   const live = new Map<string, VirtualMachine>();
-  const liveRefs = new Set<string>();
   const heldByTerminating = new Set<string>();
   const vmNames = new Set<string>();
   const busy = new Set<string>();
@@ -131,7 +127,8 @@ export function observe(obs: Observed): View {
     members.push(vm);
     const terminating = isTerminating(vm);
     if (!terminating) live.set(nameOf(vm), vm);
-    const refs = terminating ? heldByTerminating : liveRefs;
+    // A live member's disks go straight into busy: no index of their own (nothing reads one).
+    const refs = terminating ? heldByTerminating : busy;
     for (const r of vm.spec.blockDeviceRefs ?? []) if (r.kind === 'VirtualDisk') refs.add(r.name);
   }
   const isLive = (r: MemberRef): boolean => live.get(r.name)?.metadata.uid === r.uid;
@@ -162,19 +159,19 @@ export function observe(obs: Observed): View {
   const templateByName = new Map(templates.map((t) => [t.name, t]));
   const diskByName = new Map<string, VirtualDisk>();
   const poolDisks: PoolDisk[] = [];
-  const poolDisk = new Map<string, PoolDisk>();
   for (const disk of obs.disks) {
     const name = nameOf(disk);
     diskByName.set(name, disk);
     if (attached(disk)) busy.add(name);
     const labels = disk.metadata.labels;
-    if (isTerminating(disk) || labels?.[keys.poolUid] !== pool.metadata.uid) continue;
+    if (!isPoolDisk(pool, disk)) continue;
     const template = templateByName.get(labels?.[keys.diskTemplate] ?? '');
     const own: PoolDisk = template === undefined ? { disk } : { disk, template };
     poolDisks.push(own);
-    poolDisk.set(name, own);
   }
 
+  // Grown in place (no copy per plan); live members' disks are in it already.
+  for (const n of heldByTerminating) busy.add(n);
   return {
     pool,
     hash: templateHash(pool.spec.virtualMachineTemplate),
@@ -184,10 +181,8 @@ export function observe(obs: Observed): View {
     disks: obs.disks,
     diskByName,
     poolDisks,
-    poolDisk,
-    liveRefs,
     heldByLeaving: heldByTerminating,
-    busy: new Set([...busy, ...liveRefs, ...heldByTerminating]),
+    busy,
     pendingCreates,
     pendingDeletes: (intent.deletes ?? []).filter((d) => d.reason === undefined && mayGo(d)),
     pendingReplacements: (intent.deletes ?? []).filter(

@@ -41,7 +41,7 @@ describe('diskUpdates', () => {
     const used = disk(p, 'runners-cache-usedxx', { freeSince: at(-MINUTE) });
     const free = disk(p, 'runners-cache-freexx', { size: '1Gi' });
     const view = observe(observed(p, [{ vm: a.vm, disks: [a.disks[0]!, used] }], [free]));
-    const out = diskUpdates(view, view.liveRefs, new Set(), NOW);
+    const out = diskUpdates(view, view.busy, new Set(), NOW);
     expect(out.map((u) => [u.disk.metadata.name, u.why])).toEqual([
       ['runners-cache-usedxx', ['inUse']],
       ['runners-cache-freexx', ['freeSince', 'grow']],
