@@ -27,7 +27,7 @@ export interface GcPass {
   readonly cpuMs: number;
   /** CPU the kube-apiserver and etcd spent meanwhile (serving the lists, taking the writes). */
   readonly serverCpuMs: { readonly apiserver: number; readonly etcd: number };
-  /** List pages the pass's lists need for what they returned: 1 per page of pools, ⌈n/500⌉ per list of n. */
+  /** List requests the pass's lists may need for what they returned: 1 per page of pools, ⌊n/500⌋ + 1 per list of n. */
   readonly expectedLists: number;
 }
 
@@ -134,12 +134,12 @@ export async function gcTick(
     const funnel = createKube(plane.kc);
     // Pages each list needed for what it returned (the cluster holds other benchmarks' objects too).
     let expectedLists = 0;
-    const pages = (n: number) => Math.max(1, Math.ceil(n / 500));
     const counted =
       <A extends unknown[], T>(list: (...a: A) => Promise<Listed<T>>, paged: boolean) =>
       async (...a: A): Promise<Listed<T>> => {
         const r = await list(...a);
-        if (r.ok) expectedLists += paged ? 1 : pages(r.value.length);
+        // A list of exactly k pages may end with an empty one: at most ⌊n/500⌋ + 1 requests.
+        if (r.ok) expectedLists += paged ? 1 : Math.floor(r.value.length / 500) + 1;
         return r;
       };
     const kube: Kube = {
