@@ -6,16 +6,15 @@
 import type {
   VirtualDisk,
   VirtualMachine,
-  VirtualMachineClaim,
   VirtualMachinePool,
 } from '../api/index.js';
 import { byPool, malformedByPool, plan, poolKey, shardOf } from '../domain/index.js';
 import { blockMalformed } from './blocked.js';
 import type { ReconcileDeps, ReconcileOutcome } from './converge.js';
 import { converged, reconcilePool, statusToWrite } from './converge.js';
-import { claimsAt, listAt, placesOf, poolPages } from './window.js';
+import { claimKey, claimsAt, listAt, placesOf, poolPages } from './window.js';
+import type { WindowClaims } from './window.js';
 import { runBounded } from './batch.js';
-import type { Listed } from '../kube/index.js';
 import type { PoolRef, Scope } from './scope.js';
 
 /** Pools reconciled at once during a resync. */
@@ -42,23 +41,6 @@ export type PoolReconciler = (
   name: string,
 ) => Promise<ReconcileOutcome>;
 
-/** The scope's claims grouped once by the pool they name, and the uids of those that do not parse. */
-interface ClaimsByPool {
-  readonly byPool: ReadonlyMap<string, VirtualMachineClaim[]>;
-  readonly unreadable: readonly string[];
-}
-
-function groupClaims(listed: Listed<VirtualMachineClaim> & { ok: true }): ClaimsByPool {
-  const byPool = new Map<string, VirtualMachineClaim[]>();
-  for (const c of listed.value) {
-    const key = `${c.metadata.namespace ?? ''}/${c.spec.poolName}`;
-    const group = byPool.get(key);
-    if (group === undefined) byPool.set(key, [c]);
-    else group.push(c);
-  }
-  return { byPool, unreadable: (listed.malformed ?? []).map((m) => m.uid) };
-}
-
 /**
  * What a reconcile of `pool` would do given these lists: undefined when it would neither act nor
  * write (the pool is converged), else the reason to reconcile it for real.
@@ -68,9 +50,9 @@ function settled(
   pool: VirtualMachinePool,
   vms: readonly VirtualMachine[],
   disks: readonly VirtualDisk[],
-  claims: ClaimsByPool,
+  claims: WindowClaims,
 ): ReconcileOutcome | undefined {
-  const mine = claims.byPool.get(`${pool.metadata.namespace ?? ''}/${pool.metadata.name ?? ''}`);
+  const mine = claims.byPool.get(claimKey(pool.metadata.namespace, pool.metadata.name));
   const observed = { pool, vms, disks, claims: mine ?? [], unreadableClaims: claims.unreadable };
   const p = plan(observed, deps.now(), deps.rand);
   if (p.actions.length > 0 || statusToWrite(pool, p) !== undefined) return undefined;
@@ -99,12 +81,12 @@ export async function reconcileScope(
   }
   const out: ScopedOutcome[] = [];
   const ns = scope.kind === 'namespace' ? scope.namespace : undefined;
+  const { shard } = scope;
   for await (const page of poolPages(deps.kube, ns, deps.window)) {
     if (!page.ok) {
       out.push({ pool: '*', outcome: { kind: 'retry', reason: page.message } });
       break;
     }
-    const { shard } = scope;
     const mine =
       shard === undefined
         ? page.value
@@ -130,8 +112,7 @@ async function reconcileWindow(
   const lists =
     v.ok && d.ok && c.ok
       ? {
-          // Grouped once: each pool's quiet check reads its own claims, not the window's.
-          claims: groupClaims(c),
+          claims: c.value,
           vms: byPool(v.value),
           disks: byPool(d.value),
           unseen: malformedByPool([...(v.malformed ?? []), ...(d.malformed ?? [])], v.value),

@@ -122,7 +122,9 @@ describe('placesOf', () => {
     });
     const pools = [inNs('a', 'p'), inNs('b', 'q')];
     const got = await claimsAt(f.kube, placesOf(pools), pools);
-    expect(got.ok && got.value.map((c) => c.metadata.name)).toEqual(['mine', 'theirs']);
-    expect(got.ok && got.malformed?.map((m) => m.uid)).toEqual(['c-bad']);
+    const names = (key: string) =>
+      got.ok ? got.value.byPool.get(key)?.map((c) => c.metadata.name) : undefined;
+    expect([names('a/p'), names('b/q'), names('a/x')]).toEqual([['mine'], ['theirs'], undefined]);
+    expect(got.ok && got.value.unreadable).toEqual(['c-bad']);
   });
 });

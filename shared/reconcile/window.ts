@@ -6,7 +6,7 @@
  */
 import type { VirtualMachineClaim, VirtualMachinePool } from '../api/index.js';
 import { keys } from '../api/index.js';
-import type { Kube, Listed } from '../kube/index.js';
+import type { Kube, Listed, Outcome } from '../kube/index.js';
 import { claimsOf } from './converge.js';
 
 /** Pools per window: one list page, and a label selector of 250 uids (about 10 KB of URL). */
@@ -99,20 +99,33 @@ export async function listAt<T>(
   };
 }
 
+/** A window's claims by the pool they name (`namespace/name`), and the uids of those that do not parse. */
+export interface WindowClaims {
+  readonly byPool: ReadonlyMap<string, VirtualMachineClaim[]>;
+  readonly unreadable: readonly string[];
+}
+
+/** The key a claim and its pool share: a claim names its pool by name, in its own namespace. */
+export const claimKey = (namespace: string | undefined, pool: string | undefined): string =>
+  `${namespace ?? ''}/${pool ?? ''}`;
+
 /**
- * The claims of the window's namespaces that name one of its pools (a claim names its pool by
- * name, not by label, so they are listed by namespace and the others dropped on the way).
+ * The claims of the window's namespaces, grouped by the window's pool each names (a claim names its
+ * pool by name, not by label, so they are listed by namespace and the others dropped on the way).
  */
 export async function claimsAt(
   kube: Kube,
   places: readonly Place[],
   pools: readonly VirtualMachinePool[],
-): Promise<Listed<VirtualMachineClaim>> {
-  const names = new Set(pools.map((p) => `${p.metadata.namespace ?? ''}/${p.metadata.name ?? ''}`));
+): Promise<Outcome<WindowClaims>> {
   const got = await listAt(places, (ns) => claimsOf(kube, ns));
   if (!got.ok) return got;
-  const mine = got.value.filter((c) =>
-    names.has(`${c.metadata.namespace ?? ''}/${c.spec.poolName}`),
+  const byPool = new Map<string, VirtualMachineClaim[]>(
+    pools.map((p) => [claimKey(p.metadata.namespace, p.metadata.name), []]),
   );
-  return { ok: true, value: mine, malformed: got.malformed ?? [] };
+  for (const c of got.value) byPool.get(claimKey(c.metadata.namespace, c.spec.poolName))?.push(c);
+  return {
+    ok: true,
+    value: { byPool, unreadable: (got.malformed ?? []).map((m) => m.uid) },
+  };
 }
