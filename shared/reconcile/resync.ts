@@ -3,11 +3,7 @@
  * a window of pools at a time.
  * @module
  */
-import type {
-  VirtualDisk,
-  VirtualMachine,
-  VirtualMachinePool,
-} from '../api/index.js';
+import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import { byPool, malformedByPool, plan, poolKey, shardOf } from '../domain/index.js';
 import { blockMalformed } from './blocked.js';
 import type { ReconcileDeps, ReconcileOutcome } from './converge.js';
