@@ -1,8 +1,11 @@
 /**
- * Parsing one CloudEvent from an HTTP request, with the checks the SDK leaves out.
+ * Parsing one CloudEvent from an HTTP request (HTTP protocol binding 1.0, binary and structured
+ * mode), validated as the CloudEvents 1.0 JSON schema says. Written out rather than taken from the
+ * SDK: the SDK builds an event class, runs a compiled JSON schema and constructs error objects on
+ * every event, which made up a fifth of reconcile-pool's CPU per event in a scale-up profile, and it
+ * fills in a missing id, specversion and time instead of refusing the event.
  * @module
  */
-import { CloudEvent, HTTP } from 'cloudevents';
 
 /** A validated CloudEvent as a plain object; extensions are kept apart from the core attributes. */
 export interface ParsedEvent {
@@ -11,7 +14,7 @@ export interface ParsedEvent {
   readonly source: string;
   readonly type: string;
   readonly subject?: string;
-  /** As sent, or "now" when absent: the SDK fills it in, so never rely on it. */
+  /** As sent (RFC 3339), when sent. */
   readonly time?: string;
   readonly datacontenttype?: string;
   readonly dataschema?: string;
@@ -64,17 +67,7 @@ function normalize(
   return out;
 }
 
-function errorText(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const details = (err as { errors?: unknown }).errors;
-  if (!Array.isArray(details) || details.length === 0) return err.message;
-  const msgs = details.map((d: { instancePath?: string; message?: string }) =>
-    `${d.instancePath ?? ''} ${d.message ?? ''}`.trim(),
-  );
-  return `${err.message}: ${msgs.join('; ')}`;
-}
-
-/** JSON data as a value: the SDK leaves it a string for media types it does not recognise exactly. */
+/** JSON data as a value: a string is parsed as JSON text (binary mode's body, or a structured string). */
 function jsonData(
   data: unknown,
   contentType: string | undefined,
@@ -96,25 +89,72 @@ function jsonData(
 
 const REQUIRED = ['specversion', 'id', 'source', 'type'] as const;
 
-/** The first required attribute absent from the request as sent (binary headers or structured JSON). */
-function missingRequired(
-  h: Readonly<Record<string, string>>,
-  contentType: string,
-  bodyText: string,
-): string | undefined {
-  if (!contentType.startsWith('application/cloudevents')) {
-    return REQUIRED.find((a) => (h[`ce-${a}`] ?? '') === '');
+type Attributes = Record<string, unknown>;
+
+/** Attribute names: lower-case letters and digits (CloudEvents 1.0, "Attribute Naming Convention"). */
+const NAME = /^[a-z0-9]+$/;
+/** RFC 3339 date-time, as the spec's JSON schema asks of `time`. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+/** A URI-reference has no whitespace or control characters; an absolute URI starts with a scheme. */
+const URI_REFERENCE = /^[^\s\p{Cc}]+$/u;
+const ABSOLUTE_URI = /^[a-zA-Z][a-zA-Z0-9+.-]*:[^\s\p{Cc}]*$/u;
+
+/** Binary mode: the `ce-` headers, percent-decoded as the HTTP binding asks. */
+function fromHeaders(h: Readonly<Record<string, string>>): Attributes | string {
+  const out: Attributes = {};
+  for (const [k, v] of Object.entries(h)) {
+    if (!k.startsWith('ce-')) continue;
+    try {
+      out[k.slice(3)] = v.includes('%') ? decodeURIComponent(v) : v;
+    } catch {
+      return `header ${k} is not validly percent-encoded`;
+    }
   }
+  const type = h['content-type'];
+  if (type !== undefined && type !== '') out.datacontenttype = type;
+  return out;
+}
+
+/** Structured mode: the body's JSON object. */
+function fromBody(bodyText: string): Attributes | string {
   let body: unknown;
   try {
     body = JSON.parse(bodyText);
-  } catch {
-    return undefined; // reported as malformed JSON by the parser below
+  } catch (err) {
+    return `body is not valid JSON: ${(err as Error).message}`;
   }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
-  const o = body as Record<string, unknown>;
-  return REQUIRED.find((a) => o[a] === undefined || o[a] === '');
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    return 'a structured event must be a JSON object';
+  }
+  return body as Attributes;
 }
+
+/** What is wrong with the attributes, or undefined (the spec's JSON schema and naming rules). */
+function invalid(a: Attributes): string | undefined {
+  const missing = REQUIRED.find((k) => a[k] === undefined || a[k] === '');
+  if (missing !== undefined) return `missing required CloudEvent attribute ${missing}`;
+  if (a.specversion !== '1.0') return `unsupported specversion ${String(a.specversion)}`;
+  for (const [k, v] of Object.entries(a)) {
+    if (k === 'data' || k === 'data_base64') continue;
+    if (!NAME.test(k)) return `invalid attribute name: "${k}"`;
+    const scalar = typeof v === 'string' || typeof v === 'boolean' || Number.isInteger(v);
+    if (!scalar) return `attribute ${k} must be a string, an integer or a boolean`;
+    if (CORE.has(k) && (typeof v !== 'string' || v === '')) {
+      return `attribute ${k} must be a non-empty string`;
+    }
+  }
+  if (!URI_REFERENCE.test(a.source as string)) return 'source must be a URI-reference';
+  if (a.time !== undefined && !RFC3339.test(a.time as string)) {
+    return 'time must be an RFC 3339 timestamp';
+  }
+  if (a.dataschema !== undefined && !ABSOLUTE_URI.test(a.dataschema as string)) {
+    return 'dataschema must be an absolute URI';
+  }
+  return undefined;
+}
+
+const str = (a: Attributes, k: string): Record<string, string> =>
+  typeof a[k] === 'string' ? { [k]: a[k] } : {};
 
 /**
  * Parses exactly one CloudEvent (binary or structured mode) and validates it.
@@ -129,7 +169,7 @@ export function parseCloudEvent(
   bodyText: string,
   maxBytes: number = DEFAULT_MAX_EVENT_BYTES,
 ): EventParse {
-  if (Buffer.byteLength(bodyText) > maxBytes) {
+  if (bodyText.length > maxBytes || Buffer.byteLength(bodyText) > maxBytes) {
     return reject(413, `event body exceeds ${maxBytes} bytes`);
   }
   const h = normalize(headers);
@@ -137,61 +177,41 @@ export function parseCloudEvent(
   if (contentType.startsWith('application/cloudevents-batch')) {
     return reject(415, 'batched CloudEvents are not accepted; send one event per request');
   }
-  if (contentType.startsWith('application/cloudevents')) {
-    if (!contentType.startsWith('application/cloudevents+json')) {
-      return reject(
-        415,
-        `structured events must be application/cloudevents+json, got ${contentType}`,
-      );
-    }
-    if (bodyText.trimStart().startsWith('[')) {
-      return reject(415, 'batched CloudEvents are not accepted; send one event per request');
-    }
+  const structured = contentType.startsWith('application/cloudevents');
+  if (structured && !contentType.startsWith('application/cloudevents+json')) {
+    return reject(
+      415,
+      `structured events must be application/cloudevents+json, got ${contentType}`,
+    );
   }
-  // The SDK fills in a missing specversion, id and time: a sender that omitted a required attribute
-  // would pass unnoticed, so their presence is checked on the raw input first.
-  const missing = missingRequired(h, contentType, bodyText);
-  if (missing !== undefined) return reject(400, `missing required CloudEvent attribute ${missing}`);
-  let parsed: ReturnType<typeof HTTP.toEvent>;
-  try {
-    parsed = HTTP.toEvent({ headers: h, body: bodyText });
-  } catch (err) {
-    if (err instanceof SyntaxError) return reject(400, `body is not valid JSON: ${err.message}`);
-    return reject(400, errorText(err));
-  }
-  if (Array.isArray(parsed)) {
+  if (structured && bodyText.trimStart().startsWith('[')) {
     return reject(415, 'batched CloudEvents are not accepted; send one event per request');
   }
-  // toEvent is typed as the plain attribute record, but builds CloudEvent instances.
-  if (!(parsed instanceof CloudEvent)) return reject(400, 'no cloud event detected');
-  const ev = parsed;
-  if (ev.specversion !== '1.0') return reject(400, `unsupported specversion ${ev.specversion}`);
-  try {
-    if (!ev.validate()) return reject(400, 'invalid CloudEvent');
-  } catch (err) {
-    return reject(400, errorText(err));
-  }
-  if (ev.data_base64 !== undefined)
+  const attrs = structured ? fromBody(bodyText) : fromHeaders(h);
+  if (typeof attrs === 'string') return reject(400, attrs);
+  const why = invalid(attrs);
+  if (why !== undefined) return reject(400, why);
+  if (attrs.data_base64 !== undefined) {
     return reject(415, 'binary event data (data_base64) is not supported');
-  const data = jsonData(ev.data, ev.datacontenttype);
+  }
+  const datacontenttype = attrs.datacontenttype as string | undefined;
+  const data = jsonData(structured ? attrs.data : bodyText, datacontenttype);
   if (!data.ok) return data;
-
   const extensions: Record<string, string | number | boolean> = {};
-  for (const [k, v] of Object.entries(ev)) {
-    if (CORE.has(k)) continue;
-    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') extensions[k] = v;
+  for (const [k, v] of Object.entries(attrs)) {
+    if (!CORE.has(k)) extensions[k] = v as string | number | boolean;
   }
   return {
     ok: true,
     event: {
       specversion: '1.0',
-      id: ev.id,
-      source: ev.source,
-      type: ev.type,
-      ...(ev.subject === undefined ? {} : { subject: ev.subject }),
-      ...(ev.time === undefined ? {} : { time: ev.time }),
-      ...(ev.datacontenttype === undefined ? {} : { datacontenttype: ev.datacontenttype }),
-      ...(ev.dataschema === undefined ? {} : { dataschema: ev.dataschema }),
+      id: attrs.id as string,
+      source: attrs.source as string,
+      type: attrs.type as string,
+      ...str(attrs, 'subject'),
+      ...str(attrs, 'time'),
+      ...str(attrs, 'datacontenttype'),
+      ...str(attrs, 'dataschema'),
       data: data.data,
       extensions,
     },
