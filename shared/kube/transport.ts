@@ -8,6 +8,42 @@ import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { RequestOptions } from 'node:https';
+import { KeyObject } from 'node:crypto';
+import { createSecureContext } from 'node:tls';
+
+type Material = RequestOptions['ca' | 'cert' | 'key' | 'pfx' | 'passphrase'];
+
+/** One piece of TLS material as text: Buffers by their bytes, so equal credentials give equal keys. */
+function text(m: Material): string {
+  if (m === undefined) return '';
+  if (typeof m === 'string') return m;
+  if (Buffer.isBuffer(m)) return m.toString('base64');
+  if (m instanceof KeyObject) return text(m.export({ format: 'pem', type: 'pkcs8' }));
+  if (Array.isArray(m)) return m.map((x: unknown) => text(x as Material)).join(',');
+  return JSON.stringify(m);
+}
+
+/**
+ * The key of a TLS identity. Computed on every request, so Buffers are encoded natively (base64)
+ * rather than through JSON.stringify, which spelled each byte out as a number.
+ */
+function identity(
+  plain: boolean,
+  rejectUnauthorized: boolean | undefined,
+  servername: string | undefined,
+  tls: Readonly<Record<'ca' | 'cert' | 'key' | 'pfx' | 'passphrase', Material>>,
+): string {
+  return [
+    String(plain),
+    String(rejectUnauthorized),
+    servername ?? '',
+    text(tls.ca),
+    text(tls.cert),
+    text(tls.key),
+    text(tls.pfx),
+    text(tls.passphrase),
+  ].join('|');
+}
 
 /**
  * Where the API server is and how a request to it authenticates. client-node's `KubeConfig` is one
@@ -69,16 +105,22 @@ export function createSend(creds: Credentials, maxSockets = 128): Send {
       key: o.key,
       pfx: o.pfx,
       passphrase: o.passphrase,
-      rejectUnauthorized: o.rejectUnauthorized,
-      servername: o.servername,
     };
-    // Buffers serialize as their bytes, so equal credentials give equal keys.
-    const key = JSON.stringify([plain, tls]);
+    const key = identity(plain, o.rejectUnauthorized, o.servername, tls);
     let agent = agents.get(key);
     if (agent === undefined) {
+      // One TLS context per identity: without it every new connection parses the CA, certificate
+      // and key again (a third of the raw client's CPU at 128 requests in flight).
       agent = plain
         ? new HttpAgent({ keepAlive: true, maxSockets })
-        : new HttpsAgent({ ...tls, keepAlive: true, maxSockets });
+        : new HttpsAgent({
+            ...tls,
+            rejectUnauthorized: o.rejectUnauthorized,
+            servername: o.servername,
+            secureContext: createSecureContext(tls),
+            keepAlive: true,
+            maxSockets,
+          });
       agents.set(key, agent);
     }
     return agent;
