@@ -4,7 +4,7 @@
  * @module
  */
 import type { Hono } from 'hono';
-import { SourceEvent, parseWith } from '../../shared/api/index.js';
+import { parseWith, sourceEventModel } from '../../shared/api/index.js';
 import type { AppDeps, NodeEnv } from '../../shared/http/index.js';
 import {
   accepted,
@@ -62,7 +62,7 @@ export function buildReconcileApp(input: ReconcileAppDeps): Hono<NodeEnv> {
   app.post(
     '/',
     cloudEventHandler(deps.log, async function reconcile(event, { log }) {
-      const parsed = parseWith(SourceEvent, event);
+      const parsed = parseWith(sourceEventModel(event.type), event);
       if (!parsed.ok)
         return badRequest(`not an ApiServerSource or PingSource event: ${parsed.message}`);
       const scope = await scopeOf(parsed.data, kube);

@@ -59,6 +59,18 @@ export const PingEvent = Attributes.extend({
 /** Any event vmpool's reconcile and GC functions accept. */
 export const SourceEvent = z.union([RefEvent, ResourceEvent, PingEvent]);
 export type SourceEvent = z.infer<typeof SourceEvent>;
+
+/**
+ * The member of {@link SourceEvent} an event's `type` selects, or the whole union when it selects
+ * none (so the refusal lists every shape). Parsing the union tried Reference mode first and built
+ * its failure for every Resource-mode event, the commonest kind.
+ */
+export function sourceEventModel(type: unknown): z.ZodType<SourceEvent> {
+  if (typeof type !== 'string') return SourceEvent;
+  if (type.startsWith(APISERVER_RESOURCE)) return ResourceEvent;
+  if (type.startsWith(APISERVER_REF)) return RefEvent;
+  return type === PING ? PingEvent : SourceEvent;
+}
 export type RefEvent = z.infer<typeof RefEvent>;
 export type ResourceEvent = z.infer<typeof ResourceEvent>;
 export type PingEvent = z.infer<typeof PingEvent>;
