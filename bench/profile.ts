@@ -16,6 +16,7 @@ export interface SelfTime {
 
 interface ProfileNode {
   readonly id: number;
+  readonly children?: readonly number[];
   readonly callFrame: { readonly functionName: string; readonly url: string };
 }
 
@@ -55,4 +56,65 @@ export async function profileSelfTime(work: () => void, runs: number): Promise<S
   } finally {
     session.disconnect();
   }
+}
+
+/** A running profile of everything this process does, until `stop`. */
+export interface ProfileWindow {
+  /** Stops the profiler; returns self time by function and by file or package, largest first. */
+  stop(): Promise<{ readonly byFunction: SelfTime[]; readonly byFile: SelfTime[] }>;
+}
+
+/** The package a `node_modules` file belongs to, or the file's own name. */
+function ownerOf(url: string): string {
+  const at = url.lastIndexOf('node_modules/');
+  if (at < 0) return basename(url);
+  const rest = url.slice(at + 'node_modules/'.length).split('/');
+  return rest[0]?.startsWith('@') === true ? `${rest[0]}/${rest[1] ?? ''}` : (rest[0] ?? url);
+}
+
+/**
+ * Profiles the whole process (asynchronous work included) from now until `stop()`, so a benchmark
+ * can show where a timed window's CPU goes: by function, and by file or npm package.
+ */
+export async function profileWindow(): Promise<ProfileWindow> {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 200 });
+  await session.post('Profiler.start');
+  return {
+    async stop() {
+      const { profile } = (await session.post('Profiler.stop')) as { profile: Profile };
+      session.disconnect();
+      const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+      const parent = new Map<number, number>();
+      for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+      /** The nearest caller with a source file, for native frames (which have none). */
+      const caller = (id: number): string => {
+        const chain: string[] = [];
+        for (let p = parent.get(id); p !== undefined && chain.length < 16; p = parent.get(p)) {
+          const f = byId.get(p)?.callFrame;
+          if (f !== undefined && f.url !== '')
+            chain.push(`${f.functionName || '(anonymous)'} (${ownerOf(f.url)})`);
+        }
+        return chain.join(' ← ') || '?';
+      };
+      const fns = new Map<string, number>();
+      const files = new Map<string, number>();
+      profile.samples.forEach((id, i) => {
+        const f = byId.get(id)?.callFrame;
+        if (f === undefined) return;
+        const name = f.functionName === '' ? '(anonymous)' : f.functionName;
+        if (PSEUDO.has(name)) return;
+        const ms = (profile.timeDeltas[i] ?? 0) / 1000;
+        const file = f.url === '' ? name : ownerOf(f.url);
+        const key = f.url === '' ? `${name} ← ${caller(id)}` : `${name} (${file})`;
+        fns.set(key, (fns.get(key) ?? 0) + ms);
+        files.set(file, (files.get(file) ?? 0) + ms);
+      });
+      const sorted = (m: Map<string, number>): SelfTime[] =>
+        [...m].map(([fn, ms]) => ({ fn, ms })).sort((a, b) => b.ms - a.ms);
+      return { byFunction: sorted(fns), byFile: sorted(files) };
+    },
+  };
 }

@@ -24,6 +24,22 @@ import {
 } from './objects.js';
 import type { Stack } from './stack.js';
 import { watchCollection } from './watch.js';
+import { profileWindow } from './profile.js';
+import type { SelfTime } from './profile.js';
+
+/** Where the window's CPU went, top entries, to standard error. */
+function printProfile(
+  what: string,
+  p: { readonly byFunction: SelfTime[]; readonly byFile: SelfTime[] },
+): void {
+  const top = (xs: SelfTime[]): string =>
+    xs
+      .slice(0, 25)
+      .map((x) => `  ${x.ms.toFixed(1).padStart(8)} ms  ${x.fn}`)
+      .join('\n');
+  console.error(`[bench] profile of ${what}, by file or package:\n${top(p.byFile)}`);
+  console.error(`[bench] by function:\n${top(p.byFunction)}`);
+}
 
 /**
  * Namespaces the stack's adapters must watch for {@link scaleUp}; `tag` tells apart the runs of one
@@ -70,12 +86,15 @@ export async function vmpoolRun(
   const ev0 = stack.delivered();
   const req0 = total(stack.counts());
   await probe('start');
+  // BENCH_PROFILE=1 prints where this process's CPU went during the timed window (not a figure).
+  const profiling = process.env.BENCH_PROFILE ? await profileWindow() : undefined;
   const t0 = performance.now();
   await c.scalePool(ns, 'p', n);
   const [t1, t2] = await Promise.all([
     vms.until((w) => w.names.size >= n),
     disks.until((w) => w.names.size >= 2 * n),
   ]);
+  if (profiling !== undefined) printProfile(`vmpool ${n}`, await profiling.stop());
   await probe('end');
   vms.stop();
   disks.stop();
@@ -138,12 +157,15 @@ export async function rawRun(
     }),
   ];
   await probe('start');
+  const profiling =
+    process.env.BENCH_PROFILE && probe !== noProbe ? await profileWindow() : undefined;
   const t0 = performance.now();
   await runBounded(tasks, concurrency, (t) => t());
   const [t1, t2] = await Promise.all([
     vw.until((w) => w.names.size >= n),
     dw.until((w) => w.names.size >= 2 * n),
   ]);
+  if (profiling !== undefined) printProfile(`raw loop ${n}`, await profiling.stop());
   await probe('end');
   vw.stop();
   dw.stop();
