@@ -9,6 +9,11 @@ export interface Row {
   readonly figure: string;
   readonly value: string;
   readonly goal: string;
+  /**
+   * What a ratio is measured against, `name: value` (README's table shows it); undefined for an
+   * absolute goal, or left to bench/record.ts to find among the rows.
+   */
+  readonly floor?: string;
   /** undefined: informational, no goal. */
   readonly pass?: boolean;
 }

@@ -10,7 +10,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { ROOT, buildBundles } from '../scripts/build.js';
 import { imageStart } from '../scripts/image-start.js';
@@ -96,9 +96,14 @@ const ms = (x: number): string => `${Math.round(x)} ms`;
 const ratio = (x: number): string => `${x.toFixed(2)}×`;
 const perSecond = (objects: number, t: number): number => (objects * 1000) / t;
 
+/**
+ * The short commit, `-dirty` when the tree has changes (untracked files too): a baseline is recorded
+ * from a clean clone, and `npm run bench:record` refuses a dirty run.
+ */
 function gitRev(): string {
   try {
-    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).toString().trim();
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT }).toString().trim();
+    return `${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain') === '' ? '' : '-dirty'}`;
   } catch {
     return 'unknown';
   }
@@ -209,24 +214,28 @@ function scaleRows(s: ScaleSummary): Row[] {
       bench: '',
       figure: 'vmpool / best raw loop',
       value: ratio(r),
+      floor: `best raw loop (${s.best} in flight): ${ms(s.raw)}`,
       ...onSeparate(s.placed, '≤ 1.10×', r <= 1.1),
     },
     {
       bench: '',
       figure: 'CPU, vmpool / raw loop: API server',
       value: ratio(api),
+      floor: `raw loop's API server: ${ms(cpuOf(s.cpu.raw, 'kube-apiserver'))} CPU`,
       ...onSeparate(s.placed, '≤ 1.05×', api <= 1.05),
     },
     {
       bench: '',
       figure: 'CPU, vmpool / raw loop: etcd',
       value: ratio(etcd),
+      floor: `raw loop's etcd: ${ms(cpuOf(s.cpu.raw, 'etcd'))} CPU`,
       ...onSeparate(s.placed, '≤ 1.2×', etcd <= 1.2),
     },
     {
       bench: '',
       figure: `CPU per object (${objects}), function / raw client (bench process: reconcile-pool or the loop, and the watches)`,
       value: `${(cpuOf(s.cpu.vmpool, 'bench process') / objects).toFixed(2)} / ${(cpuOf(s.cpu.raw, 'bench process') / objects).toFixed(2)} ms, ${ratio(fn)}`,
+      floor: `raw client: ${(cpuOf(s.cpu.raw, 'bench process') / objects).toFixed(2)} ms CPU per object`,
       ...onSeparate(s.placed, '≤ 1.3×', fn <= 1.3),
     },
     {
@@ -307,6 +316,7 @@ function gcRows(gc: GcResult): Row[] {
       bench: '',
       figure: 'pass with nothing due / floor',
       value: ratio(gc.quiet.ms / gc.floor.ms),
+      floor: `bare paged list of the same objects: ${ms(gc.floor.ms)}`,
       goal: '≤ 1.15×',
       pass: gc.quiet.ms / gc.floor.ms <= 1.15,
     },
@@ -362,12 +372,14 @@ function latencyRows(
       bench: '',
       figure: 'vmpool p50 / ReplicaSet p50',
       value: ratio(r),
+      floor: `ReplicaSet p50: ${ms(lat.replicaSet.p50)}`,
       ...onSeparate(placed, '≤ 1.5×', r <= 1.5),
     },
     {
       bench: '',
       figure: 'vmpool p99 / ReplicaSet p99',
       value: ratio(r99),
+      floor: `ReplicaSet p99: ${ms(lat.replicaSet.p99)}`,
       ...onSeparate(placed, '≤ 2×', r99 <= 2),
     },
     {
@@ -424,6 +436,7 @@ function coldRows(cold: readonly ColdStart[]): Row[] {
       figure: `image start (${[...start.command, ...start.args].join(' ')}): spawn → first event, / floor`,
       value: `${ms(image.firstEventMs)}${cpu(image)}; ${ratio(toFloor)} the floor's ${ms(floor.firstEventMs)}`,
       goal: '≤ 1.10× floor',
+      floor: `${floor.variant}: ${ms(floor.firstEventMs)}`,
       pass: toFloor <= 1.1,
     },
     {
@@ -503,12 +516,14 @@ function planRows(rows: readonly PlanRow[], down: ScaleDownRow | undefined): Row
     ...(r.members === 1000 ? { pass: r.medianMs <= 5 } : {}),
   }));
   const growth = planGrowth(rows);
-  if (growth !== undefined)
+  const small = rows.find((r) => r.members === 1000);
+  if (growth !== undefined && small !== undefined)
     out.push({
       bench: '',
       figure: 'per member at 10,000 / at 1,000: CPU time (judged), wall time',
       value: `${ratio(growth.cpu)}, ${ratio(growth.wall)}`,
       goal: '≤ 1.3× (linear)',
+      floor: `1,000 members: ${((small.cpuMs / small.members) * 1000).toFixed(2)} µs CPU per member`,
       pass: growth.cpu <= 1.3,
     });
   if (last !== undefined && last !== rows[0])
@@ -531,6 +546,11 @@ function planRows(rows: readonly PlanRow[], down: ScaleDownRow | undefined): Row
 
 async function main(): Promise<void> {
   const started = Date.now();
+  // The tree and the machine's load as the run starts (the machine is shared; the load says by how much).
+  const commit = gitRev();
+  const load = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
   // Before the plane: plan() is CPU-bound and pure, nothing else should compete with it.
   const plan = skip.has('plan') ? [] : planBench();
   const scaleDown = skip.has('plan') ? undefined : scaleDownBench();
@@ -681,12 +701,13 @@ async function main(): Promise<void> {
     const text = table(rows);
     console.log(text);
     console.log(`\nReplicaSet controller manager: ${REPLICASET_KCM_FLAGS.join(' ')}`);
-    const env = `${cpus().length} CPUs, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}, ${gitRev()}, ${quick ? 'quick' : 'full'}`;
+    const env = `${cpus().length} CPUs, ${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}, ${commit}, ${quick ? 'quick' : 'full'}, load ${load} at start`;
     console.log(`Environment: ${env}; executor ${PARALLEL} in flight; total ${totalS} s`);
 
     const record = {
       when: new Date().toISOString(),
       mode: quick ? 'quick' : 'full',
+      commit,
       env,
       replicaSetKcmFlags: REPLICASET_KCM_FLAGS,
       parallel: PARALLEL,
