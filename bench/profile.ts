@@ -74,7 +74,10 @@ function ownerOf(url: string): string {
 
 /**
  * Profiles the whole process (asynchronous work included) from now until `stop()`, so a benchmark
- * can show where a timed window's CPU goes: by function, and by file or npm package.
+ * can show where a timed window's time goes: by function, and by file or npm package. V8 samples on
+ * wall time: a native call during which the OS ran another process (a socket write that wakes its
+ * reader on the same CPU) counts as that call's self time, so native frames are shown with their
+ * callers and the window's CPU figure, not the profile, is what a goal is judged on.
  */
 export async function profileWindow(): Promise<ProfileWindow> {
   const session = new Session();
