@@ -32,7 +32,7 @@ export interface DeleteSet {
  * its floor list by those labels, and the kube-controller-manager would collect a disk whose owner
  * is in another namespace.
  */
-function loose(template: VirtualDisk, namespace: string): VirtualDisk {
+export function loose(template: VirtualDisk, namespace: string): VirtualDisk {
   const labels = { ...template.metadata.labels };
   delete labels[keys.poolUid];
   delete labels[keys.pool];
