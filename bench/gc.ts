@@ -1,8 +1,9 @@
 /**
  * Benchmark 4c, disk-gc-tick at scale: pools with N free Retain disks each (keep N−1), freed minutes
  * ago; GC passes with nothing due, each beside the floor (the same objects listed bare), then one
- * with the GC's clock two hours later, when the oldest disk of every pool is due — all over all the
- * disks, timed, their list calls counted.
+ * with the GC's clock two hours later, when the oldest disk of every pool is due, beside its floor (a
+ * raw loop deleting as many disks, swept over concurrency) — all over all the disks, timed, their
+ * list calls counted.
  * @module
  */
 import { GROUP, VERSION, VirtualMachinePool, keys } from '../shared/api/index.js';
@@ -13,6 +14,8 @@ import { createSend } from '../shared/kube/transport.js';
 import type { Send } from '../shared/kube/transport.js';
 import type { Kube, Listed, PageRequest } from '../shared/kube/index.js';
 import { collectDisks, runBounded } from '../shared/reconcile/index.js';
+import { prepareDeletes, rawDeletes } from './gc-raw.js';
+import type { DeletePoint } from './gc-raw.js';
 import type { BenchPlane } from './plane.js';
 import { benchPool, clients, cpuReading, cpuSince, median } from './objects.js';
 import { silentLog } from './stack.js';
@@ -36,6 +39,10 @@ export interface GcFloor {
   readonly ms: number;
   readonly pages: number;
   readonly bytes: number;
+  /** CPU this process spent (TLS, reading the bodies), to set beside the pass's. */
+  readonly cpuMs: number;
+  /** CPU the kube-apiserver and etcd spent meanwhile. */
+  readonly serverCpuMs: { readonly apiserver: number; readonly etcd: number };
 }
 
 /** The setup and both passes. */
@@ -49,6 +56,8 @@ export interface GcResult {
   readonly floor: GcFloor;
   /** A pass with the clock two hours later: one disk per pool due. */
   readonly due: GcPass;
+  /** Its floor: as many disks deleted by a raw loop, at each concurrency of the sweep. */
+  readonly raw: DeletePoint[];
 }
 
 /** Rounds of (floor, pass with nothing due), alternating, of which the medians are reported. */
@@ -58,11 +67,16 @@ const POOLS_PATH = `/apis/${GROUP}/${VERSION}/virtualmachinepools`;
 const DISKS_PATH = '/apis/virtualization.deckhouse.io/v1alpha2/virtualdisks';
 const VMS_PATH = '/apis/virtualization.deckhouse.io/v1alpha2/virtualmachines';
 
+/** The processes whose CPU a pass and its floor are charged: kube-apiserver and etcd. */
+type Servers = Readonly<Record<'apiserver' | 'etcd', readonly number[]>>;
+
 /**
  * The floor: the disks, pools and VMs a pass reads, listed across the cluster in pages of 500 with
  * one connection, each body read whole and only its continue token looked for (no JSON parse).
  */
-async function bareLists(send: Send): Promise<GcFloor> {
+async function bareLists(send: Send, servers: Servers): Promise<GcFloor> {
+  const server0 = cpuReading(servers);
+  const cpu0 = process.cpuUsage();
   const s = performance.now();
   let pages = 0;
   let bytes = 0;
@@ -83,7 +97,16 @@ async function bareLists(send: Send): Promise<GcFloor> {
       cont = /"continue":"([^"]+)"/.exec(a.text.slice(-2000))?.[1];
     } while (cont !== undefined);
   }
-  return { ms: performance.now() - s, pages, bytes };
+  const ms = performance.now() - s;
+  const cpu = process.cpuUsage(cpu0);
+  const server = cpuSince(server0, cpuReading(servers));
+  return {
+    ms,
+    pages,
+    bytes,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    serverCpuMs: { apiserver: server.apiserver ?? 0, etcd: server.etcd ?? 0 },
+  };
 }
 
 /** The bench pool whose Retain template keeps `disksPerPool - 1` free disks warm: one is due per pool. */
@@ -130,8 +153,14 @@ export async function gcTick(
     if (!o.ok) throw new Error(o.message);
   });
   const setupMs = performance.now() - t0;
+  // One funnel for every pass, as the floor keeps one connection: both list on a warm connection.
+  const funnel = createKube(plane.kc);
+  const servers: Servers = {
+    apiserver: [plane.cp.pids['kube-apiserver'] ?? 0],
+    etcd: [plane.cp.pids.etcd ?? 0],
+  };
   const pass = async (at: Date): Promise<GcPass> => {
-    const funnel = createKube(plane.kc);
+    const before = funnel.counts();
     // Pages each list needed for what it returned (the cluster holds other benchmarks' objects too).
     let expectedLists = 0;
     const counted =
@@ -148,10 +177,6 @@ export async function gcTick(
       listPools: counted((ns?: string, page?: PageRequest) => funnel.listPools(ns, page), true),
       listVms: counted((ns, sel) => funnel.listVms(ns, sel), false),
     };
-    const servers = {
-      apiserver: [plane.cp.pids['kube-apiserver'] ?? 0],
-      etcd: [plane.cp.pids.etcd ?? 0],
-    };
     const server0 = cpuReading(servers);
     const s = performance.now();
     const cpu0 = process.cpuUsage();
@@ -161,7 +186,9 @@ export async function gcTick(
     const server = cpuSince(server0, cpuReading(servers));
     if (out.kind !== 'done') throw new Error(`GC pass: ${out.reason}`);
     const requests = Object.fromEntries(
-      Object.entries(kube.counts()).filter(([k]) => !k.includes(':')),
+      Object.entries(funnel.counts())
+        .filter(([k]) => !k.includes(':'))
+        .map(([k, v]) => [k, v - (before[k] ?? 0)]),
     );
     return {
       ms,
@@ -179,13 +206,28 @@ export async function gcTick(
   const floors: GcFloor[] = [];
   const quiets: GcPass[] = [];
   for (let r = 0; r < ROUNDS; r++) {
-    floors.push(await bareLists(send));
+    floors.push(await bareLists(send, servers));
     quiets.push(await pass(new Date()));
   }
   const middle = <T extends { ms: number }>(xs: T[]): T => {
     const m = median(xs.map((x) => x.ms));
     return xs.find((x) => x.ms === m) ?? (xs[0] as T);
   };
+  // The due pass's floor deletes as many disks of the same shape (one per pool), in namespaces the
+  // pass does not read, created before the pass so that their creation does not load it.
+  const sets = await prepareDeletes(
+    plane,
+    disks.filter((_, i) => i % disksPerPool === 0),
+  );
   const due = await pass(new Date(Date.now() + 2 * hour));
-  return { pools, disks: disks.length, setupMs, quiet: middle(quiets), floor: middle(floors), due };
+  const raw = await rawDeletes(plane, sets);
+  return {
+    pools,
+    disks: disks.length,
+    setupMs,
+    quiet: middle(quiets),
+    floor: middle(floors),
+    due,
+    raw,
+  };
 }
