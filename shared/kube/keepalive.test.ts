@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { mintCa, mintLeaf } from '../../local/controlplane/certs.js';
 import { createKube } from './client.js';
+import { createSend } from './transport.js';
 import { kubeConfigFor } from './config.js';
 
 let dir = '';
@@ -40,4 +41,39 @@ it('reuses one TLS connection across sequential API calls', async () => {
   for (let i = 0; i < 5; i++) await kube.getPool('ns', 'p');
   expect(kube.counts().get).toBe(5);
   expect(connections).toBe(1);
+});
+
+it('opens parallel connections from one TLS context, each verified against the CA given', async () => {
+  const before = connections;
+  const kube = createKube(kubeConfigFor({ server: url, caData: cert }));
+  const answers = await Promise.all(Array.from({ length: 8 }, () => kube.getPool('ns', 'p')));
+  // The server answers 200 with a Status, which the pool model refuses: the exchange happened.
+  expect(answers.map((a) => !a.ok && a.message.includes('malformed'))).toEqual(Array(8).fill(true));
+  expect(connections - before).toBeGreaterThan(1);
+});
+
+it('credentials rotated to another CA take effect: a new identity, verified against it', async () => {
+  const other = mintCa(dir, 'other', 'other-ca').certPem;
+  let ca = cert;
+  const send = createSend({
+    getCurrentCluster: () => ({ server: url }),
+    applyToHTTPSOptions: (opts) => {
+      opts.ca = Buffer.from(ca);
+      return Promise.resolve();
+    },
+  });
+  const call = async (): Promise<string> => {
+    try {
+      return String((await send({ method: 'GET', path: '/x' })).status);
+    } catch (err) {
+      return (err as Error).message;
+    }
+  };
+  const first = await call();
+  ca = other;
+  const rotated = await call();
+  ca = cert;
+  const back = await call();
+  expect([first, back]).toEqual(['200', '200']);
+  expect(rotated).toMatch(/certificate/i);
 });
