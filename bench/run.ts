@@ -121,6 +121,9 @@ interface ScaleSummary {
   readonly events: number;
   readonly requests: number;
   readonly convergedReplicas: number;
+  /** Median CPU ms of reconcile-pool from t0 until idle, and of the raw loop run without watches. */
+  readonly functionCpuMs: number;
+  readonly loopAloneCpuMs: number;
   /** Median CPU ms per part of the machine, vmpool's run and the raw loop's. */
   readonly cpu: { readonly vmpool: Record<string, number>; readonly raw: Record<string, number> };
   /** The API server's requests and watch events sent (medians), vmpool's run and the raw loop's. */
@@ -157,6 +160,8 @@ function summarize({ placed, result: r }: Placed<ScaleResult>): ScaleSummary {
     events: median(r.runs.map((x) => x.events)),
     requests: median(r.runs.map((x) => x.requests)),
     convergedReplicas: r.convergedReplicas,
+    functionCpuMs: median(r.runs.map((x) => x.functionCpuMs)),
+    loopAloneCpuMs: median(r.runs.map((x) => x.loopAloneCpuMs)),
     cpu: {
       vmpool: medianCpu(r.runs.map((x) => x.cpu.vmpool)),
       raw: medianCpu(r.runs.map((x) => x.cpu.raw)),
@@ -195,9 +200,8 @@ function scaleRows(s: ScaleSummary): Row[] {
   const cpuRatio = (prefix: string) => cpuOf(s.cpu.vmpool, prefix) / cpuOf(s.cpu.raw, prefix);
   const api = cpuRatio('kube-apiserver');
   const etcd = cpuRatio('etcd');
-  const fnCpu = cpuOf(s.cpu.vmpool, FUNCTION_GROUP);
-  const rawCpu = cpuOf(s.cpu.raw, BENCH_GROUP);
-  const fn = fnCpu / rawCpu;
+  const fn = s.functionCpuMs / s.loopAloneCpuMs;
+  const perObject = (cpuMs: number): string => (cpuMs / objects).toFixed(2);
   const rows: Row[] = [
     {
       bench: `1 scale-up 0→${s.n}${placedLabel(s.placed)}`,
@@ -235,10 +239,17 @@ function scaleRows(s: ScaleSummary): Row[] {
     },
     {
       bench: '',
-      figure: `CPU per object (${objects}), function / raw client (reconcile-pool's own process in vmpool's window / the bench process in the raw loop's window: the loop and its two watches)`,
-      value: `${(fnCpu / objects).toFixed(2)} / ${(rawCpu / objects).toFixed(2)} ms, ${ratio(fn)}`,
-      floor: `raw client with its watches: ${(rawCpu / objects).toFixed(2)} ms CPU per object`,
+      figure: `CPU per object (${objects}), function / raw client (reconcile-pool's own process from t0 until idle, trailing events included / the raw loop run alone, without watches)`,
+      value: `${perObject(s.functionCpuMs)} / ${perObject(s.loopAloneCpuMs)} ms, ${ratio(fn)}`,
+      floor: `raw client alone: ${perObject(s.loopAloneCpuMs)} ms CPU per object`,
       ...onSeparate(s.placed, '≤ 1.3×', fn <= 1.3),
+    },
+    {
+      bench: '',
+      figure:
+        "CPU per object in the timed windows: reconcile-pool / bench process in the raw loop's (the loop and its two watches)",
+      value: `${perObject(cpuOf(s.cpu.vmpool, FUNCTION_GROUP))} / ${perObject(cpuOf(s.cpu.raw, BENCH_GROUP))} ms, ${ratio(cpuOf(s.cpu.vmpool, FUNCTION_GROUP) / cpuOf(s.cpu.raw, BENCH_GROUP))}`,
+      goal: 'context',
     },
     {
       bench: '',
