@@ -45,11 +45,12 @@ export interface ReplaceResult {
 
 /** The steps of one trial from the stack's marks, or undefined when one is missing. */
 function breakdownOf(marks: readonly Mark[], t0: number, seen: number): Breakdown | undefined {
-  const ev = marks.find((m) => m.at >= t0 && m.what === 'delivered')?.at;
+  const ev = marks.find((m) => m.at >= t0 && m.what === 'delivered');
   if (ev === undefined) return undefined;
-  const answered = marks.find((m) => m.at >= ev && m.what === 'answered')?.at;
+  // The first answer to that event (its first delivery's, unless it was redelivered).
+  const answered = marks.find((m) => m.event === ev.event && m.what === 'answered')?.at;
   if (answered === undefined) return undefined;
-  return { event: ev - t0, reconcile: seen - ev, answered: answered - ev };
+  return { event: ev.at - t0, reconcile: seen - ev.at, answered: answered - ev.at };
 }
 
 /** Sum and count of `vmpool_api_request_duration_seconds` by verb, from a /metrics page. */
@@ -125,12 +126,13 @@ export async function replacement(
     });
     const added = await next;
     vmpool.push(added.at - t0);
-    const b = breakdownOf(stack.marks(t0), t0, added.at);
-    if (b !== undefined) breakdown.push(b);
     // Settle: the replacement's own disk exists, the pool is whole, and no reconcile is running.
     await disks.until((w) => w.names.has(`${added.name}-root`));
     await vms.until((w) => w.names.size === r);
     await stack.idle(200);
+    // After the settle: reconcile-pool answers the event once the disk is made too, after the VM.
+    const b = breakdownOf(stack.marks(t0), t0, added.at);
+    if (b !== undefined) breakdown.push(b);
   }
   const apiMs = apiMsSince(metrics0, await stack.metrics());
   vms.stop();

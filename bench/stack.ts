@@ -23,6 +23,8 @@ import type { Start } from './ticks.js';
 export interface Mark {
   readonly at: number;
   readonly what: 'delivered' | 'answered';
+  /** The event's number (first deliveries counted from 1), shared by its redeliveries. */
+  readonly event: number;
 }
 
 /** A running reconcile-pool with its event sources. */
@@ -109,11 +111,11 @@ export async function startStack(
   // Trigger's delivery spec is configured). Without it, the adapter's direct sink would send one
   // event at a time and wait for each reconcile, which no deployment of vmpool does.
   const dispatch = async (headers: Headers, body: ArrayBuffer): Promise<void> => {
-    delivered++;
+    const event = ++delivered;
     inFlight++;
     try {
       for (let attempt = 0; ; attempt++) {
-        marks.push({ at: performance.now(), what: 'delivered' });
+        marks.push({ at: performance.now(), what: 'delivered', event });
         let status: number;
         try {
           const res = await fetch(`${fn}/`, { method: 'POST', headers, body });
@@ -122,7 +124,7 @@ export async function startStack(
         } catch {
           status = 503; // No answer: the dispatcher retries it like a 5xx.
         }
-        marks.push({ at: performance.now(), what: 'answered' });
+        marks.push({ at: performance.now(), what: 'answered', event });
         const again = status >= 500 || status === 409 || status === 429;
         if (!again || attempt >= 5) return;
         redelivered++;
