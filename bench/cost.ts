@@ -164,10 +164,10 @@ export async function eventsPerAction(plane: BenchPlane, stack: Stack): Promise<
   const out: ActionCost[] = [];
   const measure = async (action: string, act: () => Promise<void>): Promise<void> => {
     const ev = stack.delivered();
-    const req = stack.counts();
+    const req = await stack.counts();
     await act();
     await stack.idle(1000);
-    const d = diff(req, stack.counts());
+    const d = diff(req, await stack.counts());
     const s = summarize(action, 0, d);
     out.push({
       action,

@@ -1,7 +1,8 @@
 /**
  * Where the benchmark's processes run: the control plane (etcd, kube-apiserver, the controller
- * managers, ReplicaSet's included) on some CPUs and the client side (this process with
- * reconcile-pool, the adapters it spawned, the raw loop) on the others, as a cluster runs them, so
+ * managers, ReplicaSet's included) on some CPUs and the client side (this process with its Broker
+ * simulation, watches and raw loop, and the processes it spawned: reconcile-pool's own, the
+ * adapters) on the others, as a cluster runs them, so
  * the API server's own limit bounds both sides; or every process on every CPU, as a laptop runs them.
  * Placement is `taskset -a -p -c` on running processes (every thread; threads started later inherit
  * it), so the plane is started as usual and the two placements can alternate within one run.
@@ -97,7 +98,7 @@ function pin(pid: number, cpus: string): void {
 
 /**
  * Places the plane's processes (`planePids` and their children) and this process with every other
- * child of it. `separate` gives the plane the first half of this process's CPUs and the clients the
+ * descendant of it (reconcile-pool's process and the adapters among them), each thread checked. `separate` gives the plane the first half of this process's CPUs and the clients the
  * rest; with fewer than 2 CPUs or without taskset the run stays shared and says so.
  */
 export function placeProcesses(mode: CpuMode, planePids: readonly number[]): Placement {

@@ -19,6 +19,7 @@ import {
   apiserverSince,
   cpuReading,
   cpuSince,
+  processCpuMs,
   paths,
   sleep,
 } from './objects.js';
@@ -56,6 +57,13 @@ export interface ScaleRun {
   /** CloudEvents delivered to reconcile-pool during the vmpool run, and its API requests. */
   readonly events: number;
   readonly requests: number;
+  /**
+   * reconcile-pool's CPU ms from the vmpool run's t0 until it went idle: its window and the
+   * reconciles of the events that trail the creates.
+   */
+  readonly functionCpuMs: number;
+  /** CPU ms of this process in a run of the raw loop without watches: the raw client alone. */
+  readonly loopAloneCpuMs: number;
   /** CPU ms each part of the machine used during the timed windows of the vmpool run and the raw run. */
   readonly cpu: { readonly vmpool: Record<string, number>; readonly raw: Record<string, number> };
   /** The API server's requests by `verb resource` and watch events sent, during each run. */
@@ -65,12 +73,20 @@ export interface ScaleRun {
   };
 }
 
-/** vmpool 0→n in a watched namespace. */
+/** The CPU group of reconcile-pool: its process, as the image starts it. */
+export const FUNCTION_GROUP = 'reconcile-pool (its own process)';
+/**
+ * The CPU group of this process: in vmpool's window the Broker simulation (its ingress and
+ * dispatcher) and the two watches; in the raw loop's window the loop and its two watches.
+ */
+export const BENCH_GROUP = 'bench process (broker simulation or raw loop, and watches)';
+
 /** Called at the start and the end of a timed window (readings of CPU and API server counters). */
 export type Probe = (at: 'start' | 'end') => Promise<void>;
 
 const noProbe: Probe = () => Promise.resolve();
 
+/** vmpool 0→n in a watched namespace. */
 export async function vmpoolRun(
   plane: BenchPlane,
   stack: Stack,
@@ -84,9 +100,11 @@ export async function vmpoolRun(
   const vms = await watchCollection(plane.kc, paths.vms(ns));
   const disks = await watchCollection(plane.kc, paths.disks(ns));
   const ev0 = stack.delivered();
-  const req0 = total(stack.counts());
+  const req0 = total(await stack.counts());
   await probe('start');
-  // BENCH_PROFILE=1 prints where this process's CPU went during the timed window (not a figure).
+  const fnCpu0 = processCpuMs(stack.functionPid);
+  // BENCH_PROFILE=1 prints where this process's CPU went during the timed window (not a figure);
+  // reconcile-pool's own profile covers its whole life (stack.ts).
   const profiling = process.env.BENCH_PROFILE ? await profileWindow() : undefined;
   const t0 = performance.now();
   await c.scalePool(ns, 'p', n);
@@ -100,20 +118,26 @@ export async function vmpoolRun(
   disks.stop();
   // The events of n×3 creates trail the creates: wait until their reconciles are done.
   await stack.idle(300, 300_000);
+  const functionCpuMs = processCpuMs(stack.functionPid) - fnCpu0;
   return {
     ms: Math.max(t1, t2) - t0,
+    functionCpuMs,
     events: stack.delivered() - ev0,
-    requests: total(stack.counts()) - req0,
+    requests: total(await stack.counts()) - req0,
   };
 }
 
-/** The same 3n objects created by a plain loop through the same client, `concurrency` in flight. */
+/**
+ * The same 3n objects created by a plain loop through the same client, `concurrency` in flight.
+ * `watched` false runs the loop alone: no watches, its end the last create answered.
+ */
 export async function rawRun(
   plane: BenchPlane,
   ns: string,
   n: number,
   concurrency: number,
   probe: Probe = noProbe,
+  watched = true,
 ): Promise<number> {
   const c = clients(plane.kc);
   const pool = VirtualMachinePool.parse(await c.createPool(benchPool(ns, 'p', 0)));
@@ -131,8 +155,8 @@ export async function rawRun(
     else if (a.kind === 'createDisk') retain.push(a.disk);
   }
   const kube = createKube(plane.kc);
-  const vw = await watchCollection(plane.kc, paths.vms(ns));
-  const dw = await watchCollection(plane.kc, paths.disks(ns));
+  const vw = watched ? await watchCollection(plane.kc, paths.vms(ns)) : undefined;
+  const dw = watched ? await watchCollection(plane.kc, paths.disks(ns)) : undefined;
   type Task = () => Promise<void>;
   const tasks: Task[] = [
     ...retain.map((d) => async () => {
@@ -162,13 +186,13 @@ export async function rawRun(
   const t0 = performance.now();
   await runBounded(tasks, concurrency, (t) => t());
   const [t1, t2] = await Promise.all([
-    vw.until((w) => w.names.size >= n),
-    dw.until((w) => w.names.size >= 2 * n),
+    vw?.until((w) => w.names.size >= n) ?? performance.now(),
+    dw?.until((w) => w.names.size >= 2 * n) ?? performance.now(),
   ]);
   if (profiling !== undefined) printProfile(`raw loop ${n}`, await profiling.stop());
   await probe('end');
-  vw.stop();
-  dw.stop();
+  vw?.stop();
+  dw?.stop();
   return Math.max(t1, t2) - t0;
 }
 
@@ -234,13 +258,15 @@ export async function scaleUp(
   for (let r = 0; r < reps; r++) {
     const up = `bench-up-${n}${tag}-${r}`;
     const raw = `bench-raw-${n}${tag}-${r}`;
+    const alone = `bench-alone-${n}${tag}-${r}`;
     const rs = `bench-rs-${n}${tag}-${r}`;
-    for (const ns of [up, raw, rs]) await c.namespace(ns);
+    for (const ns of [up, raw, alone, rs]) await c.namespace(ns);
     const groups = {
       'kube-apiserver': [plane.cp.pids['kube-apiserver'] ?? 0],
       etcd: [plane.cp.pids.etcd ?? 0],
       adapters: stack.adapterPids,
-      'bench process (reconcile-pool, watches, loop)': [process.pid],
+      [FUNCTION_GROUP]: [stack.functionPid],
+      [BENCH_GROUP]: [process.pid],
     };
     // Readings bracket each timed window exactly.
     const readings = { start: {}, end: {} } as Record<
@@ -263,6 +289,22 @@ export async function scaleUp(
     const rawMs = await rawRun(plane, raw, n, best, probe);
     const rw = window();
     await sleep(500);
+    // The raw client's CPU without the watches that time the run (they see 3n objects too).
+    let aloneCpu0 = 0;
+    let loopAloneCpuMs = 0;
+    await rawRun(
+      plane,
+      alone,
+      n,
+      best,
+      (at) => {
+        if (at === 'start') aloneCpu0 = processCpuMs(process.pid);
+        else loopAloneCpuMs = Math.round(processCpuMs(process.pid) - aloneCpu0);
+        return Promise.resolve();
+      },
+      false,
+    );
+    await sleep(500);
     const rsMs = await replicaSetRun(plane, rs, n);
     await sleep(500);
     const run = {
@@ -271,11 +313,13 @@ export async function scaleUp(
       replicaSet: rsMs,
       events: v.events,
       requests: v.requests,
+      functionCpuMs: Math.round(v.functionCpuMs),
+      loopAloneCpuMs,
       cpu: { vmpool: vw.cpu, raw: rw.cpu },
       apiserver: { vmpool: vw.api, raw: rw.api },
     };
     log(
-      `scale-up N=${n} rep ${r + 1}/${reps}: vmpool ${v.ms.toFixed(0)} ms, raw (${best} in flight) ${rawMs.toFixed(0)} ms, ReplicaSet ${rsMs.toFixed(0)} ms (${v.events} events, ${v.requests} requests); CPU ms vmpool ${JSON.stringify(run.cpu.vmpool)} raw ${JSON.stringify(run.cpu.raw)}; API server vmpool ${JSON.stringify(run.apiserver.vmpool)} raw ${JSON.stringify(run.apiserver.raw)}`,
+      `scale-up N=${n} rep ${r + 1}/${reps}: vmpool ${v.ms.toFixed(0)} ms, raw (${best} in flight) ${rawMs.toFixed(0)} ms, ReplicaSet ${rsMs.toFixed(0)} ms (${v.events} events, ${v.requests} requests); CPU ms reconcile-pool to idle ${run.functionCpuMs}, raw loop alone ${loopAloneCpuMs}; CPU ms vmpool ${JSON.stringify(run.cpu.vmpool)} raw ${JSON.stringify(run.cpu.raw)}; API server vmpool ${JSON.stringify(run.apiserver.vmpool)} raw ${JSON.stringify(run.apiserver.raw)}`,
     );
     runs.push(run);
   }

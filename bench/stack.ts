@@ -1,39 +1,48 @@
 /**
- * reconcile-pool as deployed: the hono app served over HTTP, fed by the real ApiServerSource adapter
- * as knative/ configures it (pools; VMs and disks with a pool-uid label) in Resource mode for the
- * benchmark's namespaces — the wiring
- * of test/e2e/stack.ts without vitest, the simulator or a resync tick (every reaction measured is
- * event-driven). Counts deliveries and API requests, and knows when it is idle.
+ * reconcile-pool as deployed: its own process, started as the image starts it (its snapshot, its
+ * flags; see ticks.ts), fed by the real ApiServerSource adapter as knative/ configures it (pools;
+ * VMs and disks with a pool-uid label) in Resource mode for the benchmark's namespaces, through a
+ * simulated Broker in this process — the wiring of test/e2e/stack.ts without vitest, the simulator
+ * or a resync tick (every reaction measured is event-driven). Counts deliveries, reads the
+ * function's API requests from its /metrics, and knows when it is idle.
  * @module
  */
-import { buildReconcileApp } from '../functions/reconcile-pool/app.js';
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { serveApp } from '../shared/http/index.js';
 import type { Logger } from '../shared/http/index.js';
-import type { KubeConfig } from '@kubernetes/client-node';
-import { createKube } from '../shared/kube/index.js';
-import type { Kube, RequestCounts } from '../shared/kube/index.js';
+import type { RequestCounts } from '../shared/kube/index.js';
+import { ROOT } from '../scripts/build.js';
 import { startPoolSources } from '../local/controlplane/adapter.js';
 import { testLog } from '../test/logs.js';
+import { listeningPort, requestsByVerb } from './ticks.js';
+import type { Start } from './ticks.js';
 
-/** A moment in reconcile-pool's life: an event delivered, or an API request answered (verb:outcome). */
+/** A moment of a delivery: the Broker sent an event (`delivered`), or the function answered it. */
 export interface Mark {
   readonly at: number;
-  readonly what: string;
+  readonly what: 'delivered' | 'answered';
+  /** The event's number (first deliveries counted from 1), shared by its redeliveries. */
+  readonly event: number;
 }
 
 /** A running reconcile-pool with its event sources. */
 export interface Stack {
+  /** Process id of reconcile-pool (for CPU accounting and placement). */
+  readonly functionPid: number;
   /** Process ids of the adapters (for CPU accounting). */
   readonly adapterPids: readonly number[];
-  /** Deliveries and answered requests since `since` (performance.now()), in order. */
+  /** Deliveries sent and answered since `since` (performance.now()), in order. */
   marks(since: number): Mark[];
-  readonly kube: Kube;
   /** CloudEvents delivered so far (first deliveries). */
   delivered(): number;
   /** Redeliveries after a 5xx/409/429 answer so far. */
   redelivered(): number;
-  /** API requests by verb so far. */
-  counts(): RequestCounts;
+  /** The function's API requests by verb so far (`vmpool_api_requests_total` of its /metrics). */
+  counts(): Promise<RequestCounts>;
+  /** The function's /metrics page. */
+  metrics(): Promise<string>;
   /** Resolves once no delivery has been in flight for `quietMs`. */
   idle(quietMs?: number, timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
@@ -44,38 +53,79 @@ export function silentLog(name: string): Logger {
   return testLog(name, process.env.BENCH_LOG || 'silent');
 }
 
-/** Starts reconcile-pool and the adapters for `namespaces`. */
+/** Where BENCH_PROFILE=1 has reconcile-pool write its CPU profile (whole life, at its exit). */
+export const FUNCTION_PROFILE_DIR = join(ROOT, 'bench-results', 'profile-reconcile-pool');
+
+/** Headers of a CloudEvent in binary mode that the Broker passes on (Knative's dispatcher does). */
+const forwarded = (h: Headers): Headers => {
+  const out = new Headers();
+  for (const [k, v] of h)
+    if (k === 'content-type' || k.startsWith('ce-') || k === 'traceparent') out.set(k, v);
+  return out;
+};
+
+/**
+ * Starts reconcile-pool (`start`, from ticks.ts's imageStarts) with `kubeconfigPath` and the
+ * adapters for `namespaces`.
+ */
 export async function startStack(
-  kc: KubeConfig,
   kubeconfigPath: string,
   knativeBinDir: string,
   namespaces: string[],
+  start: Start,
 ): Promise<Stack> {
-  const marks: Mark[] = [];
-  const kube = createKube(kc, {
-    onRequest: (verb, outcome) => {
-      marks.push({ at: performance.now(), what: `${verb}:${outcome}` });
+  const profile = process.env.BENCH_PROFILE
+    ? ['--cpu-prof', `--cpu-prof-dir=${FUNCTION_PROFILE_DIR}`]
+    : [];
+  if (profile.length > 0) mkdirSync(FUNCTION_PROFILE_DIR, { recursive: true });
+  const child = spawn(process.execPath, [...profile, ...start.args], {
+    env: {
+      PATH: process.env.PATH,
+      KUBECONFIG: kubeconfigPath,
+      PORT: '0',
+      LOG_LEVEL: process.env.BENCH_LOG || 'info',
     },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(start.cwd === undefined ? {} : { cwd: start.cwd }),
   });
-  const app = buildReconcileApp({ kube, log: silentLog('reconcile-pool') });
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => {
+      resolve();
+    });
+  });
+  let fn: string;
+  try {
+    fn = `http://127.0.0.1:${await listeningPort(child, 'reconcile-pool')}`;
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
+  const marks: Mark[] = [];
   let delivered = 0;
   let redelivered = 0;
   let inFlight = 0;
   let lastDone = performance.now();
   // Plays the Broker of knative/base/eventing.yaml: its ingress accepts each event from the adapter
-  // at once (202), and its Trigger's dispatcher delivers to reconcile-pool concurrently, redelivering
-  // on 5xx, 409 and 429 with exponential backoff (5 retries from 100 ms, as the Trigger's delivery
-  // spec is configured). Without it, the adapter's direct sink would send one event at a time and
-  // wait for each reconcile, which no deployment of vmpool does.
-  const dispatch = async (url: string, headers: Headers, body: ArrayBuffer): Promise<void> => {
-    delivered++;
+  // at once (202), and its Trigger's dispatcher delivers to reconcile-pool over HTTP, concurrently,
+  // redelivering on 5xx, 409 and 429 with exponential backoff (5 retries from 100 ms, as the
+  // Trigger's delivery spec is configured). Without it, the adapter's direct sink would send one
+  // event at a time and wait for each reconcile, which no deployment of vmpool does.
+  const dispatch = async (headers: Headers, body: ArrayBuffer): Promise<void> => {
+    const event = ++delivered;
     inFlight++;
-    marks.push({ at: performance.now(), what: 'delivered' });
     try {
       for (let attempt = 0; ; attempt++) {
-        const res = await app.fetch(new Request(url, { method: 'POST', headers, body }), {});
-        await res.arrayBuffer();
-        const again = res.status >= 500 || res.status === 409 || res.status === 429;
+        marks.push({ at: performance.now(), what: 'delivered', event });
+        let status: number;
+        try {
+          const res = await fetch(`${fn}/`, { method: 'POST', headers, body });
+          await res.arrayBuffer();
+          status = res.status;
+        } catch {
+          status = 503; // No answer: the dispatcher retries it like a 5xx.
+        }
+        marks.push({ at: performance.now(), what: 'answered', event });
+        const again = status >= 500 || status === 409 || status === 429;
         if (!again || attempt >= 5) return;
         redelivered++;
         await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
@@ -89,7 +139,7 @@ export async function startStack(
     {
       fetch: async (req: Request) => {
         const body = await req.arrayBuffer();
-        void dispatch(req.url, new Headers(req.headers), body);
+        void dispatch(forwarded(req.headers), body);
         return new Response(null, { status: 202 });
       },
     },
@@ -103,13 +153,15 @@ export async function startStack(
     namespaces,
     name: 'bench',
   });
+  const metrics = async () => (await fetch(`${fn}/metrics`)).text();
   return {
-    kube,
+    functionPid: child.pid ?? 0,
     adapterPids: adapters.map((a) => a.pid),
     marks: (since) => marks.filter((m) => m.at >= since),
     delivered: () => delivered,
     redelivered: () => redelivered,
-    counts: () => kube.counts(),
+    counts: async () => requestsByVerb(await metrics()),
+    metrics,
     async idle(quietMs = 300, timeoutMs = 60_000) {
       const since = performance.now();
       const deadline = since + timeoutMs;
@@ -122,6 +174,13 @@ export async function startStack(
     stop: async () => {
       await Promise.all(adapters.map((a) => a.stop()));
       await served.close();
+      // SIGTERM drains and ends it (node writes a --cpu-prof profile then); 10 s at most.
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+      }, 10_000);
+      await exited;
+      clearTimeout(timer);
     },
   };
 }
