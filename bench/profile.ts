@@ -29,6 +29,20 @@ interface Profile {
 /** V8's pseudo-frames: not code of ours or of Node's. */
 const PSEUDO = new Set(['(idle)', '(program)', '(root)']);
 
+/** Calls `visit` with each sample's frame, its function's name and its ms, pseudo-frames left out. */
+function eachSample(
+  profile: Profile,
+  visit: (frame: ProfileNode['callFrame'], name: string, ms: number, id: number) => void,
+): void {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  profile.samples.forEach((id, i) => {
+    const f = byId.get(id)?.callFrame;
+    if (f === undefined) return;
+    const name = f.functionName === '' ? '(anonymous)' : f.functionName;
+    if (!PSEUDO.has(name)) visit(f, name, (profile.timeDeltas[i] ?? 0) / 1000, id);
+  });
+}
+
 /**
  * Runs `work` `runs` times under the V8 sampling profiler (1 sample per 100 µs) and returns each
  * function's self time per run, largest first. Garbage collection appears as `(garbage collector)`.
@@ -42,15 +56,10 @@ export async function profileSelfTime(work: () => void, runs: number): Promise<S
     await session.post('Profiler.start');
     for (let i = 0; i < runs; i++) work();
     const { profile } = (await session.post('Profiler.stop')) as { profile: Profile };
-    const byId = new Map(profile.nodes.map((n) => [n.id, n]));
     const self = new Map<string, number>();
-    profile.samples.forEach((id, i) => {
-      const f = byId.get(id)?.callFrame;
-      if (f === undefined) return;
-      const name = f.functionName === '' ? '(anonymous)' : f.functionName;
-      if (PSEUDO.has(name)) return;
+    eachSample(profile, (f, name, ms) => {
       const key = f.url === '' ? name : `${name} (${basename(f.url)})`;
-      self.set(key, (self.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
+      self.set(key, (self.get(key) ?? 0) + ms);
     });
     return [...self].map(([fn, total]) => ({ fn, ms: total / runs })).sort((a, b) => b.ms - a.ms);
   } finally {
@@ -104,12 +113,7 @@ export async function profileWindow(): Promise<ProfileWindow> {
       };
       const fns = new Map<string, number>();
       const files = new Map<string, number>();
-      profile.samples.forEach((id, i) => {
-        const f = byId.get(id)?.callFrame;
-        if (f === undefined) return;
-        const name = f.functionName === '' ? '(anonymous)' : f.functionName;
-        if (PSEUDO.has(name)) return;
-        const ms = (profile.timeDeltas[i] ?? 0) / 1000;
+      eachSample(profile, (f, name, ms, id) => {
         const file = f.url === '' ? name : ownerOf(f.url);
         const key = f.url === '' ? `${name} ← ${caller(id)}` : `${name} (${file})`;
         fns.set(key, (fns.get(key) ?? 0) + ms);
