@@ -67,6 +67,8 @@ export function peakRss(pid: number): number {
 interface MemoryLimit {
   /** Where the started shell writes its pid before it execs node. */
   readonly procs: string;
+  /** How many times the kernel has killed a process of the cgroup for memory. */
+  oomKills(): number;
   remove(): void;
 }
 
@@ -87,8 +89,16 @@ function memoryLimit(bytes: number): MemoryLimit | undefined {
       join(dir, v1 !== undefined ? 'memory.limit_in_bytes' : 'memory.max'),
       String(bytes),
     );
+    const events = join(dir, v1 !== undefined ? 'memory.oom_control' : 'memory.events');
     return {
       procs: join(dir, 'cgroup.procs'),
+      oomKills: () => {
+        try {
+          return Number(/oom_kill (\d+)/.exec(readFileSync(events, 'utf8'))?.[1] ?? 0);
+        } catch {
+          return 0;
+        }
+      },
       remove: () => {
         try {
           rmdirSync(dir);
@@ -157,6 +167,12 @@ export async function functionTicks(
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(start.cwd === undefined ? {} : { cwd: start.cwd }),
   });
+  // The last words of the process, for a tick that fails (a heap limit, a kill by the cgroup).
+  let outputTail = '';
+  for (const stream of [child.stdout, child.stderr])
+    stream.on('data', (c: Buffer) => {
+      outputTail = (outputTail + c.toString('utf8')).slice(-2000);
+    });
   log(
     `${what}: ${limit === undefined ? 'no memory cgroup could be made: unconstrained' : `in a memory cgroup of ${POD_MEMORY_LIMIT / 1048576} MiB (the pod's limit)`}`,
   );
@@ -171,6 +187,13 @@ export async function functionTicks(
       const res = await fetch(`${base}/`, {
         ...pingInit({}, `/bench/${what}`),
         signal: AbortSignal.timeout(600_000),
+      }).catch(async (err: unknown) => {
+        await new Promise((r) => setTimeout(r, 500));
+        const cause = (err as { cause?: { message?: string } }).cause?.message ?? String(err);
+        const exit = child.exitCode ?? child.signalCode ?? 'still running';
+        throw new Error(
+          `${what} tick ${i + 1} failed after ${((performance.now() - s) / 1000).toFixed(0)} s: ${cause}; the process: ${exit}, OOM kills in its cgroup: ${limit?.oomKills() ?? 'no cgroup'}, peak RSS ${peakRss(child.pid ?? 0)} MiB; its last output: ${outputTail.slice(-800) || '(none)'}`,
+        );
       });
       await res.arrayBuffer();
       const ms = performance.now() - s;
