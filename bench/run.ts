@@ -651,9 +651,16 @@ async function main(): Promise<void> {
     }
 
     let bounded: MemoryResult | undefined;
+    // A failed tick is a FAIL row with its reason, not the end of a run that took an hour to build.
+    let boundedFailure: string | undefined;
     if (!skip.has('memory')) {
       log(`bounded memory: ${cfg.memoryPools} pools of 3 members`);
-      bounded = await memoryAtScale(plane, await functionStarts(), cfg.memoryPools, 3, log);
+      try {
+        bounded = await memoryAtScale(plane, await functionStarts(), cfg.memoryPools, 3, log);
+      } catch (err) {
+        boundedFailure = err instanceof Error ? err.message : String(err);
+        log(`bounded memory: FAILED: ${boundedFailure}`);
+      }
     }
 
     const scale: Array<Placed<ScaleResult>> = [];
@@ -728,6 +735,17 @@ async function main(): Promise<void> {
       ...(resync === undefined ? [] : resyncRows(resync)),
       ...(gc === undefined ? [] : gcRows(gc)),
       ...(bounded === undefined ? [] : memoryRows(bounded)),
+      ...(boundedFailure === undefined
+        ? []
+        : [
+            {
+              bench: `4d bounded memory, ${cfg.memoryPools.toLocaleString('en-US')} pools × 3 members`,
+              figure: 'resync tick and disk-gc pass in a 256 MiB memory cgroup',
+              value: `failed: ${boundedFailure}`,
+              goal: `≤ ${PEAK_RSS_GOAL_MIB} MiB, 0 writes`,
+              pass: false,
+            },
+          ]),
       ...lat.flatMap((l) =>
         latencyRows(cfg.trials, l.placed, l.lat, l.result.breakdown, l.result.apiMs),
       ),
