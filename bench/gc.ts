@@ -117,13 +117,16 @@ function gcPool(ns: string, name: string, disksPerPool: number) {
   return p;
 }
 
+/** Where the GC benchmark's pools and disks live. */
+export const GC_NAMESPACE = 'bench-gc';
+
 /** Creates the pools and disks, then runs two passes. */
 export async function gcTick(
   plane: BenchPlane,
   pools: number,
   disksPerPool: number,
 ): Promise<GcResult> {
-  const ns = 'bench-gc';
+  const ns = GC_NAMESPACE;
   const c = clients(plane.kc);
   await c.namespace(ns);
   const setup = createKube(plane.kc);

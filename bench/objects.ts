@@ -68,6 +68,20 @@ export function clients(kc: KubeConfig) {
       // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment
       await core.createNamespace({ body: { metadata: { name } } });
     },
+    /** Deletes a namespace and waits until the namespace controller has emptied and removed it. */
+    async dropNamespace(name: string, timeoutMs = 900_000): Promise<void> {
+      await core.deleteNamespace({ name });
+      for (const end = Date.now() + timeoutMs; Date.now() < end;) {
+        try {
+          await core.readNamespace({ name });
+        } catch (err) {
+          if ((err as { code?: number }).code === 404) return;
+          throw err;
+        }
+        await sleep(2000);
+      }
+      throw new Error(`namespace ${name} still exists after ${timeoutMs / 1000} s`);
+    },
     async createPool(body: ReturnType<typeof benchPool>): Promise<VirtualMachinePool> {
       return (await custom.createNamespacedCustomObject({
         ...res('virtualmachinepools', body.metadata.namespace),
