@@ -18,8 +18,19 @@ export function limitBody(
   respond: (c: Context, code: number, message: string) => Response = (_c, code, message) =>
     errorResponse(code, message),
 ): MiddlewareHandler {
-  return bodyLimit({
-    maxSize: maxBytes,
-    onError: (c) => respond(c, 413, `request body exceeds ${String(maxBytes)} bytes`),
-  });
+  const message = `request body exceeds ${String(maxBytes)} bytes`;
+  const streamed = bodyLimit({ maxSize: maxBytes, onError: (c) => respond(c, 413, message) });
+  return async function limitBodyByLength(c, next) {
+    // hono's bodyLimit looks at `c.req.raw.body` first, which makes @hono/node-server build a whole
+    // web Request (an AbortController, a stream) for every delivery, about a tenth of
+    // reconcile-pool's CPU in a scale-up. With a Content-Length and no Transfer-Encoding the header
+    // settles it, exactly as bodyLimit would; anything else goes through bodyLimit's stream count.
+    const length = c.req.header('content-length');
+    if (length !== undefined && c.req.header('transfer-encoding') === undefined) {
+      if (Number.parseInt(length, 10) > maxBytes) return respond(c, 413, message);
+      await next();
+      return;
+    }
+    return streamed(c, next);
+  };
 }
