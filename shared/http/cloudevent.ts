@@ -76,9 +76,6 @@ function jsonData(
   if (contentType !== undefined && !isJsonType(contentType)) {
     return reject(415, `event data must be JSON, got datacontenttype ${contentType}`);
   }
-  if (data instanceof Uint8Array || ArrayBuffer.isView(data)) {
-    return reject(415, 'binary event data (data_base64) is not supported');
-  }
   if (typeof data !== 'string') return { ok: true, data };
   try {
     return { ok: true, data: JSON.parse(data) as unknown };
