@@ -3,6 +3,9 @@
  * @module
  */
 
+/** Concurrency for creates, updates and deletes. */
+export const PARALLEL = 16;
+
 /**
  * Runs `fn` over `items` with at most `limit` in flight, results in item order. With `slowStart`,
  * the window opens at one call and grows by one with every success (so it doubles per round trip,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import type { PoolEvent } from '../kube/index.js';
 import type { Action } from '../domain/index.js';
 import { batchesOf, newDisk, newMember } from '../domain/index.js';
@@ -44,10 +45,17 @@ function events(f: ReturnType<typeof fakeKube>): string[] {
   return f.of('recordEvent').map((c) => (c.args[1] as PoolEvent).reason);
 }
 
+/** The pool as its fence wrote it: every VM the actions create recorded as a create to make. */
+function fenced(actions: readonly Action[]): VirtualMachinePool {
+  const creates = actions.flatMap((a) => (a.kind === 'createVm' ? [a.vm.metadata.name ?? ''] : []));
+  return { ...p, status: { ...p.status, intent: { creates } } };
+}
+
 async function run(actions: Action[], script: Script = {}) {
-  const f = fakeKube(script, p);
+  const at = fenced(actions);
+  const f = fakeKube(script, at);
   // The plan's order, in the batches order() makes of it.
-  const out = await execute(f.kube, p, batchesOf(actions), log);
+  const out = await execute(f.kube, at, batchesOf(actions), log);
   return { f, out };
 }
 
@@ -190,8 +198,10 @@ describe('execute: every outcome of the funnel', () => {
     ]);
     expect(out).toEqual({ done: 6, retry: false, failed: [], foreign: [] });
     const order = f.calls
-      .filter((c) => c.method !== 'recordEvent')
+      .filter((c) => c.method !== 'recordEvent' && c.method !== 'getPool')
       .map((c) => `${c.method} ${(c.args[1] as { metadata: { name: string } }).metadata.name}`);
+    // The pool is read again once the first VM is made, the second still to start.
+    expect(f.of('getPool')).toHaveLength(1);
     // The slow start's window is 1 for the first VM: its three calls come before the second's.
     expect(order).toEqual([
       'createDisk runners-aaaaa-cache',
@@ -319,6 +329,65 @@ describe('execute: every outcome of the funnel', () => {
   });
 });
 
+describe('execute: creates stay on what the pool still asks for', () => {
+  const names = Array.from({ length: 6 }, (_, i) => `runners-aaaa${'bcdfgh'.charAt(i)}`);
+  const creates = names.map(createVm);
+  const madeBy = (f: ReturnType<typeof fakeKube>): string[] =>
+    f.of('createVm').map((c) => (c.args[1] as VirtualMachine).metadata.name ?? '');
+  const intending = (left: readonly string[], edit: Partial<VirtualMachinePool> = {}) =>
+    ok({ ...p, ...edit, status: { intent: { creates: [...left] } } });
+
+  it('a name another pass made or dropped meanwhile is not created again: the pass re-plans', async () => {
+    // The second read finds the intent without the last three (a scale taken back dropped them).
+    const { f, out } = await run(creates, { getPool: () => intending(names.slice(0, 3)) });
+    expect(madeBy(f)).toEqual(names.slice(0, 3));
+    expect(out.retry).toBe(true);
+    expect(f.of('getPool').length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a pool deleted, paused, re-created under its name or given a new spec while the creates run stops them', async () => {
+    const answers = {
+      deleted: () => fail('notFound'),
+      paused: () => intending(names, { spec: { ...p.spec, paused: true } }),
+      terminating: () =>
+        intending(names, {
+          metadata: { ...p.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' },
+        }),
+      recreated: () => intending(names, { metadata: { ...p.metadata, uid: 'another' } }),
+      rescaled: () =>
+        intending(names, {
+          metadata: { ...p.metadata, generation: (p.metadata.generation ?? 1) + 1 },
+        }),
+    };
+    for (const [how, getPool] of Object.entries(answers)) {
+      const { f, out } = await run(creates, { getPool });
+      // The read starts after the first create; the second may already be under way.
+      expect(madeBy(f).length, how).toBeLessThanOrEqual(2);
+      expect(out.retry, how).toBe(true);
+    }
+  });
+
+  it('a read that fails keeps the last answer, and the pool is read about once per window', async () => {
+    const many = Array.from({ length: 64 }, (_, i) =>
+      createVm(`runners-${String(i).padStart(5, 'b')}`),
+    );
+    const all = many.map((a) => (a.kind === 'createVm' ? (a.vm.metadata.name ?? '') : ''));
+    const flaky = await run(many, {
+      getPool: (_a, nth) => (nth % 2 === 0 ? fail('transient') : intending(all)),
+    });
+    expect(flaky.f.of('getPool').length).toBeGreaterThanOrEqual(2);
+    expect(flaky.out).toMatchObject({ done: 64, retry: false });
+    // After 1, 2, 4, 8, 16, then every 16 completions, and never once the last create started.
+    const fine = await run(many);
+    expect(fine.out).toMatchObject({ done: 64, retry: false });
+    const reads = fine.f.of('getPool').length;
+    expect(reads).toBeGreaterThanOrEqual(2);
+    expect(reads).toBeLessThanOrEqual(5 + 64 / 16);
+    const one = await run([createVm('runners-aaaab')]);
+    expect(one.f.of('getPool')).toEqual([]);
+  });
+});
+
 describe('execute: nothing left unhandled', () => {
   it('an Event call that fails while an action fails too never becomes an unhandled rejection', async () => {
     const unhandled: unknown[] = [];
@@ -341,7 +410,12 @@ describe('execute: nothing left unhandled', () => {
         p,
       );
       await expect(
-        execute(f.kube, p, batchesOf([createVm('runners-aaaaa'), deleteVm('runners-bbbbb')]), log),
+        execute(
+          f.kube,
+          fenced([createVm('runners-aaaaa')]),
+          batchesOf([createVm('runners-aaaaa'), deleteVm('runners-bbbbb')]),
+          log,
+        ),
       ).rejects.toThrow('delete broke');
       await new Promise((r) => setTimeout(r, 100));
       expect(unhandled).toEqual([]);

@@ -11,7 +11,9 @@ import { isGate, tasksOf } from '../domain/index.js';
 import type { Failure, Kube } from '../kube/index.js';
 import type { Step } from './act.js';
 import { actor } from './act.js';
-import { runBounded } from './batch.js';
+import { PARALLEL, runBounded } from './batch.js';
+import { createGuard } from './create-guard.js';
+import type { CreateGuard } from './create-guard.js';
 import { eventLog } from './event-log.js';
 
 /** What executing a pass's actions came to. */
@@ -26,9 +28,6 @@ export interface Execution {
   readonly foreign: string[];
 }
 
-/** Concurrency for creates, updates and deletes. */
-export const PARALLEL = 16;
-
 /** Runs the batches in order; creates of VMs start slowly and stop on the first refusal. */
 export async function execute(
   kube: Kube,
@@ -40,9 +39,11 @@ export async function execute(
   const events = eventLog(kube, pool, log, done);
   const act = actor(kube, pool, events.report);
   const steps: Step[] = [];
+  const creates = batches.reduce((n, b) => n + b.filter((a) => a.kind === 'createVm').length, 0);
+  const guard = createGuard(kube, pool, creates);
   for (const batch of batches) {
     const slowStart = batch.some((a) => a.kind === 'createVm') ? isDone : undefined;
-    const run = (task: readonly Action[]): Promise<Step> => runTask(task, act, steps);
+    const run = (task: readonly Action[]): Promise<Step> => runTask(task, act, steps, guard);
     const out = await runBounded(tasksOf(batch), PARALLEL, run, slowStart);
     steps.push(...out);
     // A claim lost to GC or another reconcile: creating the VM now would attach a disk it does not
@@ -51,7 +52,7 @@ export async function execute(
     // A write refused as stale (409) means the pass decided from an old read: stop and re-plan.
     if (out.includes('stale')) break;
   }
-  await events.flush();
+  await Promise.all([events.flush(), guard.settle()]);
   return outcome(steps, batches.flat().length, log);
 }
 
@@ -59,15 +60,35 @@ const isDone = (s: Step): boolean => s === 'done';
 
 /**
  * One task: the disks before a new VM (a refused one stops the VM), the VM, the disks after it. Its
- * step is the VM's (or the single action's); the others' go to `steps`.
+ * step is the VM's (or the single action's); the others' go to `steps`. A VM the pool no longer
+ * records as a create to make (another pass made it, or the desire dropped) is not started: the
+ * pass decided from an old read and re-plans.
  */
 async function runTask(
   task: readonly Action[],
   act: (a: Action) => Promise<Step>,
   steps: Step[],
+  guard: CreateGuard,
 ): Promise<Step> {
   const at = task.findIndex((a) => a.kind === 'createVm');
   if (at < 0) return act(task[0] as Action);
+  const vm = task[at] as Extract<Action, { kind: 'createVm' }>;
+  if (!guard.admits(vm.vm.metadata.name ?? '')) return 'stale';
+  let step: Step = 'retry';
+  try {
+    step = await createTask(task, at, act, steps);
+    return step;
+  } finally {
+    guard.completed(step === 'done');
+  }
+}
+
+async function createTask(
+  task: readonly Action[],
+  at: number,
+  act: (a: Action) => Promise<Step>,
+  steps: Step[],
+): Promise<Step> {
   let head: Step | undefined;
   for (const d of task.slice(0, at)) {
     const step = await act(d);

@@ -19,8 +19,7 @@ import {
   poolKey,
 } from '../domain/index.js';
 import type { Failure, Kube, Listed, Outcome } from '../kube/index.js';
-import { runBounded } from './batch.js';
-import { PARALLEL } from './execute.js';
+import { PARALLEL, runBounded } from './batch.js';
 import { WINDOW, listAt, placesOf, poolPages } from './window.js';
 
 /** What a GC pass did. */

@@ -34,6 +34,7 @@ export * from './blocked.js';
 export * from './claim-status.js';
 export * from './claims.js';
 export * from './events.js';
+export { createsStillIntended } from './intent.js';
 export * from './malformed.js';
 export * from './preview.js';
 export * from './status.js';

@@ -1,0 +1,68 @@
+/**
+ * Keeps a pass's creates on what the pool still asks for while they run. A pass's creates follow
+ * its fence, but several passes may hold the same pending names, and a pass working through its
+ * creates does not see the desire drop. Without a fresh look, a lagging pass goes on creating after
+ * a scale taken back, a pause or a deletion, and may make a name a second time after another pass
+ * made it and a scale-down (or the garbage collector) removed it.
+ * @module
+ */
+import type { VirtualMachinePool } from '../api/index.js';
+import { createsStillIntended } from '../domain/index.js';
+import type { Kube } from '../kube/index.js';
+import { PARALLEL } from './batch.js';
+
+/** Whether a pass may still create a name, refreshed from the pool as creates complete. */
+export interface CreateGuard {
+  /** The pool, as last read, still records `name` as a create to make (asked as a create starts). */
+  admits(name: string): boolean;
+  /** A create finished (`ok`: made or found made): re-read the pool when enough have since the last
+   * read and more are still to start. */
+  completed(ok: boolean): void;
+  /** Waits for a read still in flight (so none outlives the pass). */
+  settle(): Promise<void>;
+}
+
+/**
+ * A guard for a pass with `total` creates, starting from `pool` as the fence wrote it (its spec the
+ * plan's). The pool is re-read in the background after 1, 2, 4, … completed creates, then after
+ * every {@link PARALLEL} (about once per round trip of the creates in flight), never once the last
+ * create started: creation stops within about two rounds of a change of the desire, at the cost of
+ * one GET per {@link PARALLEL} creates. A read that fails keeps the last answer; the fence and the
+ * next pass stay the net.
+ */
+export function createGuard(kube: Kube, pool: VirtualMachinePool, total: number): CreateGuard {
+  const ns = pool.metadata.namespace ?? '';
+  const name = pool.metadata.name ?? '';
+  let intended = createsStillIntended(pool, pool);
+  let started = 0;
+  let done = 0;
+  let doneAtRead = 0;
+  let reading: Promise<void> | undefined;
+
+  const read = async (): Promise<void> => {
+    const got = await kube.getPool(ns, name);
+    if (got.ok) intended = createsStillIntended(got.value, pool);
+    else if (got.reason === 'notFound') intended = createsStillIntended(undefined, pool);
+  };
+  const due = (): boolean =>
+    reading === undefined &&
+    started < total &&
+    done - doneAtRead >= Math.min(PARALLEL, Math.max(1, doneAtRead));
+  return {
+    admits: (n) => {
+      started++;
+      return intended.has(n);
+    },
+    completed: (ok) => {
+      done++;
+      if (!ok || !due()) return;
+      doneAtRead = done;
+      reading = read().finally(() => {
+        reading = undefined;
+      });
+    },
+    settle: async () => {
+      await reading;
+    },
+  };
+}
