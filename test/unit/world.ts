@@ -32,6 +32,12 @@ const nameOf = (o: { metadata: { name?: string | undefined } }): string => o.met
 
 /** Applies a plan as the executor would, with `now` as the creation time of new objects. */
 export function apply(w: World, p: Plan, now: Date): World {
+  // The executor starts no create the pool's intent does not record (its guard re-reads it): a
+  // plan that creates a name it did not record would be stopped there.
+  const recorded = new Set(p.status.intent?.creates ?? []);
+  for (const a of p.actions)
+    if (a.kind === 'createVm' && !recorded.has(nameOf(a.vm)))
+      throw new Error(`plan creates ${nameOf(a.vm)} without recording it in intent.creates`);
   let out: World = p.writeStatus || p.fenced ? { ...w, pool: { ...w.pool, status: p.status } } : w;
   if (p.actions.every((a) => a.kind === 'createVm' || a.kind === 'createDisk'))
     return createAll(out, p.actions, now);
