@@ -31,6 +31,17 @@ export async function watchCollection(kc: KubeConfig, path: string): Promise<Wat
   let stopped = false;
   let failures = 0;
 
+  // A reconnect the API server refuses is tried again (it may be busy, or restarting), a few times.
+  const resume = (): void => {
+    setTimeout(() => {
+      if (stopped) return;
+      start().catch((err: unknown) => {
+        console.error(`watch ${path}: ${err instanceof Error ? err.message : String(err)}`);
+        if (++failures > 5) stopped = true;
+        else resume();
+      });
+    }, 200).unref();
+  };
   const start = async (): Promise<void> => {
     abort = await new Watch(kc).watch(
       path,
@@ -54,9 +65,7 @@ export async function watchCollection(kc: KubeConfig, path: string): Promise<Wat
         // The API server ends watches every few minutes; resume (the initial events repeat).
         if (err !== null && err !== undefined)
           console.error(`watch ${path}: ${err instanceof Error ? err.message : 'ended'}`);
-        setTimeout(() => {
-          if (!stopped) void start().catch(() => undefined);
-        }, 200).unref();
+        resume();
       },
     );
   };
