@@ -141,11 +141,14 @@ export async function rawRun(
 ): Promise<number> {
   const c = clients(plane.kc);
   const pool = VirtualMachinePool.parse(await c.createPool(benchPool(ns, 'p', 0)));
+  // All n at once: the loop is the floor, with no create burst (vmpool records 500 per pass).
   const p = plan(
-    { pool: { ...pool, spec: { ...pool.spec, replicas: n } }, vms: [], disks: [] },
+    { pool: { ...pool, spec: { ...pool.spec, replicas: n } }, vms: [], disks: [], burst: n },
     new Date(),
     Math.random,
   );
+  const planned = p.actions.filter((a) => a.kind === 'createVm').length;
+  if (planned !== n) throw new Error(`raw loop: ${planned} VMs planned for ${n}`);
   const retain: VirtualDisk[] = [];
   const vms: VirtualMachine[] = [];
   const late = new Map<string, VirtualDisk>();
