@@ -76,8 +76,8 @@ export async function memoryAtScale(
       gc: await tick(starts.gc, 'gc'),
     };
   } finally {
-    // Left in place, its objects weigh on the API server for every benchmark after this one (the
-    // full run at 48f93aa, with them left, lost two watches in the scale-up sweep after it).
+    // Left in place, its 70,000 objects would weigh on the API server (its watch cache, etcd) in
+    // every benchmark after this one.
     const t = performance.now();
     await c.dropNamespace(ns);
     log(`scale: its namespace deleted in ${((performance.now() - t) / 1000).toFixed(0)} s`);
