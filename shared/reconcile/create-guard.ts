@@ -18,7 +18,7 @@ export interface CreateGuard {
   /** A create finished (`ok`: made or found made): re-read the pool when enough have since the last
    * read and more are still to start. */
   completed(ok: boolean): void;
-  /** Waits for a read still in flight (so none outlives the pass). */
+  /** Waits for a read still in flight (so none outlives the pass); throws what a read threw. */
   settle(): Promise<void>;
 }
 
@@ -38,6 +38,9 @@ export function createGuard(kube: Kube, pool: VirtualMachinePool, total: number)
   let done = 0;
   let doneAtRead = 0;
   let reading: Promise<void> | undefined;
+  // A read runs beside the creates, awaited by no one until settle(): what it throws (a bug, or a
+  // crash a test injects) is kept for settle() instead of becoming an unhandled rejection.
+  let thrown: { readonly error: unknown } | undefined;
 
   const read = async (): Promise<void> => {
     const got = await kube.getPool(ns, name);
@@ -57,12 +60,17 @@ export function createGuard(kube: Kube, pool: VirtualMachinePool, total: number)
       done++;
       if (!ok || !due()) return;
       doneAtRead = done;
-      reading = read().finally(() => {
-        reading = undefined;
-      });
+      reading = read()
+        .catch((error: unknown) => {
+          thrown ??= { error };
+        })
+        .finally(() => {
+          reading = undefined;
+        });
     },
     settle: async () => {
       await reading;
+      if (thrown !== undefined) throw thrown.error;
     },
   };
 }

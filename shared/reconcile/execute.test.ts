@@ -389,6 +389,25 @@ describe('execute: creates stay on what the pool still asks for', () => {
 });
 
 describe('execute: nothing left unhandled', () => {
+  it('a pool read beside the creates that throws is never an unhandled rejection: the pass throws it', async () => {
+    const many = Array.from({ length: 8 }, (_, i) =>
+      createVm(`runners-aaaa${'bcdfghjk'.charAt(i)}`),
+    );
+    const at = fenced(many);
+    const f = fakeKube(
+      {
+        getPool: () => {
+          throw new Error('crashed after API call 3');
+        },
+      },
+      at,
+    );
+    await expect(execute(f.kube, at, batchesOf(many), log)).rejects.toThrow(
+      'crashed after API call 3',
+    );
+    expect(f.of('getPool').length).toBeGreaterThan(0);
+  });
+
   it('an Event call that fails while an action fails too never becomes an unhandled rejection', async () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown): void => {
