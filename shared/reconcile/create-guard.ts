@@ -27,8 +27,8 @@ export interface CreateGuard {
  * plan's). The pool is re-read in the background after 1, 2, 4, … completed creates, then after
  * every {@link PARALLEL} (about once per round trip of the creates in flight), never once the last
  * create started: creation stops within about two rounds of a change of the desire, at the cost of
- * one GET per {@link PARALLEL} creates. A read that fails keeps the last answer; the fence and the
- * next pass stay the net.
+ * one GET per {@link PARALLEL} creates. A read that fails transiently keeps the last answer; the
+ * fence and the next pass stay the net.
  */
 export function createGuard(kube: Kube, pool: VirtualMachinePool, total: number): CreateGuard {
   const ns = pool.metadata.namespace ?? '';
@@ -45,7 +45,9 @@ export function createGuard(kube: Kube, pool: VirtualMachinePool, total: number)
   const read = async (): Promise<void> => {
     const got = await kube.getPool(ns, name);
     if (got.ok) intended = createsStillIntended(got.value, pool);
-    else if (got.reason === 'notFound') intended = createsStillIntended(undefined, pool);
+    // Only a transient failure keeps the last answer: a pool gone, unreadable (L8) or no longer
+    // readable by us stops the creates (fail closed; the next pass says why).
+    else if (got.reason !== 'transient') intended = createsStillIntended(undefined, pool);
   };
   const due = (): boolean =>
     reading === undefined &&

@@ -348,6 +348,7 @@ describe('execute: creates stay on what the pool still asks for', () => {
   it('a pool deleted, paused, re-created under its name or given a new spec while the creates run stops them', async () => {
     const answers = {
       deleted: () => fail('notFound'),
+      unreadable: () => fail('invalid'),
       paused: () => intending(names, { spec: { ...p.spec, paused: true } }),
       terminating: () =>
         intending(names, {

@@ -74,13 +74,9 @@ async function runTask(
   if (at < 0) return act(task[0] as Action);
   const vm = task[at] as Extract<Action, { kind: 'createVm' }>;
   if (!guard.admits(vm.vm.metadata.name ?? '')) return 'stale';
-  let step: Step = 'retry';
-  try {
-    step = await createTask(task, at, act, steps);
-    return step;
-  } finally {
-    guard.completed(step === 'done');
-  }
+  const step = await createTask(task, at, act, steps);
+  guard.completed(step === 'done');
+  return step;
 }
 
 async function createTask(
