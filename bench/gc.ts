@@ -165,19 +165,26 @@ export async function gcTick(
     const before = funnel.counts();
     // Pages each list needed for what it returned (the cluster holds other benchmarks' objects too).
     let expectedLists = 0;
+    // A list read whole in pages of k (a window's) may end with an empty page: ⌊n/k⌋ + 1 requests;
+    // a page asked for alone is one.
     const counted =
-      <A extends unknown[], T>(list: (...a: A) => Promise<Listed<T>>, paged: boolean) =>
-      async (...a: A): Promise<Listed<T>> => {
-        const r = await list(...a);
-        // A list of exactly k pages may end with an empty one: at most ⌊n/500⌋ + 1 requests.
-        if (r.ok) expectedLists += paged ? 1 : Math.floor(r.value.length / 500) + 1;
+      <T>(list: (ns: string | undefined, sel: string, page?: PageRequest) => Promise<Listed<T>>) =>
+      async (ns: string | undefined, sel: string, page?: PageRequest): Promise<Listed<T>> => {
+        const r = await list(ns, sel, page);
+        const whole = page === undefined || page.all === true;
+        const k = page?.limit ?? 500;
+        if (r.ok) expectedLists += whole ? Math.floor(r.value.length / k) + 1 : 1;
         return r;
       };
     const kube: Kube = {
       ...funnel,
-      listDisks: counted((ns, sel) => funnel.listDisks(ns, sel), false),
-      listPools: counted((ns?: string, page?: PageRequest) => funnel.listPools(ns, page), true),
-      listVms: counted((ns, sel) => funnel.listVms(ns, sel), false),
+      listDisks: counted((ns, sel, page) => funnel.listDisks(ns, sel, page)),
+      listPools: async (ns?: string, page?: PageRequest) => {
+        const r = await funnel.listPools(ns, page);
+        if (r.ok) expectedLists++;
+        return r;
+      },
+      listVms: counted((ns, sel, page) => funnel.listVms(ns, sel, page)),
     };
     const server0 = cpuReading(servers);
     const s = performance.now();

@@ -27,7 +27,7 @@ import {
   vm,
 } from '../../test/unit/builders.js';
 import { buildGcApp } from './app.js';
-import { WINDOW } from '../../shared/reconcile/index.js';
+import { WINDOW, WINDOW_PAGE } from '../../shared/reconcile/index.js';
 import { testLog } from '../../test/logs.js';
 
 const PING = 'dev.knative.sources.ping';
@@ -57,7 +57,10 @@ function windowLists(
         (o as { metadata: { labels?: Record<string, string> } }).metadata.labels?.[keys.poolUid] ??
           '',
       );
-    const owned = { labelSelector: `${keys.poolUid} in (${uids.join(',')})`, limit: '500' };
+    const owned = {
+      labelSelector: `${keys.poolUid} in (${uids.join(',')})`,
+      limit: String(WINDOW_PAGE.limit),
+    };
     scope = scope
       .get(`${BASE}/namespaces/${ns}/virtualdisks`)
       .query(owned)

@@ -22,7 +22,7 @@ import {
 import { NOW, disk, pool, seededRandom, vm } from '../../test/unit/builders.js';
 import { plan } from '../../shared/domain/index.js';
 import { buildReconcileApp } from './app.js';
-import { WINDOW } from '../../shared/reconcile/index.js';
+import { WINDOW, WINDOW_PAGE } from '../../shared/reconcile/index.js';
 import { testLog } from '../../test/logs.js';
 
 const RES = 'dev.knative.apiserver.resource.';
@@ -73,7 +73,10 @@ function members(
     const uids = pools.filter((p) => nsOf(p) === ns).map((p) => p.metadata.uid ?? '');
     const mine = (o: VirtualMachine | VirtualDisk): boolean =>
       nsOf(o) === ns && uids.includes(o.metadata.labels?.[keys.poolUid] ?? '');
-    const q = { labelSelector: `${keys.poolUid} in (${uids.join(',')})`, limit: '500' };
+    const q = {
+      labelSelector: `${keys.poolUid} in (${uids.join(',')})`,
+      limit: String(WINDOW_PAGE.limit),
+    };
     scope = scope
       .get(`${BASE}/namespaces/${ns}/virtualmachines`)
       .query(q)

@@ -124,6 +124,27 @@ describe('reads', () => {
     expect(last.ok && [last.value.length, 'next' in last]).toEqual([1, false]);
     expect(k.counts()).toEqual({ list: 2, 'list:ok': 2 });
   });
+  it('reads every page in pages of the limit asked for when the request says all', async () => {
+    const scope = nock(API)
+      .get(`${BASE}/namespaces/ns/virtualdisks`)
+      .query({ labelSelector: 'x=y', limit: '3' })
+      .reply(200, {
+        items: [1, 2, 3].map((i) => ({ metadata: { name: `d${i}` }, spec: {} })),
+        metadata: { continue: 'tok' },
+      })
+      .get(`${BASE}/namespaces/ns/virtualdisks`)
+      .query({ labelSelector: 'x=y', limit: '3', continue: 'tok' })
+      .reply(200, { items: [], metadata: { continue: '' } });
+    const r = await kube().listDisks('ns', 'x=y', { limit: 3, all: true });
+    scope.done();
+    // The whole list, no token left to continue: the page that filled its limit exactly was
+    // followed by the empty one the server answers after it.
+    expect(r.ok && [r.value.map((d) => d.metadata.name), 'next' in r]).toEqual([
+      ['d1', 'd2', 'd3'],
+      false,
+    ]);
+  });
+
   it('listDisks in a namespace', async () => {
     const scope = nock(API)
       .get(`${BASE}/namespaces/ns/virtualdisks`)

@@ -254,7 +254,7 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
 
   /**
    * A consistent (quorum) list: no resourceVersion, pages chained with `continue` (or only the page
-   * `page` asks for). Items are parsed one by one; one its model refuses is skipped and named in
+   * `page` asks for, unless it asks for `all`). Items are parsed one by one; one its model refuses is skipped and named in
    * `malformed`, not fatal to the list.
    */
   async function list<T>(
@@ -289,7 +289,7 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
         else malformed.push(malformedOf(KINDS[plural], item, firstIssue(p.error)));
       }
       cont = r.value.next;
-    } while (cont !== undefined && page === undefined);
+    } while (cont !== undefined && (page === undefined || page.all === true));
     for (const m of malformed) report(m);
     return cont === undefined
       ? { ok: true, value: out, malformed }
@@ -392,7 +392,7 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
     getPool: (namespace, name) => get(POOLS, VirtualMachinePool, namespace, name),
     listPools: (namespace, page) => list(POOLS, VirtualMachinePool, namespace, undefined, page),
     listVms: (namespace, selector, page) => list(VMS, VirtualMachine, namespace, selector, page),
-    listDisks: (namespace, selector) => list(DISKS, VirtualDisk, namespace, selector),
+    listDisks: (namespace, selector, page) => list(DISKS, VirtualDisk, namespace, selector, page),
     getVm: (namespace, name) => get(VMS, VirtualMachine, namespace, name),
     createVm: (namespace, vm) => create(VMS, 'VirtualMachine', VirtualMachine, namespace, vm),
     createDisk: (namespace, disk) => create(DISKS, 'VirtualDisk', VirtualDisk, namespace, disk),
@@ -422,7 +422,7 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
       );
     },
 
-    listClaims: (namespace) => list(CLAIMS, VirtualMachineClaim, namespace),
+    listClaims: (namespace, page) => list(CLAIMS, VirtualMachineClaim, namespace, undefined, page),
     updateClaimStatus: (claim) => replace('updateStatus', CLAIMS, VirtualMachineClaim, claim),
 
     recordClaimEvent(namespace: string, claim: ClaimEventTarget, event: PoolEvent) {

@@ -50,6 +50,11 @@ export interface PageRequest {
   readonly continue?: string;
   /** Items per page (default: the funnel's page size). */
   readonly limit?: number;
+  /**
+   * Read every page from there on in pages of `limit`, not only the one asked for: for a caller that
+   * holds the whole list anyway, where a larger page only saves round trips.
+   */
+  readonly all?: boolean;
 }
 
 /** Preconditions for a delete: the object must still be this uid (and this resourceVersion). */
@@ -127,14 +132,21 @@ export interface Kube {
    * page of them (its `next` continues the list), so a scan of any size holds one page at a time.
    */
   listPools(namespace?: string, page?: PageRequest): Promise<Listed<VirtualMachinePool>>;
-  /** VMs matching a label selector, in a namespace or cluster-wide; with `page`, one page of them. */
+  /**
+   * VMs matching a label selector, in a namespace or cluster-wide; with `page`, one page of them (or
+   * all of them in pages of its `limit`, when it says `all`).
+   */
   listVms(
     namespace: string | undefined,
     labelSelector: string,
     page?: PageRequest,
   ): Promise<Listed<VirtualMachine>>;
-  /** Disks matching a label selector, in a namespace or cluster-wide. */
-  listDisks(namespace: string | undefined, labelSelector: string): Promise<Listed<VirtualDisk>>;
+  /** Disks matching a label selector, in a namespace or cluster-wide; `page` as for {@link listVms}. */
+  listDisks(
+    namespace: string | undefined,
+    labelSelector: string,
+    page?: PageRequest,
+  ): Promise<Listed<VirtualDisk>>;
   getVm(namespace: string, name: string): Promise<Outcome<VirtualMachine>>;
   createVm(namespace: string, vm: VirtualMachine): Promise<Outcome<VirtualMachine>>;
   createDisk(namespace: string, disk: VirtualDisk): Promise<Outcome<VirtualDisk>>;
@@ -158,7 +170,10 @@ export interface Kube {
    * (vmpool.virtualization.deckhouse.io/v1alpha1), parsed one by one: a claim its model refuses is
    * named in `malformed`, never failing the others.
    */
-  listClaims(namespace: string | undefined): Promise<Listed<VirtualMachineClaim>>;
+  listClaims(
+    namespace: string | undefined,
+    page?: PageRequest,
+  ): Promise<Listed<VirtualMachineClaim>>;
   /** PUT of a claim's status subresource, conditioned on the claim's resourceVersion. */
   updateClaimStatus(claim: VirtualMachineClaim): Promise<Outcome<VirtualMachineClaim>>;
   /** Records an events.k8s.io/v1 Event regarding a claim of `namespace` (best effort). */

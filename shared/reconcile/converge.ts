@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { PoolStatus, VirtualMachineClaim, VirtualMachinePool } from '../api/index.js';
 import type { Plan, Rand } from '../domain/index.js';
 import { holdBlocked, sameStatus, selectorOf } from '../domain/index.js';
-import type { Failure, Kube, Listed } from '../kube/index.js';
+import type { Failure, Kube, Listed, PageRequest } from '../kube/index.js';
 import { blockMalformed, failClosedUnlessPersisted, reportRefused } from './blocked.js';
 import { execute } from './execute.js';
 import type { ClaimObserver } from './claim-metrics.js';
@@ -76,8 +76,9 @@ const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
 export async function claimsOf(
   kube: Kube,
   namespace: string | undefined,
+  page?: PageRequest,
 ): Promise<Listed<VirtualMachineClaim>> {
-  const got = await kube.listClaims(namespace);
+  const got = await kube.listClaims(namespace, page);
   return !got.ok && got.reason === 'notFound' ? { ok: true, value: [], malformed: [] } : got;
 }
 

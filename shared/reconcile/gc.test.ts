@@ -5,6 +5,7 @@ import { at, disk, HOUR, NOW, ttl30Pool, vm } from '../../test/unit/builders.js'
 import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
 import { testLog } from '../../test/logs.js';
 import { collectDisks } from './gc.js';
+import { WINDOW_PAGE } from './window.js';
 
 const p = ttl30Pool;
 const old = disk(p, 'runners-cache-old001', { freeSince: at(-2 * HOUR) });
@@ -74,8 +75,8 @@ describe('collectDisks', () => {
       'c-cache-old',
     ]);
     expect(f.of('listDisks').map((c) => c.args)).toEqual([
-      ['ci', `${keys.poolUid} in (uid-a,uid-b)`],
-      ['ci', `${keys.poolUid} in (uid-c)`],
+      ['ci', `${keys.poolUid} in (uid-a,uid-b)`, WINDOW_PAGE],
+      ['ci', `${keys.poolUid} in (uid-c)`, WINDOW_PAGE],
     ]);
     // The soonest wake of all windows: the fresh disks are 20 minutes from their ttl.
     expect(out.kind === 'done' ? out.nextWakeMs : undefined).toBe(20 * 60 * 1000);
@@ -101,7 +102,7 @@ describe('collectDisks', () => {
     const out = await collectDisks(f.kube, NOW, testLog('gc'));
     expect(out).toMatchObject({ kind: 'done', deleted: [] });
     expect(f.of('listVms').map((c) => c.args)).toEqual([
-      ['ci', `${keys.poolUid} in (${p.metadata.uid ?? ''})`],
+      ['ci', `${keys.poolUid} in (${p.metadata.uid ?? ''})`, WINDOW_PAGE],
       ['ci', '', {}],
       ['ci', '', { continue: 'p2' }],
     ]);

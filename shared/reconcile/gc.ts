@@ -103,9 +103,9 @@ async function collectWindow(
   log: Logger,
 ): Promise<Outcome<WindowGc>> {
   const places = placesOf(pools);
-  const disks = await listAt(places, (ns, sel) => kube.listDisks(ns, sel));
+  const disks = await listAt(places, (ns, sel, page) => kube.listDisks(ns, sel, page));
   if (!disks.ok) return disks;
-  const vms = await listAt(places, (ns, sel) => kube.listVms(ns, sel));
+  const vms = await listAt(places, (ns, sel, page) => kube.listVms(ns, sel, page));
   if (!vms.ok) return vms;
   // A pool an unparseable VM or disk claims keeps its disks this pass: that VM may reference them,
   // as may one whose references cannot be read (its whole namespace); named ones are in use.

@@ -4,7 +4,7 @@ import { keys, malformedOf } from '../api/index.js';
 import { plan } from '../domain/index.js';
 import type { ReconcileDeps } from './converge.js';
 import { reconcileScope } from './resync.js';
-import { WINDOW } from './window.js';
+import { WINDOW, WINDOW_PAGE } from './window.js';
 import {
   NOW,
   pool,
@@ -64,7 +64,11 @@ describe('reconcileScope over many pools', () => {
       'listVms',
     ]);
     // One window in one namespace: its pools' objects, there.
-    expect(f.of('listVms')[0]?.args).toEqual(['ci', `${keys.poolUid} in (uid-a,uid-b,uid-c)`]);
+    expect(f.of('listVms')[0]?.args).toEqual([
+      'ci',
+      `${keys.poolUid} in (uid-a,uid-b,uid-c)`,
+      WINDOW_PAGE,
+    ]);
     expect(f.of('listPools')[0]?.args).toEqual([undefined, { limit: WINDOW }]);
   });
 
@@ -93,7 +97,11 @@ describe('reconcileScope over many pools', () => {
       passes: 2,
       actions: 3,
     });
-    expect(f.of('listVms')[0]?.args).toEqual(['ci', `${keys.poolUid} in (uid-a,uid-b)`]);
+    expect(f.of('listVms')[0]?.args).toEqual([
+      'ci',
+      `${keys.poolUid} in (uid-a,uid-b)`,
+      WINDOW_PAGE,
+    ]);
   });
 
   it('members are matched to pools by namespace and pool uid, not by name', async () => {

@@ -100,8 +100,8 @@ async function reconcileWindow(
 ): Promise<ScopedOutcome[]> {
   const places = placesOf(pools);
   const [v, d, c] = await Promise.all([
-    listAt(places, (ns, sel) => deps.kube.listVms(ns, sel)),
-    listAt(places, (ns, sel) => deps.kube.listDisks(ns, sel)),
+    listAt(places, (ns, sel, page) => deps.kube.listVms(ns, sel, page)),
+    listAt(places, (ns, sel, page) => deps.kube.listDisks(ns, sel, page)),
     claimsAt(deps.kube, places, pools),
   ]);
   // Without the lists every pool of the window is reconciled on its own reads, as before.

@@ -44,6 +44,50 @@ describe('poolPages', () => {
     ]);
   });
 
+  it('reads the next page while the caller works on this one, never more than one ahead', async () => {
+    const f = fakeKube({ listPools: paged(all) });
+    const gen = poolPages(f.kube, 'ci', 2);
+    const first = await gen.next();
+    expect(first.value).toMatchObject({ ok: true });
+    // The caller holds the first window: the second page is already asked for, the third is not.
+    expect(f.of('listPools').map((c) => c.args[1])).toEqual([
+      { limit: 2 },
+      { limit: 2, continue: '2' },
+    ]);
+    await gen.next();
+    expect(f.of('listPools')).toHaveLength(3);
+  });
+
+  it('a caller that stops early leaves no unhandled rejection behind the page read ahead', async () => {
+    const unhandled: unknown[] = [];
+    const seen = (e: unknown): void => {
+      unhandled.push(e);
+    };
+    process.on('unhandledRejection', seen);
+    try {
+      let calls = 0;
+      const f = fakeKube({
+        listPools: (args) => {
+          calls++;
+          if (calls > 1) throw new Error('crash injected');
+          return paged(all)(args);
+        },
+      });
+      for await (const page of poolPages(f.kube, 'ci', 2)) {
+        expect(page.ok).toBe(true);
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 10));
+      expect(calls).toBe(2);
+      expect(unhandled).toEqual([]);
+      // A caller that goes on is given what the read threw, as before.
+      calls = 0;
+      await expect(drain(poolPages(f.kube, 'ci', 2))).rejects.toThrow('crash injected');
+    } finally {
+      process.off('unhandledRejection', seen);
+    }
+  });
+
   it('restarts after an expired token and leaves out the pools already given', async () => {
     let expiredOnce = false;
     const f = fakeKube({

@@ -6,7 +6,7 @@
  */
 import type { VirtualMachineClaim, VirtualMachinePool } from '../api/index.js';
 import { keys } from '../api/index.js';
-import type { Kube, Listed, Outcome } from '../kube/index.js';
+import type { Kube, Listed, Outcome, PageRequest } from '../kube/index.js';
 import { claimsOf } from './converge.js';
 
 /** Pools per window: one list page, and a label selector of 250 uids (about 10 KB of URL). */
@@ -18,14 +18,24 @@ export const WINDOW = 250;
  */
 export const WINDOW_NAMESPACES = 8;
 
+/**
+ * How a window's own lists are read: all of them, in pages of up to 2,000. The window holds every
+ * page anyway, so pages of the funnel's 500 only add round trips, and a list that fills its last
+ * page exactly costs one more, empty (the API server gives a continue token when it stops at the
+ * limit): 1,000 disks of 250 pools took 3 requests, now 1. 2,000 objects keep one response to a few MB.
+ */
+export const WINDOW_PAGE: PageRequest = { limit: 2000, all: true };
+
 /** How often an expired continue token (410) restarts the pool list before the scan gives up. */
 const RESTARTS = 3;
 
 type Ok<T> = Listed<T> & { ok: true };
 
 /**
- * The scope's pools page by page. A page whose continue token expired (a scan slower than the API
- * server's compaction window) restarts the list from the start, leaving out the pools already given.
+ * The scope's pools page by page. The next page is read while the caller works on this one (one page
+ * ahead at most), so a scan waits for the pool list only once. A page whose continue token expired
+ * (a scan slower than the API server's compaction window) restarts the list from the start, leaving
+ * out the pools already given.
  */
 export async function* poolPages(
   kube: Kube,
@@ -34,28 +44,36 @@ export async function* poolPages(
 ): AsyncGenerator<Listed<VirtualMachinePool>> {
   const given = new Set<string>();
   let restarts = 0;
+  // Async, so that even a read that throws at once is a rejection held by `next`, not a throw here.
+  const read = async (cont: string | undefined): Promise<Listed<VirtualMachinePool>> =>
+    kube.listPools(namespace, { limit, ...(cont === undefined ? {} : { continue: cont }) });
   let cont: string | undefined;
+  let next = read(undefined);
   for (;;) {
-    const page = await kube.listPools(namespace, {
-      limit,
-      ...(cont === undefined ? {} : { continue: cont }),
-    });
+    const page = await next;
     if (!page.ok && page.code === 410 && cont !== undefined && restarts < RESTARTS) {
       restarts++;
       cont = undefined;
+      next = read(undefined);
       continue;
     }
     if (!page.ok) {
       yield page;
       return;
     }
+    cont = page.next;
+    if (cont !== undefined) {
+      next = read(cont);
+      // A caller that stops early never awaits it: what it throws must not become an unhandled
+      // rejection (awaited above, it is thrown to the caller as before).
+      next.catch(() => undefined);
+    }
     const fresh = page.value.filter((p) => !given.has(p.metadata.uid ?? ''));
     for (const p of fresh) given.add(p.metadata.uid ?? '');
     // A server that ignored the limit still gives windows of `limit` (selectors stay short).
     for (let i = 0; i < fresh.length || i === 0; i += limit)
       yield { ...page, value: fresh.slice(i, i + limit) };
-    if (page.next === undefined) return;
-    cont = page.next;
+    if (cont === undefined) return;
   }
 }
 
@@ -83,12 +101,12 @@ export function placesOf(pools: readonly VirtualMachinePool[]): Place[] {
   return [...byNamespace].map(([namespace, group]) => ({ namespace, selector: ownedBy(group) }));
 }
 
-/** Lists `list` at every place, as one list: the first failure fails it. */
+/** Lists `list` at every place in pages of {@link WINDOW_PAGE}, as one list: the first failure fails it. */
 export async function listAt<T>(
   places: readonly Place[],
-  list: (namespace: string | undefined, selector: string) => Promise<Listed<T>>,
+  list: (namespace: string | undefined, selector: string, page: PageRequest) => Promise<Listed<T>>,
 ): Promise<Listed<T>> {
-  const parts = await Promise.all(places.map((p) => list(p.namespace, p.selector)));
+  const parts = await Promise.all(places.map((p) => list(p.namespace, p.selector, WINDOW_PAGE)));
   const failed = parts.find((p) => !p.ok);
   if (failed !== undefined) return failed;
   const ok = parts as Ok<T>[];
@@ -118,7 +136,7 @@ export async function claimsAt(
   places: readonly Place[],
   pools: readonly VirtualMachinePool[],
 ): Promise<Outcome<WindowClaims>> {
-  const got = await listAt(places, (ns) => claimsOf(kube, ns));
+  const got = await listAt(places, (ns, _, page) => claimsOf(kube, ns, page));
   if (!got.ok) return got;
   const byPool = new Map<string, VirtualMachineClaim[]>(
     pools.map((p) => [claimKey(p.metadata.namespace, p.metadata.name), []]),
