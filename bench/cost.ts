@@ -81,8 +81,9 @@ export function meetsFormula(c: Cost): boolean | undefined {
 }
 
 /**
- * Beyond each formula, one status write (updateStatus 2 with the fence): the pass after the actions
- * reports what landed. The fence was written before them, with the counts of the members then.
+ * Beyond the create side's formula, one status write (updateStatus 2 with the fence): the pass after
+ * the creates reports the new members, which the fence could not count before they existed. The
+ * delete side has none: its fence already reports the members as the deletes leave them.
  */
 const upBy = (k: number) => ({
   writes: k * (1 + DISKS) + 1,
@@ -94,7 +95,7 @@ const downBy = (k: number) => ({
   writes: 2 * k + 1,
   text: `${k} deletes + 1 fence + ${k} disk stamps = ${2 * k + 1}`,
   beyond:
-    '+1 status write, kept: it reports the delete landed (replicas, ready/available/updated counts and Progressing change, not only the inert realized delete in intent); the fence cannot say it ahead (a delete may still be refused; a Terminating VM counts in status.replicas)',
+    'the fence says what the deletes leave (a victim without a finalizer gone, one with a finalizer Terminating) and the done delete left in intent is inert, so no status write should follow them: a write beyond the formula is a defect',
 });
 
 /**

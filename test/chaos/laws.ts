@@ -5,7 +5,7 @@
  */
 import type { Hono } from 'hono';
 import { PING, keys } from '../../shared/api/index.js';
-import { templateHash } from '../../shared/domain/index.js';
+import { templateHash, withoutDoneDeletes } from '../../shared/domain/index.js';
 import type { NodeEnv } from '../../shared/http/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import { DELETE, RETAIN, writesBetween } from './kit.js';
@@ -102,7 +102,8 @@ export async function checkConverged(kube: Kube, obs: Observer, e: Expect): Prom
     say(`L4/convergence: ${spares.length} standby members, want ${e.standby ?? 0}`);
   if (e.standby !== undefined && st.standbyReplicas !== spares.length)
     say(`status.standbyReplicas ${st.standbyReplicas} but ${spares.length} standby members`);
-  const intent = st.intent;
+  // Recorded deletes that are done (no live member has their uid) are inert: a later write drops them.
+  const intent = withoutDoneDeletes(st, new Set(everyone.map((m) => m.metadata.uid)))?.intent;
   if (intent !== undefined && Object.values(intent).some((v) => Array.isArray(v) && v.length > 0))
     say(`intent not cleared: ${JSON.stringify(intent)}`);
   if ((pool.metadata.annotations?.[keys.scaleDownTargets] ?? '') !== '')

@@ -12,6 +12,7 @@ import { startStack, type Stack } from './stack.js';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
 import { createLogger, serveApp, type ServedApp } from '../../shared/http/index.js';
 import { expectedVictims } from '../chaos/laws.js';
+import { members as readMembers, openIntent } from './members.js';
 import type { Seen } from '../chaos/observer.js';
 
 const TRIALS = Number(process.env.VMPOOL_CONCURRENCY_TRIALS ?? 8);
@@ -131,7 +132,8 @@ async function settled(pool: string, n: number): Promise<void> {
     async () => {
       const st = (await read('virtualmachinepools', ns, pool))?.status as
         { replicas?: number; intent?: unknown } | undefined;
-      return st?.replicas === n && st.intent === undefined ? true : undefined;
+      const open = openIntent(st?.intent, await readMembers(ns, pool));
+      return st?.replicas === n && open === undefined ? true : undefined;
     },
     60_000,
   );

@@ -3,6 +3,8 @@
  * @module
  */
 import { GROUP, VERSION, keys } from '../../shared/api/index.js';
+import type { Intent, PoolStatus } from '../../shared/api/index.js';
+import { withoutDoneDeletes } from '../../shared/domain/index.js';
 import { cluster, type Obj } from './harness.js';
 
 /** A member VM as the tests look at it. */
@@ -52,4 +54,15 @@ export async function members(namespace: string, pool: string): Promise<Member[]
       ...(status.phase ? { phase: status.phase } : {}),
     };
   });
+}
+
+/**
+ * What a pool's recorded `intent` still has to do, given its members: the recorded deletes that are
+ * done (no live member has their uid) are inert and stay until a later write drops them, so they are
+ * left out. Undefined: nothing pending, the pool is at rest.
+ */
+export function openIntent(intent: unknown, all: readonly Member[]): Intent | undefined {
+  if (intent === undefined) return undefined;
+  const live = new Set(all.filter((m) => !m.terminating).map((m) => m.uid));
+  return withoutDoneDeletes({ intent } as PoolStatus, live)?.intent;
 }

@@ -17,7 +17,7 @@ import {
   newNamespace,
   read,
 } from './harness.js';
-import { listObjects, members as readMembers, type Member } from './members.js';
+import { listObjects, members as readMembers, openIntent, type Member } from './members.js';
 import { runnersVm, smallPool } from '../../local/guide.js';
 import { startStack, type Stack } from './stack.js';
 
@@ -76,7 +76,7 @@ async function converged(pool: string, n: number, phase = 'Running', timeoutMs =
         ms.length === n &&
         ms.every((m) => !m.terminating && m.phase === phase) &&
         st.replicas === n &&
-        st.intent === undefined;
+        openIntent(st.intent, ms) === undefined;
       return ok ? ms : undefined;
     },
     timeoutMs,

@@ -5,13 +5,20 @@
  * @module
  */
 import type {
+  Intent,
   VirtualDisk,
   VirtualMachine,
   VirtualMachineClaim,
   VirtualMachinePool,
 } from '../../shared/api/index.js';
 import type { Action, Observed, Plan, Rand } from '../../shared/domain/index.js';
-import { plan, recordedTargets, rfc3339, withTargets } from '../../shared/domain/index.js';
+import {
+  plan,
+  recordedTargets,
+  rfc3339,
+  withTargets,
+  withoutDoneDeletes,
+} from '../../shared/domain/index.js';
 import { seededRandom } from '../../local/simulator/rng.js';
 
 /** The objects of one pool's namespace. */
@@ -21,6 +28,17 @@ export interface World {
   disks: VirtualDisk[];
   /** Claims of the namespace (absent: none). */
   claims?: VirtualMachineClaim[];
+}
+
+/**
+ * The pool's recorded intent without the deletes that are done (their member Terminating or gone):
+ * those are inert and stay until a write that happens anyway drops them. Undefined: nothing pending.
+ */
+export function openIntent(w: World): Intent | undefined {
+  const live = new Set(
+    w.vms.filter((v) => v.metadata.deletionTimestamp === undefined).map((v) => v.metadata.uid),
+  );
+  return withoutDoneDeletes(w.pool.status, live as Set<string>)?.intent;
 }
 
 /** What a reconcile reads. */

@@ -17,7 +17,14 @@ import {
   later,
 } from '../../../test/unit/builders.js';
 import type { World } from '../../../test/unit/world.js';
-import { annotate, apply, converge, observedOf, scale } from '../../../test/unit/world.js';
+import {
+  annotate,
+  apply,
+  converge,
+  observedOf,
+  scale,
+  openIntent,
+} from '../../../test/unit/world.js';
 import type { Action } from './actions.js';
 import { isFenced } from './actions.js';
 import { nameOf, planScaleDownWith } from '../fleet/index.js';
@@ -67,7 +74,7 @@ describe('fleet control: drain before removal', () => {
     ]);
     expect(names(w)).toEqual(['runners-m0xxx', 'runners-m1xxx']);
     expect(w.pool.status?.drainingReplicas).toBe(0);
-    expect(w.pool.status?.intent).toBeUndefined();
+    expect(openIntent(w)).toBeUndefined();
   });
 
   it('deletes at the timeout with a DrainTimedOut reason', () => {
@@ -92,7 +99,7 @@ describe('fleet control: drain before removal', () => {
     expect(names(w)).toHaveLength(3);
     for (const v of w.vms) expect(v.metadata.annotations?.[keys.drainRequested]).toBeUndefined();
     expect(w.pool.status?.drainingReplicas).toBe(0);
-    expect(w.pool.status?.intent).toBeUndefined();
+    expect(openIntent(w)).toBeUndefined();
   });
 
   it('survives a crash anywhere: the drain is on the VM and the victim in the recorded intent', () => {

@@ -13,7 +13,7 @@ import {
   later,
 } from '../../../test/unit/builders.js';
 import type { World } from '../../../test/unit/world.js';
-import { converge, observedOf, scale } from '../../../test/unit/world.js';
+import { converge, observedOf, scale, openIntent } from '../../../test/unit/world.js';
 import { plan } from './index.js';
 import { planScaleDownWith } from '../fleet/index.js';
 
@@ -76,7 +76,7 @@ describe('spec.paused', () => {
     const { w: after } = converge(paused(w, false), later(SECOND));
     expect(after.vms).toHaveLength(3);
     expect(after.pool.status?.conditions?.find((c) => c.type === 'Paused')).toBeUndefined();
-    expect(after.pool.status?.intent).toBeUndefined();
+    expect(openIntent(after)).toBeUndefined();
   });
 
   it('refuses scaledownwith with 409 saying the pool is paused', () => {

@@ -6,7 +6,7 @@
  * updates → order (batches.ts) → intent → status (roster.ts, status.ts).
  * @module
  */
-import type { Intent, PoolStatus } from '../../api/index.js';
+import type { Intent, PoolStatus, VirtualMachine } from '../../api/index.js';
 import type { Action } from './actions.js';
 import { isFenced } from './actions.js';
 import type { ClaimsPlan } from './claims.js';
@@ -25,7 +25,7 @@ import { decideReplace } from './replace.js';
 import { afterCount, replacedBySide } from './sides.js';
 import { intentOf, nextAvailable, order, promotable, rosterOf, statusFacts } from './roster.js';
 import { decideStandby } from './standby.js';
-import { computeStatus, sameStatus } from './status.js';
+import { computeStatus, membersAfterDeletes, sameStatus, withoutDoneDeletes } from './status.js';
 import { memberUpdates } from './updates.js';
 
 export * from './actions.js';
@@ -132,9 +132,12 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
     claims: claims.intent,
   });
   const removed = new Set([...count.leaving, ...replace.victims.map((d) => nameOf(d.vm))]);
+  const deleted = new Map<string, string>();
+  for (const a of actions) if (a.kind === 'deleteVm') deleted.set(a.name, a.uid);
   const status = computeStatus({
     pool,
-    members: split.active.members,
+    // The status the fence writes says what the pass leaves: the pass after writes nothing more.
+    members: membersAfterDeletes(split.active.members, deleted, now),
     hash: view.hash,
     intent,
     now,
@@ -146,7 +149,10 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
       ...statusFacts(view, split, replace),
     },
   });
-  const writeStatus = !sameStatus(status, pool.status);
+  const writeStatus = !sameStatus(
+    status,
+    withoutDoneDeletes(pool.status, liveUids(view.live.values())),
+  );
   const fenced = actions.some(isFenced);
   const due = [
     leave.recheckAt?.getTime(),
@@ -165,6 +171,13 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
     events: writeStatus || fenced ? [...count.warnings.map(invalidCost), ...replace.events] : [],
     ...(recheck === Infinity ? {} : { recheckAt: new Date(recheck) }),
   };
+}
+
+/** The uids of the pool's live members (Terminating ones left out). */
+function liveUids(live: Iterable<VirtualMachine>): Set<string> {
+  const out = new Set<string>();
+  for (const m of live) out.add(m.metadata.uid ?? '');
+  return out;
 }
 
 /** A plan that does nothing and writes `status` when it differs. */
@@ -203,7 +216,10 @@ function paused(split: Split, pending: readonly string[], now: Date, claims: Cla
   });
   // Claims still learn why they wait (PoolPaused), and finish a binding the member already shows.
   const statuses = [...claims.statuses];
-  const writeStatus = !sameStatus(status, prev);
+  const writeStatus = !sameStatus(
+    status,
+    withoutDoneDeletes(prev, liveUids([...split.active.live.values(), ...split.standbyLive])),
+  );
   return statuses.length === 0
     ? idle(status, writeStatus)
     : { ...idle(status, writeStatus), actions: statuses, batches: [statuses] };

@@ -8,7 +8,14 @@ import fc from 'fast-check';
 import { keys } from '../../api/index.js';
 import { NOW, pool, seededRandom } from '../../../test/unit/builders.js';
 import type { World } from '../../../test/unit/world.js';
-import { applyAction, converge, observedOf, readOf, scale } from '../../../test/unit/world.js';
+import {
+  applyAction,
+  converge,
+  observedOf,
+  readOf,
+  scale,
+  openIntent,
+} from '../../../test/unit/world.js';
 import type { Action } from './actions.js';
 import { isGate } from './actions.js';
 import { isStandby } from '../fleet/index.js';
@@ -144,7 +151,7 @@ describe('standby L1 as a property', () => {
             active: w.pool.spec.replicas,
             standby: w.pool.spec.standby?.replicas,
           });
-          expect(w.pool.status?.intent).toBeUndefined();
+          expect(openIntent(w)).toBeUndefined();
           const idle = plan(observedOf(w), NOW, seededRandom(7));
           expect([idle.actions.length, idle.writeStatus]).toEqual([0, false]);
         }

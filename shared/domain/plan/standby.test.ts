@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { keys } from '../../api/index.js';
 import { MINUTE, NOW, pool, seededRandom, later } from '../../../test/unit/builders.js';
 import type { World } from '../../../test/unit/world.js';
-import { converge, observedOf, scale } from '../../../test/unit/world.js';
+import { converge, observedOf, scale, openIntent } from '../../../test/unit/world.js';
 import type { Action } from './actions.js';
 import { isFenced, isGate } from './actions.js';
 import { isStandby, nameOf, planScaleDownWith } from '../fleet/index.js';
@@ -57,7 +57,7 @@ describe('warm standby', () => {
       readyStandbyReplicas: 3,
       selector: `${keys.poolUid}=pool-uid-1,${keys.standby} notin (true)`,
     });
-    expect(w.pool.status?.intent).toBeUndefined();
+    expect(openIntent(w)).toBeUndefined();
     // L5: converged, nothing to write.
     const idle = plan(observedOf(w), later(MINUTE), seededRandom(5));
     expect([idle.actions, idle.writeStatus]).toEqual([[], false]);
@@ -88,7 +88,7 @@ describe('warm standby', () => {
     expect([active.length, standby.length]).toEqual([5, 2]);
     expect(active.map(nameOf)).toEqual(expect.arrayContaining(before));
     expect(creates(plans)).toHaveLength(3);
-    expect(w.pool.status?.intent).toBeUndefined();
+    expect(openIntent(w)).toBeUndefined();
   });
 
   it('Running standby: members run idle and count as ready standby', () => {

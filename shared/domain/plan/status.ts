@@ -242,6 +242,52 @@ function setOptional<K extends keyof PoolStatus>(
   else status[key] = value;
 }
 
+/**
+ * The members as the plan's deletes leave them, for the status the fence writes: a member deleted
+ * without a finalizer is gone once its delete lands (Background propagation), one with a finalizer is
+ * Terminating. Each delete carries the resourceVersion the plan read, so one that lands finds the
+ * member as read, finalizers included; one that does not (409) makes the pass re-read and write the
+ * status again. So the pass after the deletes finds the status already right and writes nothing.
+ */
+export function membersAfterDeletes(
+  members: readonly VirtualMachine[],
+  deletes: ReadonlyMap<string, string>,
+  now: Date,
+): VirtualMachine[] {
+  if (deletes.size === 0) return [...members];
+  const at = rfc3339(now);
+  const out: VirtualMachine[] = [];
+  for (const m of members) {
+    if (deletes.get(m.metadata.name ?? '') !== m.metadata.uid) out.push(m);
+    else if ((m.metadata.finalizers ?? []).length > 0)
+      out.push({
+        ...m,
+        metadata: { ...m.metadata, deletionTimestamp: m.metadata.deletionTimestamp ?? at },
+      });
+  }
+  return out;
+}
+
+/**
+ * `stored` without the recorded deletes that are done (their member Terminating or gone, so no live
+ * member has their uid): such an entry is inert (observe ignores it, and a uid never names a
+ * newcomer), so it alone is no reason to write; the next write that happens anyway drops it.
+ */
+export function withoutDoneDeletes(
+  stored: PoolStatus | undefined,
+  liveUids: ReadonlySet<string>,
+): PoolStatus | undefined {
+  const deletes = stored?.intent?.deletes;
+  if (stored === undefined || deletes === undefined) return stored;
+  const pending = deletes.filter((d) => liveUids.has(d.uid));
+  if (pending.length === deletes.length) return stored;
+  const intent = normalizeIntent({ ...stored.intent, deletes: pending });
+  const out: PoolStatus = { ...stored };
+  if (intent === undefined) delete out.intent;
+  else out.intent = intent;
+  return out;
+}
+
 /** True when two statuses are the same document (so writing would change nothing). */
 export function sameStatus(a: PoolStatus | undefined, b: PoolStatus | undefined): boolean {
   return canonicalJson(a ?? {}) === canonicalJson(b ?? {});
