@@ -314,7 +314,9 @@ export const Intent = z
         }),
       )
       .optional()
-      .describe('Members recorded to be deleted and still live.'),
+      .describe(
+        'Members recorded to be deleted. An entry whose member is gone or Terminating is done and inert (its uid names no live member); a later status write drops it.',
+      ),
     bindings: z.array(Binding).optional().describe('Retain disks recorded as bound to members.'),
     claims: z
       .array(ClaimBinding)

@@ -135,13 +135,30 @@ export function applyAction(
         w: { ...w, vms: vms.map((v) => (nameOf(v) === nameOf(a.vm) ? settle(a.vm) : v)) },
         ok: true,
       };
-    case 'deleteVm':
-      // Preconditioned on what the plan read (L7): a member changed since is left alone.
+    case 'deleteVm': {
+      // Preconditioned on what the plan read (L7): a member changed since is left alone. A member
+      // with a finalizer stays Terminating (Background propagation), one without is gone at once.
       if (stale(vms, a.name, read?.vms)) return { w, ok: false };
-      return {
-        w: { ...w, vms: vms.filter((v) => !(nameOf(v) === a.name && v.metadata.uid === a.uid)) },
-        ok: true,
-      };
+      const hit = (v: VirtualMachine): boolean => nameOf(v) === a.name && v.metadata.uid === a.uid;
+      const held = (v: VirtualMachine): boolean => (v.metadata.finalizers ?? []).length > 0;
+      const at = rfc3339(now);
+      const next = vms.flatMap((v) =>
+        !hit(v)
+          ? [v]
+          : held(v)
+            ? [
+                {
+                  ...v,
+                  metadata: {
+                    ...v.metadata,
+                    deletionTimestamp: v.metadata.deletionTimestamp ?? at,
+                  },
+                },
+              ]
+            : [],
+      );
+      return { w: { ...w, vms: next }, ok: true };
+    }
     case 'createDisk':
       if (disks.some((d) => nameOf(d) === nameOf(a.disk))) return { w, ok: true };
       return { w: { ...w, disks: [...disks, createdDisk(a.disk)] }, ok: true };
