@@ -7,6 +7,15 @@
 export const PARALLEL = 16;
 
 /**
+ * Concurrency for the disk GC's deletes (each with its Event). A pass may have thousands due, none
+ * of which a user waits on one by one, and its writes are preconditioned deletes the API server takes
+ * side by side: a raw loop deleting 5,000 disks here took 14.7 s at 16 in flight, 12.9 s at 64 and
+ * 10.7 s at 128. 64 keeps the pass near the server's rate and well inside its default limit of
+ * 200 mutating requests in flight, leaving room for every other client.
+ */
+export const GC_PARALLEL = 64;
+
+/**
  * Runs `fn` over `items` with at most `limit` in flight, results in item order. With `slowStart`,
  * the window opens at one call and grows by one with every success (so it doubles per round trip,
  * as ReplicaSet's batches do, without waiting for a whole batch), and no further call starts after a

@@ -19,7 +19,7 @@ import {
   poolKey,
 } from '../domain/index.js';
 import type { Failure, Kube, Listed, Outcome } from '../kube/index.js';
-import { PARALLEL, runBounded } from './batch.js';
+import { GC_PARALLEL, PARALLEL, runBounded } from './batch.js';
 import { WINDOW, listAt, placesOf, poolPages } from './window.js';
 
 /** What a GC pass did. */
@@ -144,7 +144,7 @@ async function collectWindow(
   }
   let denied: Failure | undefined;
   const poolOf = new Map(pools.map((p) => [`${p.metadata.namespace ?? ''}/${nameOf(p)}`, p]));
-  const results = await runBounded(gc.collect, PARALLEL, async (c) => {
+  const results = await runBounded(gc.collect, GC_PARALLEL, async (c) => {
     const pre = { uid: c.uid, resourceVersion: c.resourceVersion };
     const o = await kube.deleteDisk(c.namespace, c.name, pre);
     const pool = poolOf.get(`${c.namespace}/${c.pool}`);
