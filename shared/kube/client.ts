@@ -254,8 +254,8 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
 
   /**
    * A consistent (quorum) list: no resourceVersion, pages chained with `continue` (or only the page
-   * `page` asks for, unless it asks for `all`). Items are parsed one by one; one its model refuses is skipped and named in
-   * `malformed`, not fatal to the list.
+   * `page` asks for, unless it asks for `all`). Items are parsed one by one; one its model refuses
+   * is skipped and named in `malformed`, not fatal to the list.
    */
   async function list<T>(
     plural: Plural,

@@ -132,12 +132,10 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
     claims: claims.intent,
   });
   const removed = new Set([...count.leaving, ...replace.victims.map((d) => nameOf(d.vm))]);
-  const deleted = new Map<string, string>();
-  for (const a of actions) if (a.kind === 'deleteVm') deleted.set(a.name, a.uid);
   const status = computeStatus({
     pool,
     // The status the fence writes says what the pass leaves: the pass after writes nothing more.
-    members: membersAfterDeletes(split.active.members, deleted, now),
+    members: membersAfterDeletes(split.active.members, actions, now),
     hash: view.hash,
     intent,
     now,

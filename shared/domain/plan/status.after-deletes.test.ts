@@ -18,6 +18,7 @@ import {
   readOf,
   scale,
 } from '../../../test/unit/world.js';
+import type { Action } from './actions.js';
 import { membersAfterDeletes, withoutDoneDeletes } from './status.js';
 import { plan } from './index.js';
 
@@ -125,6 +126,12 @@ describe('the fence says what the deletes leave', () => {
 
 describe('membersAfterDeletes', () => {
   const p = pool({ replicas: 2 });
+  const del = (name: string, uid: string): Action => ({
+    kind: 'deleteVm',
+    name,
+    uid,
+    why: 'scaleDown',
+  });
   const member = (name: string, finalizers?: string[]): VirtualMachine => {
     const { vm } = steady(p, name);
     return finalizers === undefined ? vm : { ...vm, metadata: { ...vm.metadata, finalizers } };
@@ -132,10 +139,10 @@ describe('membersAfterDeletes', () => {
 
   it('drops a deleted member without a finalizer and marks one with a finalizer, by name and uid', () => {
     const members = [member('runners-aaaaa'), member('runners-bbbbb', [FINALIZER])];
-    const deletes = new Map([
-      ['runners-aaaaa', 'uid-runners-aaaaa'],
-      ['runners-bbbbb', 'uid-runners-bbbbb'],
-    ]);
+    const deletes = [
+      del('runners-aaaaa', 'uid-runners-aaaaa'),
+      del('runners-bbbbb', 'uid-runners-bbbbb'),
+    ];
     const out = membersAfterDeletes(members, deletes, NOW);
     expect(out.map((m) => [m.metadata.name, m.metadata.deletionTimestamp])).toEqual([
       ['runners-bbbbb', '2025-01-01T12:00:00Z'],
@@ -144,7 +151,7 @@ describe('membersAfterDeletes', () => {
 
   it('leaves a same-named member of another uid alone', () => {
     const members = [member('runners-aaaaa')];
-    const out = membersAfterDeletes(members, new Map([['runners-aaaaa', 'uid-other']]), NOW);
+    const out = membersAfterDeletes(members, [del('runners-aaaaa', 'uid-other')], NOW);
     expect(out).toEqual(members);
   });
 });

@@ -11,6 +11,7 @@ import type {
   VirtualMachinePool,
 } from '../../api/index.js';
 import { keys } from '../../api/index.js';
+import type { Action } from './actions.js';
 import { canonicalJson, rfc3339 } from '../formats/index.js';
 import { normalizeIntent } from './intent.js';
 import {
@@ -251,9 +252,11 @@ function setOptional<K extends keyof PoolStatus>(
  */
 export function membersAfterDeletes(
   members: readonly VirtualMachine[],
-  deletes: ReadonlyMap<string, string>,
+  actions: readonly Action[],
   now: Date,
 ): VirtualMachine[] {
+  const deletes = new Map<string, string>();
+  for (const a of actions) if (a.kind === 'deleteVm') deletes.set(a.name, a.uid);
   if (deletes.size === 0) return [...members];
   const at = rfc3339(now);
   const out: VirtualMachine[] = [];
