@@ -3,6 +3,7 @@ import { keys } from '../api/index.js';
 import type { PoolEvent } from '../kube/index.js';
 import { at, disk, HOUR, NOW, ttl30Pool, vm } from '../../test/unit/builders.js';
 import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
+import type { Script } from '../../test/unit/fake-kube.js';
 import { testLog } from '../../test/logs.js';
 import { collectDisks } from './gc.js';
 import { WINDOW_PAGE } from './window.js';
@@ -107,5 +108,89 @@ describe('collectDisks', () => {
       ['ci', '', { continue: 'p2' }],
     ]);
     expect(f.of('deleteDisk')).toEqual([]);
+  });
+});
+
+describe('collectDisks, windows in flight', () => {
+  const pools = ['a', 'b', 'c', 'd', 'e'].map((name) => ({
+    ...p,
+    metadata: { ...p.metadata, name, uid: `uid-${name}` },
+  }));
+  const disks = pools.map((q) =>
+    disk(q, `${q.metadata.name}-cache-old`, { freeSince: at(-2 * HOUR) }),
+  );
+  const owned = (sel: string) =>
+    disks.filter((d) => sel.includes(d.metadata.labels?.[keys.poolUid] ?? '?'));
+  // One pool per window, pages of one.
+  const listPools = (...[[, page]]: Parameters<Script['listPools'] & object>) => {
+    const from = Number(page?.continue ?? '0');
+    const value = pools.slice(from, from + 1);
+    return from + 1 < pools.length
+      ? { ok: true as const, value, next: String(from + 1) }
+      : { ok: true as const, value };
+  };
+  const gate = () => {
+    let open = (): void => undefined;
+    const opened = new Promise<void>((r) => (open = r));
+    return { open, opened };
+  };
+
+  it("reads the next window while one window's deletes are in flight, and never more than two windows at once", async () => {
+    const g = gate();
+    let listedWhileHeld = 0;
+    let held = true;
+    const f = fakeKube({
+      listPools,
+      listDisks: ([, sel]) => {
+        if (held) listedWhileHeld++;
+        return ok(owned(sel));
+      },
+      deleteDisk: async ([, name]) => {
+        if (name === 'a-cache-old') await g.opened;
+        return ok(undefined);
+      },
+    });
+    const out = collectDisks(f.kube, NOW, testLog('gc'), 1);
+    // Let every read that may start without the first window's delete start.
+    for (let i = 0; i < 50; i++) await Promise.resolve();
+    await new Promise((r) => setTimeout(r, 10));
+    // Window a holds its delete: window b was read beside it, and no third window started.
+    expect(listedWhileHeld).toBe(2);
+    expect(f.of('listDisks').map((c) => c.args[1])).toEqual([
+      `${keys.poolUid} in (uid-a)`,
+      `${keys.poolUid} in (uid-b)`,
+    ]);
+    held = false;
+    g.open();
+    const done = await out;
+    // Every window counted, in window order.
+    expect(done.kind === 'done' ? done.deleted.map((c) => c.name) : done).toEqual(
+      disks.map((d) => d.metadata.name),
+    );
+  });
+
+  it('a failed window stops the pass, after the window beside it finished its deletes; no window starts after it', async () => {
+    const g = gate();
+    const deletedAt: string[] = [];
+    const f = fakeKube({
+      listPools,
+      listDisks: ([, sel]) =>
+        sel.includes('uid-b') ? fail('transient', 'etcd timeout') : ok(owned(sel)),
+      deleteDisk: async ([, name]) => {
+        await g.opened;
+        deletedAt.push(name);
+        return ok(undefined);
+      },
+    });
+    const out = collectDisks(f.kube, NOW, testLog('gc'), 1);
+    let answered = false;
+    void out.then(() => (answered = true));
+    await new Promise((r) => setTimeout(r, 10));
+    // Window b failed while a's delete waits: the pass has not answered.
+    expect(answered).toBe(false);
+    g.open();
+    expect(await out).toEqual({ kind: 'retry', reason: 'etcd timeout' });
+    expect(deletedAt).toEqual(['a-cache-old']);
+    expect(f.of('listDisks')).toHaveLength(2);
   });
 });

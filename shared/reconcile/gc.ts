@@ -57,14 +57,23 @@ interface WindowGc {
 }
 
 /**
- * A pass reads the cluster a window of pools at a time (`window.ts`), so it holds one window
- * whatever the cluster's size; each window's deletes are done before the next is read.
+ * Windows a pass works on at once. While one window's lists are parsed or its disks deleted, the API
+ * server already serves the next one's: one window at a time left the server idle during our parse
+ * and us idle during its list. Windows share no pool, so neither's reads bear on the other's deletes.
+ */
+export const GC_WINDOWS_IN_FLIGHT = 2;
+
+/**
+ * A pass reads the cluster a window of pools at a time (`window.ts`), so it holds at most
+ * {@link GC_WINDOWS_IN_FLIGHT} windows whatever the cluster's size; a window's deletes are done
+ * before its result is counted, and the pass answers only once no window is in flight.
  */
 export async function collectDisks(
   kube: Kube,
   now: Date,
   log: Logger,
   window = WINDOW,
+  windowsInFlight = GC_WINDOWS_IN_FLIGHT,
 ): Promise<GcOutcome> {
   const refused = (f: Failure): GcOutcome => {
     const reason = forbiddenMessage('disk-gc-tick', f.message);
@@ -76,16 +85,39 @@ export async function collectDisks(
   const deleted: Collect[] = [];
   let skipped = 0;
   let nextWakeMs: number | undefined;
-  for await (const page of poolPages(kube, undefined, window)) {
-    if (!page.ok) return failed(page);
-    if (page.value.length === 0) continue;
-    const w = await collectWindow(kube, page.value, now, log);
-    if (!w.ok) return failed(w);
+  let failure: Failure | undefined;
+  // Windows in flight, oldest first; each is counted as it is taken off.
+  const inFlight: Promise<Outcome<WindowGc>>[] = [];
+  const settleOldest = async (): Promise<void> => {
+    const w = await inFlight.shift();
+    if (w === undefined || !w.ok) return;
     deleted.push(...w.value.deleted);
     skipped += w.value.skipped;
     const wake = w.value.nextWakeMs;
     if (wake !== undefined) nextWakeMs = Math.min(nextWakeMs ?? wake, wake);
+  };
+  for await (const page of poolPages(kube, undefined, window)) {
+    if (!page.ok) {
+      failure ??= page;
+      break;
+    }
+    if (page.value.length === 0) continue;
+    // A failure is known as soon as it happens, so no window starts after it, even while an older
+    // window's deletes are still in flight.
+    const w = collectWindow(kube, page.value, now, log).then((o) => {
+      if (!o.ok) failure ??= o;
+      return o;
+    });
+    // A window left behind by another's throw (a bug) must not become an unhandled rejection too.
+    w.catch(() => undefined);
+    inFlight.push(w);
+    if (inFlight.length >= windowsInFlight) await settleOldest();
+    if (failure !== undefined) break;
   }
+  // A failed window stops the pass, but not before the window beside it is done: nothing of this
+  // pass writes after it answered.
+  while (inFlight.length > 0) await settleOldest();
+  if (failure !== undefined) return failed(failure);
   return { kind: 'done', deleted, skipped, nextWakeMs };
 }
 
