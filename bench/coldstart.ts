@@ -12,7 +12,7 @@ import { mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { BANNER, buildBundles, ROOT } from '../scripts/build.js';
-import { RUNTIME_FLAGS, imageStart } from '../scripts/image-start.js';
+import { RUNTIME_ENV, RUNTIME_FLAGS, imageStart } from '../scripts/image-start.js';
 import { buildSnapshot } from '../scripts/snapshot.js';
 import { listeningPort, peakRss } from './ticks.js';
 import { median } from './objects.js';
@@ -60,7 +60,8 @@ export async function startOnce(
   const t0 = performance.now();
   const child = spawn(process.execPath, [...args], {
     ...(cwd === undefined ? {} : { cwd }),
-    env: { PATH: process.env.PATH, KUBECONFIG: kubeconfig, PORT: '0' },
+    // Every variant in the image's environment, as each would run inside the image.
+    env: { ...RUNTIME_ENV, PATH: process.env.PATH, KUBECONFIG: kubeconfig, PORT: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   try {

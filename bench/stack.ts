@@ -80,6 +80,7 @@ export async function startStack(
   if (profile.length > 0) mkdirSync(FUNCTION_PROFILE_DIR, { recursive: true });
   const child = spawn(process.execPath, [...profile, ...start.args], {
     env: {
+      ...start.env,
       PATH: process.env.PATH,
       KUBECONFIG: kubeconfigPath,
       PORT: '0',

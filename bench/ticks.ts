@@ -13,10 +13,14 @@ import type { FunctionName } from '../scripts/build.js';
 import { imageStart } from '../scripts/image-start.js';
 import { buildSnapshot } from '../scripts/snapshot.js';
 
-/** How a function is started: node's arguments and the working directory they are relative to. */
+/**
+ * How a function is started: node's arguments, the working directory they are relative to, and the
+ * environment the image adds.
+ */
 export interface Start {
   readonly args: readonly string[];
   readonly cwd?: string;
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -31,7 +35,7 @@ export async function imageStarts<N extends FunctionName>(
   for (const name of names) {
     await buildSnapshot(join(dir, 'dist'), name);
     const start = imageStart(name);
-    out[name] = { args: [...start.command.slice(1), ...start.args], cwd: dir };
+    out[name] = { args: [...start.command.slice(1), ...start.args], cwd: dir, env: start.env };
   }
   return out;
 }
@@ -163,7 +167,7 @@ export async function functionTicks(
       ? [process.execPath, [...start.args]]
       : ['sh', ['-c', 'echo $$ > "$0" && exec "$@"', limit.procs, process.execPath, ...start.args]];
   const child = spawn(cmd, args, {
-    env: { PATH: process.env.PATH, KUBECONFIG: kubeconfigPath, PORT: '0' },
+    env: { ...start.env, PATH: process.env.PATH, KUBECONFIG: kubeconfigPath, PORT: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
     ...(start.cwd === undefined ? {} : { cwd: start.cwd }),
   });

@@ -33,6 +33,7 @@ interface Container {
   readonly name?: string;
   readonly command?: unknown;
   readonly args?: unknown;
+  readonly env?: ReadonlyArray<{ readonly name: string; readonly value?: string }>;
 }
 
 /** Every container of every workload in knative/ (base and overlays, patches included). */
@@ -74,6 +75,10 @@ describe('the image start', () => {
       expect.stringMatching(/^COPY --from=build \S+ \S+ \/src\/dist\/\*\.blob \/app\/dist\/$/),
     );
     expect(runtime).toContain('WORKDIR /app');
+    // The image's ENV sets the start's environment, every variable of it.
+    const env = runtime.filter((i) => i.startsWith('ENV ')).join(' ');
+    for (const [k, v] of Object.entries(start.env))
+      expect(env).toMatch(new RegExp(` ${k}=${v}( |$)`));
   });
 
   it('knative/ starts every function as the image start says, and nothing overrides it', () => {
@@ -91,6 +96,11 @@ describe('the image start', () => {
         expect(c.command, `${name} in ${c.file}`).toBeUndefined();
         expect(c.args, `${name} in ${c.file}`).toBeUndefined();
       }
+      // Nor does any container set a variable of the image's environment to something else.
+      for (const c of own)
+        for (const e of c.env ?? [])
+          if (e.name in imageStart(name).env)
+            expect(e.value, `${name} ${e.name} in ${c.file}`).toBe(imageStart(name).env[e.name]);
     }
   });
 });
