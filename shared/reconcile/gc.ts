@@ -58,10 +58,12 @@ interface WindowGc {
 
 /**
  * Windows a pass works on at once. While one window's lists are parsed or its disks deleted, the API
- * server already serves the next one's: one window at a time left the server idle during our parse
- * and us idle during its list. Windows share no pool, so neither's reads bear on the other's deletes.
+ * server already serves the next ones': one window at a time left the server idle during our parse
+ * and us idle during its list. Windows share no pool, so no window's reads bear on another's deletes.
+ * A pass over 5,000 pools with nothing due, three rounds side by side: 3.29–3.37 s one at a time,
+ * 2.75–2.92 s two, 2.44–2.68 s three (its bare-list floor 2.26–2.68 s).
  */
-export const GC_WINDOWS_IN_FLIGHT = 2;
+export const GC_WINDOWS_IN_FLIGHT = 3;
 
 /**
  * A pass reads the cluster a window of pools at a time (`window.ts`), so it holds at most
