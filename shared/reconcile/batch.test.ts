@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runBounded } from './batch.js';
+import { runBounded, sharedBound } from './batch.js';
 
 /** A call that resolves on the next macrotask, counting how many run at once. */
 function tracked() {
@@ -43,5 +43,33 @@ describe('runBounded', () => {
   it('rejects when a call throws', async () => {
     const boom = (x: number) => (x === 2 ? Promise.reject(new Error('boom')) : Promise.resolve(x));
     await expect(runBounded([1, 2, 3], 2, boom, () => true)).rejects.toThrow('boom');
+  });
+});
+
+describe('sharedBound', () => {
+  it('holds every caller together to the bound, runs all, and frees the slot of a call that throws', async () => {
+    const bound = sharedBound(3);
+    let now = 0;
+    let most = 0;
+    const call = (fails: boolean) =>
+      bound(async () => {
+        most = Math.max(most, ++now);
+        await new Promise((r) => setTimeout(r, 1));
+        now--;
+        if (fails) throw new Error('refused');
+        return 1;
+      });
+    // Two callers of ten calls each, one call in five throwing.
+    const caller = () =>
+      Promise.allSettled(Array.from({ length: 10 }, (_, i) => call(i % 5 === 4)));
+    const [a, b] = await Promise.all([caller(), caller()]);
+    expect(most).toBe(3);
+    const all = [...a, ...b];
+    expect(all.filter((r) => r.status === 'fulfilled')).toHaveLength(16);
+    expect(all.filter((r) => r.status === 'rejected')).toHaveLength(4);
+    // Every slot was given back: three more run at once again.
+    most = 0;
+    await Promise.all([call(false), call(false), call(false)]);
+    expect(most).toBe(3);
   });
 });

@@ -64,3 +64,25 @@ export async function runBounded<T, R>(
     pump();
   });
 }
+
+/**
+ * A bound shared by several callers: at most `limit` calls given to the returned function are in
+ * flight together, the others wait in order. A GC pass's windows in flight share one, so the pass
+ * never has more than {@link GC_PARALLEL} deletes out whatever the number of windows.
+ */
+export function sharedBound(limit: number): <R>(fn: () => Promise<R>) => Promise<R> {
+  let inFlight = 0;
+  const waiting: Array<() => void> = [];
+  return async <R>(fn: () => Promise<R>): Promise<R> => {
+    // A freed slot is handed to the next waiter as it is, so the count only drops when none waits.
+    if (inFlight >= Math.max(limit, 1)) await new Promise<void>((r) => waiting.push(r));
+    else inFlight++;
+    try {
+      return await fn();
+    } finally {
+      const next = waiting.shift();
+      if (next === undefined) inFlight--;
+      else next();
+    }
+  };
+}

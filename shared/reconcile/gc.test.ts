@@ -6,6 +6,7 @@ import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
 import type { Script } from '../../test/unit/fake-kube.js';
 import { testLog } from '../../test/logs.js';
 import { collectDisks, GC_WINDOWS_IN_FLIGHT } from './gc.js';
+import { GC_PARALLEL } from './batch.js';
 import { WINDOW_PAGE } from './window.js';
 
 const p = ttl30Pool;
@@ -201,5 +202,42 @@ describe('collectDisks, windows in flight', () => {
       .map((q) => `${q.metadata.name}-cache-old`);
     expect(expected).toContain('a-cache-old');
     expect(deletedAt.toSorted()).toEqual(expected);
+  });
+});
+
+describe('collectDisks, deletes of windows in flight', () => {
+  it('keeps the whole pass to GC_PARALLEL deletes in flight, whatever the number of windows', async () => {
+    const pools = Array.from({ length: 5 }, (_, i) => ({
+      ...p,
+      metadata: { ...p.metadata, name: `p${i}`, uid: `uid-p${i}` },
+    }));
+    // 40 due disks a pool: 200 in all, more than the bound in every pair of windows.
+    const disks = pools.flatMap((q) =>
+      Array.from({ length: 40 }, (_, j) =>
+        disk(q, `${q.metadata.name}-cache-${j}`, { freeSince: at(-2 * HOUR) }),
+      ),
+    );
+    let now = 0;
+    let most = 0;
+    const f = fakeKube({
+      listPools: ([, page]) => {
+        const from = Number(page?.continue ?? '0');
+        const value = pools.slice(from, from + 1);
+        return from + 1 < pools.length
+          ? { ok: true, value, next: String(from + 1) }
+          : { ok: true, value };
+      },
+      listDisks: ([, sel]) =>
+        ok(disks.filter((d) => sel.includes(`${d.metadata.labels?.[keys.poolUid] ?? '?'})`))),
+      deleteDisk: async () => {
+        most = Math.max(most, ++now);
+        await new Promise((r) => setTimeout(r, 2));
+        now--;
+        return ok(undefined);
+      },
+    });
+    const out = await collectDisks(f.kube, NOW, testLog('gc'), 1);
+    expect(out.kind === 'done' ? out.deleted.length : out).toBe(200);
+    expect(most).toBe(GC_PARALLEL);
   });
 });

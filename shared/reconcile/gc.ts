@@ -19,7 +19,7 @@ import {
   poolKey,
 } from '../domain/index.js';
 import type { Failure, Kube, Listed, Outcome } from '../kube/index.js';
-import { GC_PARALLEL, PARALLEL, runBounded } from './batch.js';
+import { GC_PARALLEL, PARALLEL, runBounded, sharedBound } from './batch.js';
 import { WINDOW, listAt, placesOf, poolPages } from './window.js';
 
 /** What a GC pass did. */
@@ -90,6 +90,9 @@ export async function collectDisks(
   let failure: Failure | undefined;
   // Windows in flight, oldest first; each is counted as it is taken off.
   const inFlight: Promise<Outcome<WindowGc>>[] = [];
+  // One bound for the deletes of every window in flight: the pass leans on the API server as hard
+  // with three windows as with one.
+  const deletes = sharedBound(GC_PARALLEL);
   const settleOldest = async (): Promise<void> => {
     const w = await inFlight.shift();
     if (w === undefined || !w.ok) return;
@@ -106,7 +109,7 @@ export async function collectDisks(
     if (page.value.length === 0) continue;
     // A failure is known as soon as it happens, so no window starts after it, even while an older
     // window's deletes are still in flight.
-    const w = collectWindow(kube, page.value, now, log).then((o) => {
+    const w = collectWindow(kube, page.value, now, log, deletes).then((o) => {
       if (!o.ok) failure ??= o;
       return o;
     });
@@ -135,6 +138,7 @@ async function collectWindow(
   pools: readonly VirtualMachinePool[],
   now: Date,
   log: Logger,
+  bound: <R>(fn: () => Promise<R>) => Promise<R>,
 ): Promise<Outcome<WindowGc>> {
   const places = placesOf(pools);
   const disks = await listAt(places, (ns, sel, page) => kube.listDisks(ns, sel, page));
@@ -178,7 +182,8 @@ async function collectWindow(
   }
   let denied: Failure | undefined;
   const poolOf = new Map(pools.map((p) => [`${p.metadata.namespace ?? ''}/${nameOf(p)}`, p]));
-  const results = await runBounded(gc.collect, GC_PARALLEL, async (c) => {
+  const results = await runBounded(gc.collect, GC_PARALLEL, (c) => bound(() => collectOne(c)));
+  async function collectOne(c: Collect): Promise<Collect | undefined> {
     const pre = { uid: c.uid, resourceVersion: c.resourceVersion };
     const o = await kube.deleteDisk(c.namespace, c.name, pre);
     const pool = poolOf.get(`${c.namespace}/${c.pool}`);
@@ -196,7 +201,7 @@ async function collectWindow(
       );
     if (!o.ok && o.reason === 'forbidden') denied ??= o;
     return o.ok ? c : undefined;
-  });
+  }
   if (denied !== undefined) return denied;
   const deleted = results.filter((c): c is Collect => c !== undefined);
   return {
