@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { keys } from '../api/index.js';
-import type { PoolEvent } from '../kube/index.js';
+import type { Listed, PoolEvent } from '../kube/index.js';
+import type { VirtualMachinePool } from '../api/index.js';
 import { at, disk, HOUR, NOW, ttl30Pool, vm } from '../../test/unit/builders.js';
 import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
 import type { Script } from '../../test/unit/fake-kube.js';
@@ -112,6 +113,19 @@ describe('collectDisks', () => {
   });
 });
 
+/** A listPools answer that gives `pools` one per page: one pool per window. */
+function onePerPage(
+  pools: readonly VirtualMachinePool[],
+): (...args: Parameters<Script['listPools'] & object>) => Listed<VirtualMachinePool> {
+  return ([, page]) => {
+    const from = Number(page?.continue ?? '0');
+    const value = pools.slice(from, from + 1);
+    return from + 1 < pools.length
+      ? { ok: true, value, next: String(from + 1) }
+      : { ok: true, value };
+  };
+}
+
 describe('collectDisks, windows in flight', () => {
   const pools = ['a', 'b', 'c', 'd', 'e'].map((name) => ({
     ...p,
@@ -122,14 +136,7 @@ describe('collectDisks, windows in flight', () => {
   );
   const owned = (sel: string) =>
     disks.filter((d) => sel.includes(d.metadata.labels?.[keys.poolUid] ?? '?'));
-  // One pool per window, pages of one.
-  const listPools = (...[[, page]]: Parameters<Script['listPools'] & object>) => {
-    const from = Number(page?.continue ?? '0');
-    const value = pools.slice(from, from + 1);
-    return from + 1 < pools.length
-      ? { ok: true as const, value, next: String(from + 1) }
-      : { ok: true as const, value };
-  };
+  const listPools = onePerPage(pools);
   const gate = () => {
     let open = (): void => undefined;
     const opened = new Promise<void>((r) => (open = r));
@@ -220,13 +227,7 @@ describe('collectDisks, deletes of windows in flight', () => {
     let now = 0;
     let most = 0;
     const f = fakeKube({
-      listPools: ([, page]) => {
-        const from = Number(page?.continue ?? '0');
-        const value = pools.slice(from, from + 1);
-        return from + 1 < pools.length
-          ? { ok: true, value, next: String(from + 1) }
-          : { ok: true, value };
-      },
+      listPools: onePerPage(pools),
       listDisks: ([, sel]) =>
         ok(disks.filter((d) => sel.includes(`${d.metadata.labels?.[keys.poolUid] ?? '?'})`))),
       deleteDisk: async () => {

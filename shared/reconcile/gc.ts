@@ -182,8 +182,7 @@ async function collectWindow(
   }
   let denied: Failure | undefined;
   const poolOf = new Map(pools.map((p) => [`${p.metadata.namespace ?? ''}/${nameOf(p)}`, p]));
-  const results = await runBounded(gc.collect, GC_PARALLEL, (c) => bound(() => collectOne(c)));
-  async function collectOne(c: Collect): Promise<Collect | undefined> {
+  const collectOne = async (c: Collect): Promise<Collect | undefined> => {
     const pre = { uid: c.uid, resourceVersion: c.resourceVersion };
     const o = await kube.deleteDisk(c.namespace, c.name, pre);
     const pool = poolOf.get(`${c.namespace}/${c.pool}`);
@@ -201,7 +200,9 @@ async function collectWindow(
       );
     if (!o.ok && o.reason === 'forbidden') denied ??= o;
     return o.ok ? c : undefined;
-  }
+  };
+  // The pass's one bound holds these deletes and those of every other window in flight.
+  const results = await Promise.all(gc.collect.map((c) => bound(() => collectOne(c))));
   if (denied !== undefined) return denied;
   const deleted = results.filter((c): c is Collect => c !== undefined);
   return {
