@@ -8,6 +8,7 @@
  * the time goes at each size (default 1000 10000), from a CPU profile.
  * @module
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { plan } from '../shared/domain/index.js';
@@ -34,6 +35,8 @@ export interface PlanRow {
   readonly cpuMs: number;
   /** Timed calls behind the median. */
   readonly runs: number;
+  /** The pool's VMs and disks serialized as JSON, MiB: how much memory each plan walks. */
+  readonly objectsMiB: number;
 }
 
 /** Options of {@link planBench}. */
@@ -74,7 +77,8 @@ const median = (xs: readonly number[]): number => {
 export function planBench(options: PlanBenchOptions = {}): PlanRow[] {
   const { sizes = PLAN_SIZES, budgetMs = 1_000, minRuns = 7 } = options;
   return sizes.map((members) => {
-    const t = timePlans(observedOf(convergedPool(members)), budgetMs, minRuns, (p) => {
+    const obs = observedOf(convergedPool(members));
+    const t = timePlans(obs, budgetMs, minRuns, (p) => {
       if (p.actions.length > 0 || p.writeStatus) throw new Error(`pool of ${members} is not idle`);
     });
     const m = median(t.wall);
@@ -84,8 +88,29 @@ export function planBench(options: PlanBenchOptions = {}): PlanRow[] {
       msPerMember: m / members,
       cpuMs: median(t.cpu),
       runs: t.wall.length,
+      objectsMiB: Buffer.byteLength(JSON.stringify([obs.vms, obs.disks])) / 2 ** 20,
     };
   });
+}
+
+/**
+ * This machine's last-level CPU cache as Linux reports it (e.g. `32768K`), or undefined where sysfs
+ * does not say: the pools whose objects outgrow it are read from memory, not from the cache.
+ */
+export function lastLevelCache(): string | undefined {
+  const dir = '/sys/devices/system/cpu/cpu0/cache';
+  try {
+    const levels = readdirSync(dir)
+      .filter((d) => d.startsWith('index'))
+      .map((d) => ({
+        level: Number(readFileSync(`${dir}/${d}/level`, 'utf8')),
+        size: readFileSync(`${dir}/${d}/size`, 'utf8').trim(),
+      }))
+      .sort((a, b) => b.level - a.level);
+    return levels[0]?.size;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -143,7 +168,15 @@ export function scaleDownBench(members = 1_000, budgetMs = 1_000): ScaleDownRow 
 /** The rows as an aligned table, with each size's ms per member relative to the first size's. */
 export function planTable(rows: readonly PlanRow[]): string {
   const base = rows[0]?.msPerMember ?? NaN;
-  const head = ['members', 'median ms', 'µs/member', 'per member vs first', 'CPU ms', 'runs'];
+  const head = [
+    'members',
+    'median ms',
+    'µs/member',
+    'per member vs first',
+    'CPU ms',
+    'runs',
+    'JSON MiB',
+  ];
   const cells = rows.map((r) => [
     r.members.toLocaleString('en-US'),
     r.medianMs.toFixed(3),
@@ -151,8 +184,9 @@ export function planTable(rows: readonly PlanRow[]): string {
     `${(r.msPerMember / base).toFixed(2)}×`,
     r.cpuMs.toFixed(3),
     String(r.runs),
+    r.objectsMiB.toFixed(1),
   ]);
-  const table = aligned(head, cells, () => true);
+  const table = `${aligned(head, cells, () => true)}\nlast-level CPU cache: ${lastLevelCache() ?? 'not reported'}`;
   const g = planGrowth(rows);
   return g === undefined
     ? table

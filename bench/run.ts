@@ -28,7 +28,7 @@ import { REPLACE_REPLICAS, replaceNamespace, replacement } from './replace.js';
 import type { Breakdown, ReplaceResult } from './replace.js';
 import type { BarGroup, Row } from './report.js';
 import { figure, markdown, table } from './report.js';
-import { planBench, planGrowth, planProfile, scaleDownBench } from './plan.js';
+import { lastLevelCache, planBench, planGrowth, planProfile, scaleDownBench } from './plan.js';
 import type { PlanRow, ScaleDownRow } from './plan.js';
 import { resyncTick } from './resync.js';
 import type { ResyncResult } from './resync.js';
@@ -571,6 +571,13 @@ function planRows(rows: readonly PlanRow[], down: ScaleDownRow | undefined): Row
       floor: `1,000 members: ${((small.cpuMs / small.members) * 1000).toFixed(2)} µs CPU per member`,
       pass: growth.cpu <= 1.3,
     });
+  const cache = lastLevelCache();
+  out.push({
+    bench: '',
+    figure: "the pool's VMs and disks as JSON, beside this CPU's last-level cache",
+    value: `${rows.map((r) => `${r.members.toLocaleString('en-US')}: ${r.objectsMiB.toFixed(1)} MiB`).join(', ')}; cache ${cache ?? 'not reported'}`,
+    goal: 'context: what outgrows the cache (shared with every process) is read from memory',
+  });
   if (last !== undefined && last !== rows[0])
     out.push({
       bench: '',
