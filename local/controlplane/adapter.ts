@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureBinaries, REPO_ROOT } from './binaries.js';
 import { parseManifests } from './crds.js';
-import { freePort, killNow, startProcess, stopPid, tail, waitFor } from './process.js';
+import { killNow, onFreePorts, startProcess, stopPid, tail, waitFor } from './process.js';
 
 /** A watched resource; `Group`/`Version`/`Resource` are Go field names, hence capitalised. */
 export interface AdapterResource {
@@ -71,47 +71,52 @@ export async function startAdapter(o: AdapterOptions): Promise<Adapter> {
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'vmpool-adapter-'));
   const ownDir = o.dir === undefined;
   const name = o.name ?? 'vmpool-source';
-  const proc = startProcess({
-    name: 'apiserver_receive_adapter',
-    bin: join(binDir, 'apiserver_receive_adapter'),
-    args: [],
-    logPath: join(dir, `adapter-${name}.log`),
-    ...(ownDir ? { cleanup: dir } : {}),
-    env: {
-      ...process.env,
-      KUBECONFIG: o.kubeconfigPath,
-      K_SINK: o.sink,
-      K_SOURCE_CONFIG: sourceConfig(o),
-      NAME: name,
-      NAMESPACE: o.namespace ?? 'default',
-      SYSTEM_NAMESPACE: 'knative-eventing',
-      METRICS_DOMAIN: 'knative.dev/eventing',
-      K_OBSERVABILITY_CONFIG: '{}',
-      K_LOGGING_CONFIG: '{}',
-      PROFILING_PORT: String(await freePort()),
-    },
+  // Its profiling port is found free, then bound by the adapter: another process may take it between.
+  const { proc, exitHook } = await onFreePorts(1, async ([profiling]) => {
+    const proc = startProcess({
+      name: 'apiserver_receive_adapter',
+      bin: join(binDir, 'apiserver_receive_adapter'),
+      args: [],
+      logPath: join(dir, `adapter-${name}.log`),
+      ...(ownDir ? { cleanup: dir } : {}),
+      env: {
+        ...process.env,
+        KUBECONFIG: o.kubeconfigPath,
+        K_SINK: o.sink,
+        K_SOURCE_CONFIG: sourceConfig(o),
+        NAME: name,
+        NAMESPACE: o.namespace ?? 'default',
+        SYSTEM_NAMESPACE: 'knative-eventing',
+        METRICS_DOMAIN: 'knative.dev/eventing',
+        K_OBSERVABILITY_CONFIG: '{}',
+        K_LOGGING_CONFIG: '{}',
+        PROFILING_PORT: String(profiling),
+      },
+    });
+    const exitHook = () => {
+      killNow(proc.pid);
+    };
+    process.on('exit', exitHook);
+    try {
+      await waitFor(
+        'the adapter to start watching',
+        // Logged right before the reflectors start; objects created later still reach the initial list.
+        () =>
+          Promise.resolve(/Starting in (resilient|fail-fast) mode/.test(tail(proc.logPath, 200))),
+        { timeoutMs: 30_000, proc },
+      );
+    } catch (err) {
+      await stopPid(proc.pid);
+      process.off('exit', exitHook);
+      throw err;
+    }
+    return { proc, exitHook };
   });
-  const exitHook = () => {
-    killNow(proc.pid);
-  };
-  process.on('exit', exitHook);
   const stop = async () => {
     await stopPid(proc.pid);
     process.off('exit', exitHook);
     if (ownDir) rmSync(dir, { recursive: true, force: true });
   };
-  try {
-    await waitFor(
-      'the adapter to start watching',
-      // Logged right before the reflectors start; objects created later still reach the initial list.
-      () => Promise.resolve(/Starting in (resilient|fail-fast) mode/.test(tail(proc.logPath, 200))),
-      { timeoutMs: 30_000, proc },
-    );
-  } catch (err) {
-    await stopPid(proc.pid);
-    process.off('exit', exitHook);
-    throw err;
-  }
   return { pid: proc.pid, logPath: proc.logPath, log: () => tail(proc.logPath, 200), stop };
 }
 

@@ -16,8 +16,8 @@ import { testCrds, type KubeObject } from './crds.js';
 import { runKubectl, toYaml } from './kubectl.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-  freePort,
   killNow,
+  onFreePorts,
   startProcess,
   stopPid,
   tail,
@@ -42,6 +42,8 @@ export interface ControlPlaneOptions {
   timeoutMs?: number;
   /** Progress output; silent by default. */
   log?: (line: string) => void;
+  /** Picks each port a component listens on; `freePort` by default (tests hand out taken ones). */
+  port?: () => Promise<number>;
 }
 
 /** What a running control plane offers to tests. */
@@ -174,6 +176,15 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     for (const p of procs) killNow(p.pid);
   };
   if (opts.detached !== true) process.on('exit', exitHook);
+  // A port is found free and then bound by the child: another process may bind it in between. The
+  // child that failed is the last one launched, and it exited: forgotten, nothing of it to stop.
+  const freshPorts = {
+    ...(opts.port === undefined ? {} : { port: opts.port }),
+    retried: (ports: readonly number[]) => {
+      procs.pop();
+      log(`a port of ${ports.join(', ')} was taken before use: starting again on fresh ports`);
+    },
+  };
   let stopped = false;
   const stop = async (removeDir = opts.keepDir !== true, graceMs?: number) => {
     if (stopped) return;
@@ -190,83 +201,98 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const certs = mintControlPlaneCerts(pki);
     log(`certificates minted in ${Date.now() - t0} ms`);
 
-    const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
-    const etcdUrl = `http://127.0.0.1:${etcdPort}`;
-    const peerUrl = `http://127.0.0.1:${peerPort}`;
-    await launch(
-      {
-        watchdog: opts.detached !== true,
-        ...forced,
-        name: 'etcd',
-        bin: join(binDir, 'etcd'),
-        logPath: join(dir, 'etcd.log'),
-        args: [
-          `--data-dir=${join(dir, 'etcd')}`,
-          `--listen-client-urls=${etcdUrl}`,
-          `--advertise-client-urls=${etcdUrl}`,
-          `--listen-peer-urls=${peerUrl}`,
-          // Otherwise it advertises the default localhost:2380, a port another etcd on the host may own.
-          `--initial-advertise-peer-urls=${peerUrl}`,
-          `--initial-cluster=default=${peerUrl}`,
-          '--unsafe-no-fsync=true',
-          '--log-level=warn',
-        ],
+    const etcdUrl = await onFreePorts(
+      2,
+      async ([etcdPort, peerPort]) => {
+        const etcdUrl = `http://127.0.0.1:${String(etcdPort)}`;
+        const peerUrl = `http://127.0.0.1:${String(peerPort)}`;
+        // A failed attempt may have left a member whose peer URL is not this one.
+        rmSync(join(dir, 'etcd'), { recursive: true, force: true });
+        await launch(
+          {
+            watchdog: opts.detached !== true,
+            ...forced,
+            name: 'etcd',
+            bin: join(binDir, 'etcd'),
+            logPath: join(dir, 'etcd.log'),
+            args: [
+              `--data-dir=${join(dir, 'etcd')}`,
+              `--listen-client-urls=${etcdUrl}`,
+              `--advertise-client-urls=${etcdUrl}`,
+              `--listen-peer-urls=${peerUrl}`,
+              // Otherwise it advertises the default localhost:2380, a port another etcd on the host may own.
+              `--initial-advertise-peer-urls=${peerUrl}`,
+              `--initial-cluster=default=${peerUrl}`,
+              '--unsafe-no-fsync=true',
+              '--log-level=warn',
+            ],
+          },
+          (proc) =>
+            waitFor('etcd /health', async () => (await get(`${etcdUrl}/health`)).status === 200, {
+              timeoutMs,
+              proc,
+            }),
+        );
+        return etcdUrl;
       },
-      (proc) =>
-        waitFor('etcd /health', async () => (await get(`${etcdUrl}/health`)).status === 200, {
-          timeoutMs,
-          proc,
-        }),
+      freshPorts,
     );
     log(`etcd ready at ${etcdUrl} (${Date.now() - t0} ms)`);
 
-    const server = `https://127.0.0.1:${apiPort}`;
-    await launch(
-      {
-        watchdog: opts.detached !== true,
-        ...forced,
-        name: 'kube-apiserver',
-        bin: join(binDir, 'kube-apiserver'),
-        logPath: join(dir, 'kube-apiserver.log'),
-        args: [
-          `--etcd-servers=${etcdUrl}`,
-          '--bind-address=127.0.0.1',
-          '--advertise-address=127.0.0.1',
-          `--secure-port=${apiPort}`,
-          `--cert-dir=${pki}`,
-          `--tls-cert-file=${certs.apiserver.certPath}`,
-          `--tls-private-key-file=${certs.apiserver.keyPath}`,
-          `--client-ca-file=${certs.clientCa.certPath}`,
-          `--service-account-issuer=${server}`,
-          `--service-account-key-file=${certs.serviceAccount.pubPath}`,
-          `--service-account-signing-key-file=${certs.serviceAccount.keyPath}`,
-          '--service-cluster-ip-range=10.0.0.0/24',
-          '--authorization-mode=RBAC',
-          '--allow-privileged=true',
-          '--disable-admission-plugins=ServiceAccount',
-          // As on hardened (and OpenShift-style) clusters: an ownerReference with blockOwnerDeletion
-          // needs `update` on the owner's finalizers, so the shipped RBAC must grant it.
-          '--enable-admission-plugins=OwnerReferencesPermissionEnforcement',
-          '--endpoint-reconciler-type=none',
-          `--requestheader-client-ca-file=${certs.frontProxyCa.certPath}`,
-          '--requestheader-allowed-names=front-proxy-client',
-          '--requestheader-username-headers=X-Remote-User',
-          // Published in extension-apiserver-authentication, so aggregated APIs may trust the uid.
-          '--requestheader-uid-headers=X-Remote-Uid',
-          '--requestheader-group-headers=X-Remote-Group',
-          '--requestheader-extra-headers-prefix=X-Remote-Extra-',
-          `--proxy-client-cert-file=${certs.frontProxyClient.certPath}`,
-          `--proxy-client-key-file=${certs.frontProxyClient.keyPath}`,
-          // A client certificate for webhooks, so scale-validate can accept the API server alone.
-          `--admission-control-config-file=${writeAdmissionConfig(pki, certs.webhookClient)}`,
-        ],
+    const server = await onFreePorts(
+      1,
+      async ([apiPort]) => {
+        const server = `https://127.0.0.1:${String(apiPort)}`;
+        await launch(
+          {
+            watchdog: opts.detached !== true,
+            ...forced,
+            name: 'kube-apiserver',
+            bin: join(binDir, 'kube-apiserver'),
+            logPath: join(dir, 'kube-apiserver.log'),
+            args: [
+              `--etcd-servers=${etcdUrl}`,
+              '--bind-address=127.0.0.1',
+              '--advertise-address=127.0.0.1',
+              `--secure-port=${apiPort}`,
+              `--cert-dir=${pki}`,
+              `--tls-cert-file=${certs.apiserver.certPath}`,
+              `--tls-private-key-file=${certs.apiserver.keyPath}`,
+              `--client-ca-file=${certs.clientCa.certPath}`,
+              `--service-account-issuer=${server}`,
+              `--service-account-key-file=${certs.serviceAccount.pubPath}`,
+              `--service-account-signing-key-file=${certs.serviceAccount.keyPath}`,
+              '--service-cluster-ip-range=10.0.0.0/24',
+              '--authorization-mode=RBAC',
+              '--allow-privileged=true',
+              '--disable-admission-plugins=ServiceAccount',
+              // As on hardened (and OpenShift-style) clusters: an ownerReference with blockOwnerDeletion
+              // needs `update` on the owner's finalizers, so the shipped RBAC must grant it.
+              '--enable-admission-plugins=OwnerReferencesPermissionEnforcement',
+              '--endpoint-reconciler-type=none',
+              `--requestheader-client-ca-file=${certs.frontProxyCa.certPath}`,
+              '--requestheader-allowed-names=front-proxy-client',
+              '--requestheader-username-headers=X-Remote-User',
+              // Published in extension-apiserver-authentication, so aggregated APIs may trust the uid.
+              '--requestheader-uid-headers=X-Remote-Uid',
+              '--requestheader-group-headers=X-Remote-Group',
+              '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+              `--proxy-client-cert-file=${certs.frontProxyClient.certPath}`,
+              `--proxy-client-key-file=${certs.frontProxyClient.keyPath}`,
+              // A client certificate for webhooks, so scale-validate can accept the API server alone.
+              `--admission-control-config-file=${writeAdmissionConfig(pki, certs.webhookClient)}`,
+            ],
+          },
+          (proc) =>
+            waitFor(
+              'kube-apiserver /readyz',
+              async () => (await get(`${server}/readyz`, certs)).status === 200,
+              { timeoutMs, proc, intervalMs: 200 },
+            ),
+        );
+        return server;
       },
-      (proc) =>
-        waitFor(
-          'kube-apiserver /readyz',
-          async () => (await get(`${server}/readyz`, certs)).status === 200,
-          { timeoutMs, proc, intervalMs: 200 },
-        ),
+      freshPorts,
     );
     log(`kube-apiserver ready at ${server} (${Date.now() - t0} ms)`);
 

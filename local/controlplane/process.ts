@@ -8,7 +8,10 @@ import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-/** Asks the kernel for a free TCP port on 127.0.0.1 (it may be taken again before use; rare enough). */
+/**
+ * Asks the kernel for a free TCP port on 127.0.0.1. Another process may bind it before the child
+ * does: `startControlPlane` then starts that component again on fresh ports.
+ */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
@@ -22,6 +25,43 @@ export async function freePort(): Promise<number> {
       });
     });
   });
+}
+
+/** Times a child is started on fresh ports after another process took one of them first. */
+export const PORT_ATTEMPTS = 3;
+
+/**
+ * The child exited because a port it was given was bound by another process between being found
+ * free and being bound (a plane starting beside it, or any other listener on the host).
+ */
+export function portTaken(err: unknown): boolean {
+  return (
+    err instanceof Error &&
+    /exited \([^)]*\) while waiting[\s\S]*address already in use/.test(err.message)
+  );
+}
+
+/**
+ * Runs `run` on `count` ports found free; when the child it starts exits because one of them was
+ * taken in between, calls `retried` (the child is gone: nothing of it to stop) and runs it again on
+ * fresh ports, up to {@link PORT_ATTEMPTS} times. Any other failure is thrown at once.
+ */
+export async function onFreePorts<T>(
+  count: number,
+  run: (ports: readonly number[]) => Promise<T>,
+  opts: { port?: () => Promise<number>; retried?: (ports: readonly number[]) => void } = {},
+): Promise<T> {
+  const port = opts.port ?? freePort;
+  for (let attempt = 1; ; attempt++) {
+    const ports: number[] = [];
+    for (let i = 0; i < count; i++) ports.push(await port());
+    try {
+      return await run(ports);
+    } catch (err) {
+      if (attempt >= PORT_ATTEMPTS || !portTaken(err)) throw err;
+      opts.retried?.(ports);
+    }
+  }
 }
 
 /** A started child process; its PID is also its process group id. */

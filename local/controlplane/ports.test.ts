@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { PORT_ATTEMPTS, onFreePorts, portTaken } from './process.js';
+
+const taken = new Error(
+  'kube-apiserver exited (1) while waiting for kube-apiserver /readyz:\n' +
+    'E1202 run.go:72] "command failed" err="failed to create listener: failed to listen on ' +
+    '127.0.0.1:38341: listen tcp 127.0.0.1:38341: bind: address already in use"',
+);
+
+describe('portTaken', () => {
+  it('is a child that exited because its port was bound by another process', () => {
+    expect(portTaken(taken)).toBe(true);
+  });
+  it('is not a timeout, another exit, or something that is not an Error', () => {
+    expect(
+      portTaken(
+        new Error('timed out after 60000 ms waiting for etcd /health\naddress already in use'),
+      ),
+    ).toBe(false);
+    expect(
+      portTaken(new Error('etcd exited (1) while waiting for etcd /health:\ninvalid URL')),
+    ).toBe(false);
+    expect(portTaken(taken.message)).toBe(false);
+  });
+});
+
+describe('onFreePorts', () => {
+  /** Ports 1, 2, 3, … in the order asked for. */
+  const counter = () => {
+    let n = 0;
+    return () => Promise.resolve(++n);
+  };
+
+  it('runs again on fresh ports after a port was taken, and says which were given up', async () => {
+    const seen: (readonly number[])[] = [];
+    const retried: (readonly number[])[] = [];
+    const out = await onFreePorts(
+      2,
+      (ports) => {
+        seen.push(ports);
+        return seen.length === 1 ? Promise.reject(taken) : Promise.resolve('up');
+      },
+      { port: counter(), retried: (p) => retried.push(p) },
+    );
+    expect(out).toBe('up');
+    expect(seen).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
+    expect(retried).toEqual([[1, 2]]);
+  });
+
+  it(`gives up after ${String(PORT_ATTEMPTS)} attempts with the last failure`, async () => {
+    let runs = 0;
+    await expect(
+      onFreePorts(
+        1,
+        () => {
+          runs++;
+          return Promise.reject(taken);
+        },
+        { port: counter() },
+      ),
+    ).rejects.toBe(taken);
+    expect(runs).toBe(PORT_ATTEMPTS);
+  });
+
+  it('throws any other failure at once', async () => {
+    const other = new Error('etcd exited (1) while waiting for etcd /health:\ninvalid URL');
+    let runs = 0;
+    await expect(
+      onFreePorts(
+        1,
+        () => {
+          runs++;
+          return Promise.reject(other);
+        },
+        { port: counter() },
+      ),
+    ).rejects.toBe(other);
+    expect(runs).toBe(1);
+  });
+});
