@@ -163,6 +163,14 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   const procs: Proc[] = [];
   // A forced stop (this process killed) removes a throwaway plane's data too: the watchdogs do it.
   const forced = opts.detached !== true && opts.keepDir !== true ? { cleanup: dir } : {};
+  /** How a component of the plane is started: its binary, its log in the plane's directory. */
+  const component = (name: string) => ({
+    watchdog: opts.detached !== true,
+    ...forced,
+    name,
+    bin: join(binDir, name),
+    logPath: join(dir, `${name}.log`),
+  });
   /** How each restartable component was started and how its readiness is told. */
   const specs = new Map<string, { start: StartOptions; ready: (p: Proc) => Promise<void> }>();
   const launch = async (start: StartOptions, ready: (p: Proc) => Promise<void>): Promise<Proc> => {
@@ -210,11 +218,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         rmSync(join(dir, 'etcd'), { recursive: true, force: true });
         await launch(
           {
-            watchdog: opts.detached !== true,
-            ...forced,
-            name: 'etcd',
-            bin: join(binDir, 'etcd'),
-            logPath: join(dir, 'etcd.log'),
+            ...component('etcd'),
             args: [
               `--data-dir=${join(dir, 'etcd')}`,
               `--listen-client-urls=${etcdUrl}`,
@@ -245,11 +249,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         const server = `https://127.0.0.1:${String(apiPort)}`;
         await launch(
           {
-            watchdog: opts.detached !== true,
-            ...forced,
-            name: 'kube-apiserver',
-            bin: join(binDir, 'kube-apiserver'),
-            logPath: join(dir, 'kube-apiserver.log'),
+            ...component('kube-apiserver'),
             args: [
               `--etcd-servers=${etcdUrl}`,
               '--bind-address=127.0.0.1',
@@ -308,11 +308,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     log(`CRDs established (${Date.now() - t0} ms)`);
 
     const kcm = startProcess({
-      watchdog: opts.detached !== true,
-      ...forced,
-      name: 'kube-controller-manager',
-      bin: join(binDir, 'kube-controller-manager'),
-      logPath: join(dir, 'kube-controller-manager.log'),
+      ...component('kube-controller-manager'),
       args: [
         `--kubeconfig=${kubeconfigPath}`,
         '--controllers=garbage-collector-controller,namespace-controller',

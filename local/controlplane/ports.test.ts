@@ -50,34 +50,26 @@ describe('onFreePorts', () => {
     expect(retried).toEqual([[1, 2]]);
   });
 
+  /** A run that always fails with `err`, and how many times it ran. */
+  const failing = (err: Error) => {
+    const calls = { runs: 0 };
+    const run = () => {
+      calls.runs++;
+      return Promise.reject(err);
+    };
+    return { run, calls };
+  };
+
   it(`gives up after ${String(PORT_ATTEMPTS)} attempts with the last failure`, async () => {
-    let runs = 0;
-    await expect(
-      onFreePorts(
-        1,
-        () => {
-          runs++;
-          return Promise.reject(taken);
-        },
-        { port: counter() },
-      ),
-    ).rejects.toBe(taken);
-    expect(runs).toBe(PORT_ATTEMPTS);
+    const { run, calls } = failing(taken);
+    await expect(onFreePorts(1, run, { port: counter() })).rejects.toBe(taken);
+    expect(calls.runs).toBe(PORT_ATTEMPTS);
   });
 
   it('throws any other failure at once', async () => {
     const other = new Error('etcd exited (1) while waiting for etcd /health:\ninvalid URL');
-    let runs = 0;
-    await expect(
-      onFreePorts(
-        1,
-        () => {
-          runs++;
-          return Promise.reject(other);
-        },
-        { port: counter() },
-      ),
-    ).rejects.toBe(other);
-    expect(runs).toBe(1);
+    const { run, calls } = failing(other);
+    await expect(onFreePorts(1, run, { port: counter() })).rejects.toBe(other);
+    expect(calls.runs).toBe(1);
   });
 });
