@@ -102,7 +102,9 @@ export async function startAdapter(o: AdapterOptions): Promise<Adapter> {
         'the adapter to start watching',
         // Logged right before the reflectors start; objects created later still reach the initial list.
         () =>
-          Promise.resolve(/Starting in (resilient|fail-fast) mode/.test(tail(proc.logPath, 200))),
+          Promise.resolve(
+            /Starting in (resilient|fail-fast) mode/.test(tail(proc.logPath, 200, proc.logFrom)),
+          ),
         { timeoutMs: 30_000, proc },
       );
     } catch (err) {

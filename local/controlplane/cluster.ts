@@ -325,7 +325,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       () =>
         Promise.resolve(
           /Started controller.*garbage-collector|garbagecollector.*[Ss]ynced|Started garbage collector/.test(
-            tail(kcm.logPath, 400),
+            tail(kcm.logPath, 400, kcm.logFrom),
           ),
         ),
       { timeoutMs, proc: kcm, intervalMs: 100 },

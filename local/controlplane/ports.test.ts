@@ -1,9 +1,21 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PORT_ATTEMPTS, onFreePorts, portTaken } from './process.js';
+import {
+  ChildExited,
+  PORT_ATTEMPTS,
+  onFreePorts,
+  portTaken,
+  startProcess,
+  waitFor,
+} from './process.js';
 
-const taken = new Error(
-  'kube-apiserver exited (1) while waiting for kube-apiserver /readyz:\n' +
-    'E1202 run.go:72] "command failed" err="failed to create listener: failed to listen on ' +
+const taken = new ChildExited(
+  'kube-apiserver',
+  1,
+  'kube-apiserver /readyz',
+  'E1202 run.go:72] "command failed" err="failed to create listener: failed to listen on ' +
     '127.0.0.1:38341: listen tcp 127.0.0.1:38341: bind: address already in use"',
 );
 
@@ -17,10 +29,32 @@ describe('portTaken', () => {
         new Error('timed out after 60000 ms waiting for etcd /health\naddress already in use'),
       ),
     ).toBe(false);
-    expect(
-      portTaken(new Error('etcd exited (1) while waiting for etcd /health:\ninvalid URL')),
-    ).toBe(false);
+    expect(portTaken(new ChildExited('etcd', 1, 'etcd /health', 'invalid URL'))).toBe(false);
     expect(portTaken(taken.message)).toBe(false);
+  });
+  it('reads only the log of the start that failed, not an earlier one in the same file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vmpool-ports-'));
+    try {
+      const logPath = join(dir, 'child.log');
+      // An earlier start into the same file lost its port; this one fails for another reason.
+      writeFileSync(logPath, 'listen tcp 127.0.0.1:1: bind: address already in use\n');
+      const proc = startProcess({
+        name: 'child',
+        bin: 'sh',
+        args: ['-c', 'echo invalid URL; exit 1'],
+        logPath,
+        watchdog: false,
+      });
+      const err: unknown = await waitFor('the child', () => Promise.resolve(false), {
+        timeoutMs: 10_000,
+        proc,
+      }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ChildExited);
+      expect((err as ChildExited).log).toContain('invalid URL');
+      expect(portTaken(err)).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
@@ -67,7 +101,7 @@ describe('onFreePorts', () => {
   });
 
   it('throws any other failure at once', async () => {
-    const other = new Error('etcd exited (1) while waiting for etcd /health:\ninvalid URL');
+    const other = new ChildExited('etcd', 1, 'etcd /health', 'invalid URL');
     const { run, calls } = failing(other);
     await expect(onFreePorts(1, run, { port: counter() })).rejects.toBe(other);
     expect(calls.runs).toBe(1);

@@ -4,7 +4,7 @@
  * @module
  */
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -30,15 +30,22 @@ export async function freePort(): Promise<number> {
 /** Times a child is started on fresh ports after another process took one of them first. */
 export const PORT_ATTEMPTS = 3;
 
+/** A child that exited while {@link waitFor} waited for it to be ready, with its own log. */
+export class ChildExited extends Error {
+  /** The end of what this start of the child logged (earlier starts into the same file left out). */
+  readonly log: string;
+  constructor(child: string, code: number | string, what: string, log: string) {
+    super(`${child} exited (${String(code)}) while waiting for ${what}:\n${log}`);
+    this.log = log;
+  }
+}
+
 /**
  * The child exited because a port it was given was bound by another process between being found
  * free and being bound (a plane starting beside it, or any other listener on the host).
  */
 export function portTaken(err: unknown): boolean {
-  return (
-    err instanceof Error &&
-    /exited \([^)]*\) while waiting[\s\S]*address already in use/.test(err.message)
-  );
+  return err instanceof ChildExited && /address already in use/.test(err.log);
 }
 
 /**
@@ -69,6 +76,8 @@ export interface Proc {
   readonly name: string;
   readonly pid: number;
   readonly logPath: string;
+  /** Bytes the log held before this process started (a restart appends to the same file). */
+  readonly logFrom?: number;
   /** Resolves with the exit code (or signal name) once the process is gone. */
   readonly exited: Promise<number | string>;
 }
@@ -219,6 +228,7 @@ export function onLaunchersGone(onGone: (pid: number) => void): () => void {
 export function startProcess(o: StartOptions): Proc {
   const fd = openSync(o.logPath, 'a');
   try {
+    const logFrom = fstatSync(fd).size;
     const child = spawn(o.bin, o.args, {
       detached: true,
       stdio: ['ignore', fd, fd],
@@ -237,7 +247,7 @@ export function startProcess(o: StartOptions): Proc {
     // The parent must not wait for the child: `cluster up` exits while the plane keeps running.
     child.unref();
     if (o.watchdog !== false) startWatchdog(child.pid, o.cleanup);
-    return { name: o.name, pid: child.pid, logPath: o.logPath, exited };
+    return { name: o.name, pid: child.pid, logPath: o.logPath, logFrom, exited };
   } finally {
     closeSync(fd);
   }
@@ -285,10 +295,13 @@ export function killNow(pid: number): void {
   signalGroup(pid, 'SIGKILL');
 }
 
-/** The last `lines` lines of a log file, for error messages of failed starts. */
-export function tail(path: string, lines = 40): string {
+/**
+ * The last `lines` lines of a log file, for error messages of failed starts; from byte `from` on
+ * (a process's `logFrom`: what earlier processes wrote to the same file left out).
+ */
+export function tail(path: string, lines = 40, from = 0): string {
   if (!existsSync(path)) return `(no log at ${path})`;
-  return readFileSync(path, 'utf8').split('\n').slice(-lines).join('\n');
+  return readFileSync(path).subarray(from).toString('utf8').split('\n').slice(-lines).join('\n');
 }
 
 /**
@@ -305,8 +318,11 @@ export async function waitFor(
   void opts.proc?.exited.then((c) => (dead = c));
   for (;;) {
     if (dead !== undefined && opts.proc) {
-      throw new Error(
-        `${opts.proc.name} exited (${dead}) while waiting for ${what}:\n${tail(opts.proc.logPath)}`,
+      throw new ChildExited(
+        opts.proc.name,
+        dead,
+        what,
+        tail(opts.proc.logPath, 40, opts.proc.logFrom),
       );
     }
     if (await probe().catch(() => false)) return;
