@@ -143,8 +143,18 @@ describe('Knative ApiServerSource adapter against the control plane', () => {
     });
     const names = (kind: string) =>
       received.filter((r) => r.headers['ce-kind'] === kind).map((r) => r.headers['ce-name']);
+    // Disks come on one watch stream, so the stranger would have come first.
     expect(names('VirtualDisk')).not.toContain('stranger-root');
-    expect(names('VirtualMachine')).toContain('labelled-bcdfg');
-    expect(names('VirtualMachinePool')).toContain('labelled');
+    // Pools and VMs come on watches of their own: no order across kinds, so wait for each.
+    for (const [kind, name] of [
+      ['VirtualMachine', 'labelled-bcdfg'],
+      ['VirtualMachinePool', 'labelled'],
+    ] as const) {
+      await eventually(
+        `an event for ${kind} ${name}`,
+        () => Promise.resolve(names(kind).includes(name) ? true : undefined),
+        20_000,
+      );
+    }
   });
 });
