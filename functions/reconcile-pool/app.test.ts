@@ -22,7 +22,8 @@ import {
 import { NOW, disk, pool, seededRandom, vm } from '../../test/unit/builders.js';
 import { plan } from '../../shared/domain/index.js';
 import { buildReconcileApp } from './app.js';
-import { WINDOW, WINDOW_PAGE } from '../../shared/reconcile/index.js';
+import { WINDOW, WINDOW_PAGE, ownWrites } from '../../shared/reconcile/index.js';
+import type { Kube } from '../../shared/kube/index.js';
 import { testLog } from '../../test/logs.js';
 
 const RES = 'dev.knative.apiserver.resource.';
@@ -790,6 +791,58 @@ describe('reconcile-pool: what it answers', () => {
     const text = await res.text();
     expect(text).toContain('vmpool_reconciles_total');
     expect(text).toMatch(/vmpool_reconciles_total\{[^}]*outcome="gone"[^}]*\} 1/);
+  });
+});
+
+describe('reconcile-pool: events of its own writes', () => {
+  /** An app whose own writes hold `member` at its resourceVersion, read past by a later pass. */
+  async function wrote(member: VirtualMachine) {
+    const writes = ownWrites();
+    const tracked = writes.track({
+      createVm: () => Promise.resolve({ ok: true, value: member }),
+    } as unknown as Kube);
+    await tracked.kube.createVm('ci', member);
+    tracked.readPast();
+    const metrics = createFunctionMetrics();
+    const app = buildReconcileApp({
+      kube: testKube(),
+      log: testLog('test'),
+      metrics,
+      now: () => NOW,
+      rand: () => 0,
+      ownWrites: writes,
+    });
+    return { app, metrics };
+  }
+
+  it('an add of a VM it created and read past: 202, no API call; the same event again is reconciled', async () => {
+    const member = vm(pool({ name: 'delta' }), 'delta-xxxxx');
+    member.metadata.resourceVersion = '42';
+    const { app, metrics } = await wrote(member);
+    const first = await app.request('/', binaryEvent(`${RES}add`, member));
+    expect(first.status).toBe(202);
+    expect(unmatched.seen).toEqual([]);
+    expect(metrics.registry.render()).toMatch(
+      /vmpool_reconciles_total\{[^}]*outcome="ownWrite"[^}]*\} 1/,
+    );
+    // A redelivery is not known as a write any more: the pool is read.
+    const scope = gone('ci', 'delta');
+    expect((await app.request('/', binaryEvent(`${RES}add`, member))).status).toBe(204);
+    scope.done();
+  });
+
+  it('another version of the object, or its delete, is reconciled', async () => {
+    const member = vm(pool({ name: 'delta' }), 'delta-xxxxx');
+    member.metadata.resourceVersion = '42';
+    const { app } = await wrote(member);
+    const newer = { ...member, metadata: { ...member.metadata, resourceVersion: '43' } };
+    let scope = gone('ci', 'delta');
+    expect((await app.request('/', binaryEvent(`${RES}update`, newer))).status).toBe(204);
+    scope.done();
+    scope = gone('ci', 'delta');
+    expect((await app.request('/', binaryEvent(`${RES}delete`, member))).status).toBe(204);
+    scope.done();
+    expect(unmatched.seen).toEqual([]);
   });
 });
 

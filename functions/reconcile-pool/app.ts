@@ -15,11 +15,13 @@ import {
   resolveDeps,
   retryLater,
 } from '../../shared/http/index.js';
-import type { Rechecks, ScopedOutcome } from '../../shared/reconcile/index.js';
+import type { OwnWrites, Rechecks, ScopedOutcome } from '../../shared/reconcile/index.js';
 import {
   coalesce,
   createRechecks,
   invalidScope,
+  isOwnWriteReadPast,
+  ownWrites,
   reconcilePool,
   reconcileScope,
   recheckConverged,
@@ -31,6 +33,8 @@ export interface ReconcileAppDeps extends AppDeps {
   readonly rechecks?: Rechecks;
   /** Most creates one pass records (tests make it small to watch bursts). */
   readonly createBurst?: number;
+  /** This process's writes that a later pass read past (tests inspect it). */
+  readonly ownWrites?: OwnWrites;
 }
 
 /** The reconcile-pool HTTP app: `POST /` takes one CloudEvent. */
@@ -38,7 +42,9 @@ export function buildReconcileApp(input: ReconcileAppDeps): Hono<NodeEnv> {
   const burst = input.createBurst === undefined ? {} : { createBurst: input.createBurst };
   const resolved = resolveDeps(input);
   // Claims by phase, idle members and claim-to-Bound times go to the function's metrics.
-  const deps = { ...resolved, ...burst, claims: resolved.metrics.claims };
+  // Events of our own writes, read past by a later pass, need no reconcile (own-writes.ts).
+  const written = input.ownWrites ?? ownWrites();
+  const deps = { ...resolved, ...burst, claims: resolved.metrics.claims, ownWrites: written };
   const rechecks = input.rechecks ?? createRechecks(deps.now);
   const { kube, metrics } = deps;
   const app = buildFunctionApp({
@@ -65,6 +71,11 @@ export function buildReconcileApp(input: ReconcileAppDeps): Hono<NodeEnv> {
       const parsed = parseWith(sourceEventModel(event.type), event);
       if (!parsed.ok)
         return badRequest(`not an ApiServerSource or PingSource event: ${parsed.message}`);
+      if (isOwnWriteReadPast(parsed.data, written)) {
+        metrics.reconciles.inc({ function: 'reconcile-pool', outcome: 'ownWrite' });
+        log.debug('own write, already read past');
+        return accepted();
+      }
       const scope = await scopeOf(parsed.data, kube);
       const bad = invalidScope(scope);
       if (bad !== undefined) return badRequest(bad);

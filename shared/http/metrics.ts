@@ -195,7 +195,7 @@ export function createRegistry(): Registry {
 /** The metrics every vmpool function exports. */
 export interface FunctionMetrics {
   readonly registry: Registry;
-  /** One per handled reconcile request, by function and outcome (ok, gone, conflict, transient…). */
+  /** One per handled reconcile request, by function and outcome (ok, gone, ownWrite, conflict…). */
   readonly reconciles: Counter<'function' | 'outcome'>;
   /** Side effects executed, by kind (createVm, deleteDisk…) and outcome. */
   readonly actions: Counter<'kind' | 'outcome'>;

@@ -14,6 +14,7 @@ import type { ClaimObserver } from './claim-metrics.js';
 import { observeClaims } from './claim-metrics.js';
 import { settleOrphanClaims } from './orphans.js';
 import { planRespectingOutsiders } from './outsiders.js';
+import type { OwnWrites } from './own-writes.js';
 
 /** Everything a reconcile needs from outside: the API server, the clock and randomness. */
 export interface ReconcileDeps {
@@ -33,6 +34,8 @@ export interface ReconcileDeps {
   readonly claims?: ClaimObserver;
   /** Pools per window of a scope-wide reconcile (default `WINDOW`; tests cross pages with less). */
   readonly window?: number;
+  /** Where the writes a later pass read past are remembered, so their events need no reconcile. */
+  readonly ownWrites?: OwnWrites;
 }
 
 /** The result of reconciling one pool. */
@@ -96,11 +99,15 @@ export async function reconcilePool(
   let actions = 0;
   let reason = '';
   const foreign = new Set<string>();
+  const writes = deps.ownWrites?.track(kube);
+  const writer = writes?.kube ?? kube;
   // A pass that acted without a hitch is progress, not a lost race: a large scale-up goes burst by
   // burst (each recorded by a pass that read the current desire) without using up the retries.
   for (let pass = 1; pass <= maxPasses + bursts; pass++) {
     if (pass > 1 && reason !== '')
       await sleep(Math.floor(deps.rand() * 50 * 2 ** Math.min(pass, 5)));
+    // Every write of the passes before is done: the reads below see it or something newer.
+    writes?.readPast();
     const got = await kube.getPool(namespace, name);
     if (!got.ok) {
       if (got.reason === 'notFound') {
@@ -154,7 +161,7 @@ export async function reconcilePool(
     for (const w of p.warnings) log.warn({ pool: `${namespace}/${name}` }, w);
     const status = statusToWrite(pool, p);
     if (status !== undefined) {
-      const wrote = await kube.updatePoolStatus({ ...pool, status });
+      const wrote = await writer.updatePoolStatus({ ...pool, status });
       if (!wrote.ok) {
         if (wrote.reason === 'notFound') return { kind: 'gone' };
         if (wrote.reason === 'invalid' || wrote.reason === 'forbidden')
@@ -171,7 +178,7 @@ export async function reconcilePool(
     }
     const bound = observeClaims(deps.claims, namespace, name, claims.value, p);
     if (p.actions.length === 0) return converged(pass, actions, p.recheckAt);
-    const ex = await execute(kube, pool, p.batches, log, bound);
+    const ex = await execute(writer, pool, p.batches, log, bound);
     actions += ex.done;
     for (const n of ex.foreign) foreign.add(n);
     // A 403 stops the pass even when other actions could be retried: a grant does not appear by itself.

@@ -18,3 +18,4 @@ export * from './admission.js';
 export * from './recheck.js';
 export * from './pool-reads.js';
 export * from './window.js';
+export * from './own-writes.js';

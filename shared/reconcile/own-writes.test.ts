@@ -1,0 +1,147 @@
+import { describe, expect, it } from 'vitest';
+import type { SourceEvent, VirtualMachine, VirtualMachinePool } from '../api/index.js';
+import type { Kube } from '../kube/index.js';
+import type { ReconcileDeps } from './converge.js';
+import { reconcilePool } from './converge.js';
+import { isOwnWriteReadPast, ownWrites } from './own-writes.js';
+import { NOW, pool, seededRandom } from '../../test/unit/builders.js';
+import { memoryKube } from '../../test/unit/memory-kube.js';
+import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
+import { testLog } from '../../test/logs.js';
+
+const version = (uid: string, resourceVersion: string) => ({ metadata: { uid, resourceVersion } });
+const vm = (name: string, uid: string, resourceVersion: string): VirtualMachine =>
+  ({
+    apiVersion: 'virtualization.deckhouse.io/v1alpha2',
+    kind: 'VirtualMachine',
+    metadata: { name, namespace: 'ci', uid, resourceVersion },
+    spec: {},
+  }) as VirtualMachine;
+
+function event(verb: string, data: unknown): SourceEvent {
+  return {
+    specversion: '1.0',
+    id: '1',
+    source: 'test',
+    type: `dev.knative.apiserver.resource.${verb}`,
+    data,
+  } as SourceEvent;
+}
+
+describe('ownWrites', () => {
+  it('holds a write until a later pass reads past it, then knows that version once', async () => {
+    const f = fakeKube({
+      createVm: ([, v]) =>
+        ok({ ...v, metadata: { ...v.metadata, uid: 'u1', resourceVersion: '7' } }),
+    });
+    const writes = ownWrites();
+    const t = writes.track(f.kube);
+    await t.kube.createVm('ci', vm('a', '', ''));
+    // Not read past yet: the reconcile could still end without reading it.
+    expect(writes.readPast(version('u1', '7'))).toBe(false);
+    t.readPast();
+    expect(writes.readPast(version('u1', '6'))).toBe(false);
+    expect(writes.readPast(version('u2', '7'))).toBe(false);
+    expect(writes.readPast(version('u1', '7'))).toBe(true);
+    // A second delivery of the same event is reconciled.
+    expect(writes.readPast(version('u1', '7'))).toBe(false);
+  });
+
+  it('a failed write holds nothing; a newer write of the object replaces the older version', async () => {
+    let rv = 10;
+    const f = fakeKube({
+      updateVm: ([v]) => ok({ ...v, metadata: { ...v.metadata, resourceVersion: String(++rv) } }),
+      updateDisk: () => fail('conflict'),
+    });
+    const writes = ownWrites();
+    const t = writes.track(f.kube);
+    await t.kube.updateVm(vm('a', 'u1', '10'));
+    await t.kube.updateVm(vm('a', 'u1', '11'));
+    await t.kube.updateDisk({ metadata: { name: 'd', uid: 'u9', resourceVersion: '3' } } as never);
+    t.readPast();
+    expect(writes.size()).toBe(1);
+    expect(writes.readPast(version('u1', '11'))).toBe(false);
+    expect(writes.readPast(version('u1', '12'))).toBe(true);
+  });
+
+  it('forgets the oldest writes beyond its bound', async () => {
+    let n = 0;
+    const f = fakeKube({
+      createVm: ([, v]) =>
+        ok({ ...v, metadata: { ...v.metadata, uid: `u${++n}`, resourceVersion: '1' } }),
+    });
+    const writes = ownWrites(3);
+    const t = writes.track(f.kube);
+    for (let i = 0; i < 5; i++) await t.kube.createVm('ci', vm(`v${i}`, '', ''));
+    t.readPast();
+    expect(writes.size()).toBe(3);
+    expect(writes.readPast(version('u1', '1'))).toBe(false);
+    expect(writes.readPast(version('u2', '1'))).toBe(false);
+    expect(writes.readPast(version('u5', '1'))).toBe(true);
+  });
+
+  it('answers adds and updates in Resource mode only: never a delete, a reference or a tick', async () => {
+    const f = fakeKube({
+      createVm: ([, v]) =>
+        ok({ ...v, metadata: { ...v.metadata, uid: 'u1', resourceVersion: '7' } }),
+    });
+    const writes = ownWrites();
+    const t = writes.track(f.kube);
+    for (let i = 0; i < 3; i++) await t.kube.createVm('ci', vm('a', '', ''));
+    t.readPast();
+    const obj = vm('a', 'u1', '7');
+    expect(isOwnWriteReadPast(event('delete', obj), writes)).toBe(false);
+    expect(
+      isOwnWriteReadPast(
+        {
+          ...event('add', { kind: 'VirtualMachine', name: 'a' }),
+          type: 'dev.knative.apiserver.ref.add',
+        } as SourceEvent,
+        writes,
+      ),
+    ).toBe(false);
+    expect(
+      isOwnWriteReadPast(
+        { ...event('add', obj), type: 'dev.knative.sources.ping' } as SourceEvent,
+        writes,
+      ),
+    ).toBe(false);
+    expect(isOwnWriteReadPast(event('update', obj), writes)).toBe(true);
+  });
+});
+
+describe('reconcilePool with ownWrites', () => {
+  it('a scale-up remembers its fence and its creates, read past by the next pass, and not its last status write', async () => {
+    const mem = memoryKube({ pool: { ...pool({ replicas: 3 }), status: {} } });
+    const writes = ownWrites();
+    const fenced: string[] = [];
+    const kube: Kube = Object.assign(Object.create(mem.kube) as Kube, {
+      updatePoolStatus: async (p: VirtualMachinePool) => {
+        const got = await mem.kube.updatePoolStatus(p);
+        if (got.ok) fenced.push(got.value.metadata.resourceVersion ?? '');
+        return got;
+      },
+    });
+    const d: ReconcileDeps = {
+      kube,
+      now: () => NOW,
+      rand: seededRandom(1),
+      log: testLog('own-writes'),
+      sleep: () => Promise.resolve(),
+      ownWrites: writes,
+    };
+    expect(await reconcilePool(d, 'ci', 'runners')).toMatchObject({ kind: 'converged' });
+    const vms = [...mem.store.vm.values()];
+    const disks = [...mem.store.disk.values()];
+    expect(vms).toHaveLength(3);
+    expect(fenced).toHaveLength(2);
+    // Every VM and disk as created, and the fence: the second pass read past them.
+    for (const o of [...vms, ...disks]) expect(writes.readPast(o), o.metadata.name).toBe(true);
+    const p = mem.store.pool.get('runners');
+    expect(writes.readPast(version(String(p?.metadata.uid), fenced[0] ?? ''))).toBe(true);
+    // The last status write ended the reconcile: nothing read past it, so its event is reconciled.
+    expect(p?.metadata.resourceVersion).toBe(fenced[1]);
+    expect(writes.readPast(p as never)).toBe(false);
+    expect(writes.size()).toBe(0);
+  });
+});
