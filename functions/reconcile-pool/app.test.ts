@@ -802,7 +802,7 @@ describe('reconcile-pool: events of its own writes', () => {
       createVm: () => Promise.resolve({ ok: true, value: member }),
     } as unknown as Kube);
     await tracked.kube.createVm('ci', member);
-    tracked.readPast();
+    tracked.readsBegin()();
     const metrics = createFunctionMetrics();
     const app = buildReconcileApp({
       kube: testKube(),

@@ -107,7 +107,7 @@ export async function reconcilePool(
     if (pass > 1 && reason !== '')
       await sleep(Math.floor(deps.rand() * 50 * 2 ** Math.min(pass, 5)));
     // Every write of the passes before is done: the reads below see it or something newer.
-    writes?.readPast();
+    const readPast = writes?.readsBegin();
     const got = await kube.getPool(namespace, name);
     if (!got.ok) {
       if (got.reason === 'notFound') {
@@ -134,6 +134,7 @@ export async function reconcilePool(
       reason = f.message;
       continue;
     }
+    readPast?.();
     // Listed by this pool's label: every object that did not parse claims it.
     const unseen = [...(vms.malformed ?? []), ...(disks.malformed ?? [])];
     if (unseen.length > 0) return blockMalformed(deps, pool, unseen);

@@ -10,13 +10,12 @@ import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
 import { testLog } from '../../test/logs.js';
 
 const version = (uid: string, resourceVersion: string) => ({ metadata: { uid, resourceVersion } });
-const vm = (name: string, uid: string, resourceVersion: string): VirtualMachine =>
-  ({
-    apiVersion: 'virtualization.deckhouse.io/v1alpha2',
-    kind: 'VirtualMachine',
-    metadata: { name, namespace: 'ci', uid, resourceVersion },
-    spec: {},
-  }) as VirtualMachine;
+const vm = (name: string, uid: string, resourceVersion: string): VirtualMachine => ({
+  apiVersion: 'virtualization.deckhouse.io/v1alpha2',
+  kind: 'VirtualMachine',
+  metadata: { name, namespace: 'ci', uid, resourceVersion },
+  spec: {},
+});
 
 function event(verb: string, data: unknown): SourceEvent {
   return {
@@ -39,7 +38,7 @@ describe('ownWrites', () => {
     await t.kube.createVm('ci', vm('a', '', ''));
     // Not read past yet: the reconcile could still end without reading it.
     expect(writes.readPast(version('u1', '7'))).toBe(false);
-    t.readPast();
+    t.readsBegin()();
     expect(writes.readPast(version('u1', '6'))).toBe(false);
     expect(writes.readPast(version('u2', '7'))).toBe(false);
     expect(writes.readPast(version('u1', '7'))).toBe(true);
@@ -58,7 +57,7 @@ describe('ownWrites', () => {
     await t.kube.updateVm(vm('a', 'u1', '10'));
     await t.kube.updateVm(vm('a', 'u1', '11'));
     await t.kube.updateDisk({ metadata: { name: 'd', uid: 'u9', resourceVersion: '3' } } as never);
-    t.readPast();
+    t.readsBegin()();
     expect(writes.size()).toBe(1);
     expect(writes.readPast(version('u1', '11'))).toBe(false);
     expect(writes.readPast(version('u1', '12'))).toBe(true);
@@ -73,7 +72,7 @@ describe('ownWrites', () => {
     const writes = ownWrites(3);
     const t = writes.track(f.kube);
     for (let i = 0; i < 5; i++) await t.kube.createVm('ci', vm(`v${i}`, '', ''));
-    t.readPast();
+    t.readsBegin()();
     expect(writes.size()).toBe(3);
     expect(writes.readPast(version('u1', '1'))).toBe(false);
     expect(writes.readPast(version('u2', '1'))).toBe(false);
@@ -88,7 +87,7 @@ describe('ownWrites', () => {
     const writes = ownWrites();
     const t = writes.track(f.kube);
     for (let i = 0; i < 3; i++) await t.kube.createVm('ci', vm('a', '', ''));
-    t.readPast();
+    t.readsBegin()();
     const obj = vm('a', 'u1', '7');
     expect(isOwnWriteReadPast(event('delete', obj), writes)).toBe(false);
     expect(
@@ -101,10 +100,7 @@ describe('ownWrites', () => {
       ),
     ).toBe(false);
     expect(
-      isOwnWriteReadPast(
-        { ...event('add', obj), type: 'dev.knative.sources.ping' } as SourceEvent,
-        writes,
-      ),
+      isOwnWriteReadPast({ ...event('add', obj), type: 'dev.knative.sources.ping' }, writes),
     ).toBe(false);
     expect(isOwnWriteReadPast(event('update', obj), writes)).toBe(true);
   });
@@ -143,5 +139,62 @@ describe('reconcilePool with ownWrites', () => {
     expect(p?.metadata.resourceVersion).toBe(fenced[1]);
     expect(writes.readPast(p as never)).toBe(false);
     expect(writes.size()).toBe(0);
+  });
+
+  it('a reconcile whose next pass cannot read (a crash, a lost API server) remembers nothing', async () => {
+    const mem = memoryKube({ pool: { ...pool({ replicas: 2 }), status: {} } });
+    let creates = 0;
+    // Once the creates are done, every read fails: the reconcile ends without reading past them.
+    const kube: Kube = Object.assign(Object.create(mem.kube) as Kube, {
+      createVm: async (ns: string, v: VirtualMachine) => {
+        creates++;
+        return mem.kube.createVm(ns, v);
+      },
+      getPool: async (ns: string, name: string) =>
+        creates > 0 ? fail('transient', 'connection refused') : mem.kube.getPool(ns, name),
+    });
+    const writes = ownWrites();
+    const d: ReconcileDeps = {
+      kube,
+      now: () => NOW,
+      rand: seededRandom(1),
+      log: testLog('own-writes'),
+      sleep: () => Promise.resolve(),
+      maxPasses: 3,
+      ownWrites: writes,
+    };
+    expect(await reconcilePool(d, 'ci', 'runners')).toMatchObject({ kind: 'retry' });
+    expect(mem.store.vm.size).toBe(2);
+    // Nothing read the creates: their events are reconciled, not answered as read past.
+    expect(writes.size()).toBe(0);
+    for (const o of mem.store.vm.values()) expect(writes.readPast(o)).toBe(false);
+  });
+
+  it('a pass whose reads fail keeps the writes held; the next pass that reads remembers them', async () => {
+    const mem = memoryKube({ pool: { ...pool({ replicas: 2 }), status: {} } });
+    let creates = 0;
+    let refused = 0;
+    const kube: Kube = Object.assign(Object.create(mem.kube) as Kube, {
+      createVm: async (ns: string, v: VirtualMachine) => {
+        creates++;
+        return mem.kube.createVm(ns, v);
+      },
+      listDisks: async (...args: Parameters<Kube['listDisks']>) =>
+        creates > 0 && refused++ === 0
+          ? fail('transient', 'etcd timeout')
+          : mem.kube.listDisks(...args),
+    });
+    const writes = ownWrites();
+    const d: ReconcileDeps = {
+      kube,
+      now: () => NOW,
+      rand: seededRandom(1),
+      log: testLog('own-writes'),
+      sleep: () => Promise.resolve(),
+      ownWrites: writes,
+    };
+    expect(await reconcilePool(d, 'ci', 'runners')).toMatchObject({ kind: 'converged' });
+    expect(refused).toBeGreaterThan(1);
+    for (const o of mem.store.vm.values()) expect(writes.readPast(o)).toBe(true);
   });
 });

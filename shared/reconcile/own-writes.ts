@@ -26,8 +26,11 @@ interface Version {
 export interface TrackedWrites {
   /** The reconcile's Kube: its writes that return an object are held. */
   readonly kube: Kube;
-  /** A pass begins its reads: every write held so far has been read past. */
-  readPast(): void;
+  /**
+   * A pass begins its reads. Call what this returns once they have all succeeded: every write held
+   * when they began has then been read past. Reads that fail leave the writes unremembered.
+   */
+  readsBegin(): () => void;
 }
 
 /** Own writes read past, by uid, for one process. */
@@ -78,9 +81,13 @@ export function ownWrites(kept = OWN_WRITES_KEPT): OwnWrites {
       } satisfies Partial<Kube>);
       return {
         kube: tracked,
-        readPast() {
-          for (const [uid, rv] of held) remember(uid, rv);
-          held = [];
+        readsBegin() {
+          // Writes held now; a pass whose reads fail keeps them held for the next one.
+          const n = held.length;
+          return () => {
+            for (const [uid, rv] of held.slice(0, n)) remember(uid, rv);
+            held = held.slice(n);
+          };
         },
       };
     },
@@ -107,6 +114,6 @@ export function isOwnWriteReadPast(event: SourceEvent, writes: OwnWrites): boole
     (verb === 'add' || verb === 'update') &&
     typeof event.data === 'object' &&
     event.data !== null &&
-    writes.readPast(event.data as Version)
+    writes.readPast(event.data)
   );
 }
