@@ -71,7 +71,7 @@ export function buildReconcileApp(input: ReconcileAppDeps): Hono<NodeEnv> {
       const parsed = parseWith(sourceEventModel(event.type), event);
       if (!parsed.ok)
         return badRequest(`not an ApiServerSource or PingSource event: ${parsed.message}`);
-      if (isOwnWriteReadPast(parsed.data, written)) {
+      if (await isOwnWriteReadPast(parsed.data, written)) {
         metrics.reconciles.inc({ function: 'reconcile-pool', outcome: 'ownWrite' });
         log.debug('own write, already read past');
         return accepted();

@@ -5,8 +5,8 @@
  */
 import type { Logger } from 'pino';
 import type { PoolStatus, VirtualMachineClaim, VirtualMachinePool } from '../api/index.js';
-import type { Plan, Rand } from '../domain/index.js';
-import { holdBlocked, sameStatus, selectorOf } from '../domain/index.js';
+import type { Observed, Plan, Rand } from '../domain/index.js';
+import { holdBlocked, plan, sameStatus, selectorOf } from '../domain/index.js';
 import type { Failure, Kube, Listed, PageRequest } from '../kube/index.js';
 import { blockMalformed, failClosedUnlessPersisted, reportRefused } from './blocked.js';
 import { execute } from './execute.js';
@@ -14,7 +14,7 @@ import type { ClaimObserver } from './claim-metrics.js';
 import { observeClaims } from './claim-metrics.js';
 import { settleOrphanClaims } from './orphans.js';
 import { planRespectingOutsiders } from './outsiders.js';
-import type { OwnWrites } from './own-writes.js';
+import type { OwnWrites, TrackedWrites } from './own-writes.js';
 
 /** Everything a reconcile needs from outside: the API server, the clock and randomness. */
 export interface ReconcileDeps {
@@ -85,11 +85,34 @@ export async function claimsOf(
   return !got.ok && got.reason === 'notFound' ? { ok: true, value: [], malformed: [] } : got;
 }
 
+/**
+ * Whether the pool, as the last status write left it, asks for nothing more from what this pass
+ * read: planned again, no action and no other status. Its event then needs no reconcile.
+ */
+function settles(observed: Observed, pool: VirtualMachinePool, deps: ReconcileDeps): boolean {
+  const again = plan({ ...observed, pool }, deps.now(), deps.rand);
+  return again.actions.length === 0 && statusToWrite(pool, again) === undefined;
+}
+
 /** Converges one pool; safe to run concurrently with itself anywhere. */
 export async function reconcilePool(
   deps: ReconcileDeps,
   namespace: string,
   name: string,
+): Promise<ReconcileOutcome> {
+  const writes = deps.ownWrites?.track(deps.kube);
+  try {
+    return await passes(deps, namespace, name, writes);
+  } finally {
+    writes?.end();
+  }
+}
+
+async function passes(
+  deps: ReconcileDeps,
+  namespace: string,
+  name: string,
+  writes: TrackedWrites | undefined,
 ): Promise<ReconcileOutcome> {
   const { kube, log } = deps;
   const sleep = deps.sleep ?? defaultSleep;
@@ -99,7 +122,6 @@ export async function reconcilePool(
   let actions = 0;
   let reason = '';
   const foreign = new Set<string>();
-  const writes = deps.ownWrites?.track(kube);
   const writer = writes?.kube ?? kube;
   // A pass that acted without a hitch is progress, not a lost race: a large scale-up goes burst by
   // burst (each recorded by a pass that read the current desire) without using up the retries.
@@ -178,7 +200,11 @@ export async function reconcilePool(
       await Promise.all(p.events.map((e) => kube.recordEvent(pool, e)));
     }
     const bound = observeClaims(deps.claims, namespace, name, claims.value, p);
-    if (p.actions.length === 0) return converged(pass, actions, p.recheckAt);
+    if (p.actions.length === 0) {
+      if (status !== undefined && writes !== undefined && settles(observed, pool, deps))
+        writes.settled();
+      return converged(pass, actions, p.recheckAt);
+    }
     const ex = await execute(writer, pool, p.batches, log, bound);
     actions += ex.done;
     for (const n of ex.foreign) foreign.add(n);

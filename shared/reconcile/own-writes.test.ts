@@ -37,16 +37,16 @@ describe('ownWrites', () => {
     const t = writes.track(f.kube);
     await t.kube.createVm('ci', vm('a', '', ''));
     // Not read past yet: the reconcile could still end without reading it.
-    expect(writes.readPast(version('u1', '7'))).toBe(false);
+    expect(writes.size()).toBe(0);
     t.readsBegin()();
-    expect(writes.readPast(version('u1', '6'))).toBe(false);
-    expect(writes.readPast(version('u2', '7'))).toBe(false);
-    expect(writes.readPast(version('u1', '7'))).toBe(true);
+    expect(await writes.readPast(version('u1', '6'))).toBe(false);
+    expect(await writes.readPast(version('u2', '7'))).toBe(false);
+    expect(await writes.readPast(version('u1', '7'))).toBe(true);
     // A second delivery of the same event is reconciled.
-    expect(writes.readPast(version('u1', '7'))).toBe(false);
+    expect(await writes.readPast(version('u1', '7'))).toBe(false);
   });
 
-  it('a failed write holds nothing; a newer write of the object replaces the older version', async () => {
+  it('a failed write holds nothing; each version an object was written at is known', async () => {
     let rv = 10;
     const f = fakeKube({
       updateVm: ([v]) => ok({ ...v, metadata: { ...v.metadata, resourceVersion: String(++rv) } }),
@@ -58,9 +58,11 @@ describe('ownWrites', () => {
     await t.kube.updateVm(vm('a', 'u1', '11'));
     await t.kube.updateDisk({ metadata: { name: 'd', uid: 'u9', resourceVersion: '3' } } as never);
     t.readsBegin()();
-    expect(writes.size()).toBe(1);
-    expect(writes.readPast(version('u1', '11'))).toBe(false);
-    expect(writes.readPast(version('u1', '12'))).toBe(true);
+    expect(writes.size()).toBe(2);
+    expect(await writes.readPast(version('u9', '3'))).toBe(false);
+    expect(await writes.readPast(version('u1', '10'))).toBe(false);
+    expect(await writes.readPast(version('u1', '11'))).toBe(true);
+    expect(await writes.readPast(version('u1', '12'))).toBe(true);
   });
 
   it('forgets the oldest writes beyond its bound', async () => {
@@ -74,9 +76,9 @@ describe('ownWrites', () => {
     for (let i = 0; i < 5; i++) await t.kube.createVm('ci', vm(`v${i}`, '', ''));
     t.readsBegin()();
     expect(writes.size()).toBe(3);
-    expect(writes.readPast(version('u1', '1'))).toBe(false);
-    expect(writes.readPast(version('u2', '1'))).toBe(false);
-    expect(writes.readPast(version('u5', '1'))).toBe(true);
+    expect(await writes.readPast(version('u1', '1'))).toBe(false);
+    expect(await writes.readPast(version('u2', '1'))).toBe(false);
+    expect(await writes.readPast(version('u5', '1'))).toBe(true);
   });
 
   it('answers adds and updates in Resource mode only: never a delete, a reference or a tick', async () => {
@@ -89,9 +91,9 @@ describe('ownWrites', () => {
     for (let i = 0; i < 3; i++) await t.kube.createVm('ci', vm('a', '', ''));
     t.readsBegin()();
     const obj = vm('a', 'u1', '7');
-    expect(isOwnWriteReadPast(event('delete', obj), writes)).toBe(false);
+    expect(await isOwnWriteReadPast(event('delete', obj), writes)).toBe(false);
     expect(
-      isOwnWriteReadPast(
+      await isOwnWriteReadPast(
         {
           ...event('add', { kind: 'VirtualMachine', name: 'a' }),
           type: 'dev.knative.apiserver.ref.add',
@@ -100,14 +102,39 @@ describe('ownWrites', () => {
       ),
     ).toBe(false);
     expect(
-      isOwnWriteReadPast({ ...event('add', obj), type: 'dev.knative.sources.ping' }, writes),
+      await isOwnWriteReadPast({ ...event('add', obj), type: 'dev.knative.sources.ping' }, writes),
     ).toBe(false);
-    expect(isOwnWriteReadPast(event('update', obj), writes)).toBe(true);
+    expect(await isOwnWriteReadPast(event('update', obj), writes)).toBe(true);
+  });
+  it('an event of a write still held waits: true once read past, false once its reconcile ends', async () => {
+    let n = 0;
+    const f = fakeKube({
+      createVm: ([, v]) =>
+        ok({ ...v, metadata: { ...v.metadata, uid: `u${String(++n)}`, resourceVersion: '1' } }),
+    });
+    const writes = ownWrites();
+    const t = writes.track(f.kube);
+    await t.kube.createVm('ci', vm('a', '', ''));
+    await t.kube.createVm('ci', vm('b', '', ''));
+    const first = writes.readPast(version('u1', '1'));
+    let answered = false;
+    void first.then(() => (answered = true));
+    await new Promise((r) => setTimeout(r, 10));
+    expect(answered).toBe(false);
+    const readPast = t.readsBegin();
+    // A write after the reads began is not covered by them.
+    await t.kube.createVm('ci', vm('c', '', ''));
+    readPast();
+    expect(await first).toBe(true);
+    const third = writes.readPast(version('u3', '1'));
+    t.end();
+    expect(await third).toBe(false);
+    expect(await writes.readPast(version('u2', '1'))).toBe(true);
   });
 });
 
 describe('reconcilePool with ownWrites', () => {
-  it('a scale-up remembers its fence and its creates, read past by the next pass, and not its last status write', async () => {
+  it('a scale-up remembers its fence and its creates, read past by the next pass, and its last status write, which settles', async () => {
     const mem = memoryKube({ pool: { ...pool({ replicas: 3 }), status: {} } });
     const writes = ownWrites();
     const fenced: string[] = [];
@@ -132,12 +159,13 @@ describe('reconcilePool with ownWrites', () => {
     expect(vms).toHaveLength(3);
     expect(fenced).toHaveLength(2);
     // Every VM and disk as created, and the fence: the second pass read past them.
-    for (const o of [...vms, ...disks]) expect(writes.readPast(o), o.metadata.name).toBe(true);
+    for (const o of [...vms, ...disks])
+      expect(await writes.readPast(o), o.metadata.name).toBe(true);
     const p = mem.store.pool.get('runners');
-    expect(writes.readPast(version(String(p?.metadata.uid), fenced[0] ?? ''))).toBe(true);
-    // The last status write ended the reconcile: nothing read past it, so its event is reconciled.
+    expect(await writes.readPast(version(String(p?.metadata.uid), fenced[0] ?? ''))).toBe(true);
+    // The last status write ended the reconcile; planned again from it, the pool asks for nothing.
     expect(p?.metadata.resourceVersion).toBe(fenced[1]);
-    expect(writes.readPast(p as never)).toBe(false);
+    expect(await writes.readPast(p as never)).toBe(true);
     expect(writes.size()).toBe(0);
   });
 
@@ -167,7 +195,7 @@ describe('reconcilePool with ownWrites', () => {
     expect(mem.store.vm.size).toBe(2);
     // Nothing read the creates: their events are reconciled, not answered as read past.
     expect(writes.size()).toBe(0);
-    for (const o of mem.store.vm.values()) expect(writes.readPast(o)).toBe(false);
+    for (const o of mem.store.vm.values()) expect(await writes.readPast(o)).toBe(false);
   });
 
   it('a pass whose reads fail keeps the writes held; the next pass that reads remembers them', async () => {
@@ -195,6 +223,6 @@ describe('reconcilePool with ownWrites', () => {
     };
     expect(await reconcilePool(d, 'ci', 'runners')).toMatchObject({ kind: 'converged' });
     expect(refused).toBeGreaterThan(1);
-    for (const o of mem.store.vm.values()) expect(writes.readPast(o)).toBe(true);
+    for (const o of mem.store.vm.values()) expect(await writes.readPast(o)).toBe(true);
   });
 });

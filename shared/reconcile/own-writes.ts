@@ -1,16 +1,17 @@
 /**
  * Own writes read past: the watch event of an object this process wrote, at the resourceVersion the
- * write returned, after a later pass of the same reconcile began its reads. Such an event brings
- * nothing a reconcile has not already read: the pass that read past the write decided from that
- * object or a newer one, and any change after it comes with a resourceVersion of its own, hence an
- * event of its own. reconcile-pool answers those events without reconciling again; during a
- * scale-up they are nearly all of its deliveries (one per VM and disk it created), and each one
- * used to cost a follow-up reconcile that listed every member and disk of the pool again.
+ * write returned, once a later pass of the same reconcile read the cluster after it (its reads began
+ * after the write and all succeeded). Such an event brings nothing a reconcile has not already read:
+ * that pass decided from the object or a newer one, and any change since comes with a
+ * resourceVersion, hence an event, of its own. reconcile-pool answers these events without
+ * reconciling again. An event that arrives while the write is still held (its reconcile's next pass
+ * is reading, the common case) waits for that reconcile as a coalesced delivery would.
  *
- * Only writes a later pass read past count: a write after which the reconcile ended (the last
- * status write, a refusal) is forgotten, so its event is reconciled as any other. The memory is
- * this process's alone and holds no decision: lost (a restart) or full, events are reconciled as
- * before; another instance never sees this one's writes.
+ * A reconcile's last write, the status it ends on, is read past only when planning again from what
+ * it wrote asks for nothing (no action, no other status); otherwise, and for a refusal or reads that
+ * failed, the writes are forgotten when the reconcile ends and their events are reconciled as any
+ * other. The memory is this process's alone and holds no decision: lost (a restart) or full, events
+ * are reconciled as before; another instance never sees this one's writes.
  * @module
  */
 import type { SourceEvent } from '../api/index.js';
@@ -22,15 +23,22 @@ interface Version {
   readonly metadata?: { readonly uid?: string; readonly resourceVersion?: string };
 }
 
-/** Writes one reconcile made, held until a later pass of it begins its reads. */
+/** Writes one reconcile made, held until a later pass of it reads past them or it ends. */
 export interface TrackedWrites {
   /** The reconcile's Kube: its writes that return an object are held. */
   readonly kube: Kube;
   /**
    * A pass begins its reads. Call what this returns once they have all succeeded: every write held
-   * when they began has then been read past. Reads that fail leave the writes unremembered.
+   * when they began has then been read past. Reads that fail leave the writes held.
    */
   readsBegin(): () => void;
+  /**
+   * The reconcile's last write needs nothing more: planned again from what it wrote, the pool asks
+   * for no action and no other status. Every write held is then as good as read past.
+   */
+  settled(): void;
+  /** The reconcile ended: what it did not read past is forgotten (its events are reconciled). */
+  end(): void;
 }
 
 /** Own writes read past, by uid, for one process. */
@@ -39,10 +47,12 @@ export interface OwnWrites {
   track(kube: Kube): TrackedWrites;
   /**
    * True when `object` is, at its resourceVersion, a write read past (and forgets it: a second
-   * delivery of the same event is reconciled).
+   * delivery of the same event is reconciled). The event of a write still held by a running
+   * reconcile waits until that reconcile reads past it or ends: the event often arrives while the
+   * next pass reads.
    */
-  readPast(object: Version): boolean;
-  /** Writes remembered (for tests and metrics). */
+  readPast(object: Version): Promise<boolean>;
+  /** Writes remembered as read past (for tests). */
   size(): number;
 }
 
@@ -52,21 +62,38 @@ export interface OwnWrites {
  */
 export const OWN_WRITES_KEPT = 10_000;
 
+/** A write held by a running reconcile, and how its wait ends. */
+interface Held {
+  /** `uid@resourceVersion`: one version of one object. */
+  readonly key: string;
+  readonly outcome: Promise<void>;
+  readonly resolve: () => void;
+}
+
 /** An {@link OwnWrites} remembering at most `kept` writes. */
 export function ownWrites(kept = OWN_WRITES_KEPT): OwnWrites {
-  const past = new Map<string, string>();
-  const remember = (uid: string, rv: string): void => {
-    past.delete(uid);
-    past.set(uid, rv);
-    if (past.size > kept) past.delete(past.keys().next().value as string);
+  const past = new Set<string>();
+  const pending = new Map<string, Held>();
+  const release = (h: Held, readPast: boolean): void => {
+    if (readPast) {
+      past.add(h.key);
+      if (past.size > kept) past.delete(past.values().next().value as string);
+    }
+    pending.delete(h.key);
+    h.resolve();
   };
   return {
     track(kube) {
-      let held: (readonly [string, string])[] = [];
+      let held: Held[] = [];
       const hold = <T extends Version>(got: Outcome<T>): Outcome<T> => {
         const uid = got.ok ? got.value.metadata?.uid : undefined;
         const rv = got.ok ? got.value.metadata?.resourceVersion : undefined;
-        if (uid !== undefined && rv !== undefined) held.push([uid, rv]);
+        if (uid === undefined || rv === undefined) return got;
+        let resolve = (): void => undefined;
+        const outcome = new Promise<void>((r) => (resolve = r));
+        const h = { key: `${uid}@${rv}`, outcome, resolve };
+        pending.set(h.key, h);
+        held.push(h);
         return got;
       };
       // Every other call goes to `kube` itself (its prototype), whatever kind of object it is.
@@ -79,24 +106,34 @@ export function ownWrites(kept = OWN_WRITES_KEPT): OwnWrites {
         updatePoolStatus: async (pool) => hold(await kube.updatePoolStatus(pool)),
         updateClaimStatus: async (claim) => hold(await kube.updateClaimStatus(claim)),
       } satisfies Partial<Kube>);
+      const releaseAll = (readPast: boolean): void => {
+        for (const h of held) release(h, readPast);
+        held = [];
+      };
       return {
         kube: tracked,
         readsBegin() {
-          // Writes held now; a pass whose reads fail keeps them held for the next one.
           const n = held.length;
           return () => {
-            for (const [uid, rv] of held.slice(0, n)) remember(uid, rv);
+            for (const h of held.slice(0, n)) release(h, true);
             held = held.slice(n);
           };
         },
+        settled: () => {
+          releaseAll(true);
+        },
+        end: () => {
+          releaseAll(false);
+        },
       };
     },
-    readPast(object) {
+    async readPast(object) {
       const uid = object.metadata?.uid;
       const rv = object.metadata?.resourceVersion;
-      if (uid === undefined || rv === undefined || past.get(uid) !== rv) return false;
-      past.delete(uid);
-      return true;
+      if (uid === undefined || rv === undefined) return false;
+      const key = `${uid}@${rv}`;
+      await pending.get(key)?.outcome;
+      return past.delete(key);
     },
     size: () => past.size,
   };
@@ -106,14 +143,10 @@ export function ownWrites(kept = OWN_WRITES_KEPT): OwnWrites {
  * True when `event` reports, in Resource mode, an add or update of a write read past (see the
  * module). A delete is always reconciled: its object is a version no write of ours returned.
  */
-export function isOwnWriteReadPast(event: SourceEvent, writes: OwnWrites): boolean {
+export async function isOwnWriteReadPast(event: SourceEvent, writes: OwnWrites): Promise<boolean> {
   const verb = event.type.startsWith(APISERVER_RESOURCE)
     ? event.type.slice(APISERVER_RESOURCE.length)
     : undefined;
-  return (
-    (verb === 'add' || verb === 'update') &&
-    typeof event.data === 'object' &&
-    event.data !== null &&
-    writes.readPast(event.data)
-  );
+  if (verb !== 'add' && verb !== 'update') return false;
+  return typeof event.data === 'object' && event.data !== null && writes.readPast(event.data);
 }
