@@ -23,6 +23,7 @@ import { NOW, disk, pool, seededRandom, vm } from '../../test/unit/builders.js';
 import { plan } from '../../shared/domain/index.js';
 import { buildReconcileApp } from './app.js';
 import { WINDOW, WINDOW_PAGE, ownWrites } from '../../shared/reconcile/index.js';
+import type { OwnWrites } from '../../shared/reconcile/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import { testLog } from '../../test/logs.js';
 
@@ -34,7 +35,7 @@ const VM_API = 'virtualization.deckhouse.io/v1alpha2';
 const poolPath = (ns: string, name: string): string =>
   `${BASE}/namespaces/${ns}/virtualmachinepools/${name}`;
 
-function build(rand: () => number = () => 0) {
+function build(rand: () => number = () => 0, writes?: OwnWrites) {
   const metrics = createFunctionMetrics();
   const app = buildReconcileApp({
     kube: testKube(),
@@ -42,6 +43,7 @@ function build(rand: () => number = () => 0) {
     metrics,
     now: () => NOW,
     rand,
+    ...(writes === undefined ? {} : { ownWrites: writes }),
   });
   return { app, metrics };
 }
@@ -803,16 +805,7 @@ describe('reconcile-pool: events of its own writes', () => {
     } as unknown as Kube);
     await tracked.kube.createVm('ci', member);
     tracked.readsBegin()();
-    const metrics = createFunctionMetrics();
-    const app = buildReconcileApp({
-      kube: testKube(),
-      log: testLog('test'),
-      metrics,
-      now: () => NOW,
-      rand: () => 0,
-      ownWrites: writes,
-    });
-    return { app, metrics };
+    return build(() => 0, writes);
   }
 
   it('an add of a VM it created and read past: 202, no API call; the same event again is reconciled', async () => {

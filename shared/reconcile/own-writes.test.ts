@@ -4,6 +4,7 @@ import type { Kube } from '../kube/index.js';
 import type { ReconcileDeps } from './converge.js';
 import { reconcilePool } from './converge.js';
 import { isOwnWriteReadPast, ownWrites } from './own-writes.js';
+import type { OwnWrites } from './own-writes.js';
 import { NOW, pool, seededRandom } from '../../test/unit/builders.js';
 import { memoryKube } from '../../test/unit/memory-kube.js';
 import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
@@ -27,12 +28,18 @@ function event(verb: string, data: unknown): SourceEvent {
   } as SourceEvent;
 }
 
+/** A Kube whose creates answer the VM with the uid `uidOf(n)` (n counts from 1) at `resourceVersion`. */
+function creating(uidOf: (n: number) => string, resourceVersion: string) {
+  let n = 0;
+  return fakeKube({
+    createVm: ([, v]) =>
+      ok({ ...v, metadata: { ...v.metadata, uid: uidOf(++n), resourceVersion } }),
+  });
+}
+
 describe('ownWrites', () => {
   it('holds a write until a later pass reads past it, then knows that version once', async () => {
-    const f = fakeKube({
-      createVm: ([, v]) =>
-        ok({ ...v, metadata: { ...v.metadata, uid: 'u1', resourceVersion: '7' } }),
-    });
+    const f = creating(() => 'u1', '7');
     const writes = ownWrites();
     const t = writes.track(f.kube);
     await t.kube.createVm('ci', vm('a', '', ''));
@@ -66,11 +73,7 @@ describe('ownWrites', () => {
   });
 
   it('forgets the oldest writes beyond its bound', async () => {
-    let n = 0;
-    const f = fakeKube({
-      createVm: ([, v]) =>
-        ok({ ...v, metadata: { ...v.metadata, uid: `u${++n}`, resourceVersion: '1' } }),
-    });
+    const f = creating((n) => `u${String(n)}`, '1');
     const writes = ownWrites(3);
     const t = writes.track(f.kube);
     for (let i = 0; i < 5; i++) await t.kube.createVm('ci', vm(`v${i}`, '', ''));
@@ -82,10 +85,7 @@ describe('ownWrites', () => {
   });
 
   it('answers adds and updates in Resource mode only: never a delete, a reference or a tick', async () => {
-    const f = fakeKube({
-      createVm: ([, v]) =>
-        ok({ ...v, metadata: { ...v.metadata, uid: 'u1', resourceVersion: '7' } }),
-    });
+    const f = creating(() => 'u1', '7');
     const writes = ownWrites();
     const t = writes.track(f.kube);
     for (let i = 0; i < 3; i++) await t.kube.createVm('ci', vm('a', '', ''));
@@ -107,11 +107,7 @@ describe('ownWrites', () => {
     expect(await isOwnWriteReadPast(event('update', obj), writes)).toBe(true);
   });
   it('an event of a write still held waits: true once read past, false once its reconcile ends', async () => {
-    let n = 0;
-    const f = fakeKube({
-      createVm: ([, v]) =>
-        ok({ ...v, metadata: { ...v.metadata, uid: `u${String(++n)}`, resourceVersion: '1' } }),
-    });
+    const f = creating((n) => `u${String(n)}`, '1');
     const writes = ownWrites();
     const t = writes.track(f.kube);
     await t.kube.createVm('ci', vm('a', '', ''));
@@ -133,6 +129,19 @@ describe('ownWrites', () => {
   });
 });
 
+/** Reconcile deps over `kube` remembering into `writes`. */
+function depsOf(kube: Kube, writes: OwnWrites, maxPasses?: number): ReconcileDeps {
+  return {
+    kube,
+    now: () => NOW,
+    rand: seededRandom(1),
+    log: testLog('own-writes'),
+    sleep: () => Promise.resolve(),
+    ownWrites: writes,
+    ...(maxPasses === undefined ? {} : { maxPasses }),
+  };
+}
+
 describe('reconcilePool with ownWrites', () => {
   it('a scale-up remembers its fence and its creates, read past by the next pass, and its last status write, which settles', async () => {
     const mem = memoryKube({ pool: { ...pool({ replicas: 3 }), status: {} } });
@@ -145,14 +154,7 @@ describe('reconcilePool with ownWrites', () => {
         return got;
       },
     });
-    const d: ReconcileDeps = {
-      kube,
-      now: () => NOW,
-      rand: seededRandom(1),
-      log: testLog('own-writes'),
-      sleep: () => Promise.resolve(),
-      ownWrites: writes,
-    };
+    const d = depsOf(kube, writes);
     expect(await reconcilePool(d, 'ci', 'runners')).toMatchObject({ kind: 'converged' });
     const vms = [...mem.store.vm.values()];
     const disks = [...mem.store.disk.values()];
@@ -182,15 +184,7 @@ describe('reconcilePool with ownWrites', () => {
         creates > 0 ? fail('transient', 'connection refused') : mem.kube.getPool(ns, name),
     });
     const writes = ownWrites();
-    const d: ReconcileDeps = {
-      kube,
-      now: () => NOW,
-      rand: seededRandom(1),
-      log: testLog('own-writes'),
-      sleep: () => Promise.resolve(),
-      maxPasses: 3,
-      ownWrites: writes,
-    };
+    const d = depsOf(kube, writes, 3);
     expect(await reconcilePool(d, 'ci', 'runners')).toMatchObject({ kind: 'retry' });
     expect(mem.store.vm.size).toBe(2);
     // Nothing read the creates: their events are reconciled, not answered as read past.
@@ -213,14 +207,7 @@ describe('reconcilePool with ownWrites', () => {
           : mem.kube.listDisks(...args),
     });
     const writes = ownWrites();
-    const d: ReconcileDeps = {
-      kube,
-      now: () => NOW,
-      rand: seededRandom(1),
-      log: testLog('own-writes'),
-      sleep: () => Promise.resolve(),
-      ownWrites: writes,
-    };
+    const d = depsOf(kube, writes);
     expect(await reconcilePool(d, 'ci', 'runners')).toMatchObject({ kind: 'converged' });
     expect(refused).toBeGreaterThan(1);
     for (const o of mem.store.vm.values()) expect(await writes.readPast(o)).toBe(true);
