@@ -33,7 +33,7 @@ export interface ReconcileAppDeps extends AppDeps {
   readonly rechecks?: Rechecks;
   /** Most creates one pass records (tests make it small to watch bursts). */
   readonly createBurst?: number;
-  /** This process's writes that a later pass read past (tests inspect it). */
+  /** This process's writes a later pass read past (default: a new one; tests pass their own). */
   readonly ownWrites?: OwnWrites;
 }
 

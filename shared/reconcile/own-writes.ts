@@ -41,7 +41,7 @@ export interface TrackedWrites {
   end(): void;
 }
 
-/** Own writes read past, by uid, for one process. */
+/** Own writes read past, by object version (uid and resourceVersion), for one process. */
 export interface OwnWrites {
   /** Tracks the writes of one reconcile made through the returned Kube. */
   track(kube: Kube): TrackedWrites;
