@@ -17,7 +17,7 @@ import { imageStart } from '../scripts/image-start.js';
 import { PARALLEL } from '../shared/reconcile/index.js';
 import { coldStart } from './coldstart.js';
 import type { ColdStart } from './coldstart.js';
-import { EVENTS_NS, apiCost, eventsPerAction, meetsFormula } from './cost.js';
+import { EVENTS_NS, apiCost, eventsPerAction, formulaGoal, meetsFormula } from './cost.js';
 import type { ActionCost, Cost } from './cost.js';
 import { gcTick } from './gc.js';
 import { fastest } from './gc-raw.js';
@@ -452,7 +452,7 @@ function costRows(cost: readonly Cost[], actions: readonly ActionCost[]): Row[] 
         ? '≤ 3 reads, 0 writes'
         : c.formula === undefined
           ? ''
-          : `${c.formula.text}${formula === true ? '' : `; ${c.formula.beyond}`}`,
+          : formulaGoal(c.formula, formula),
       ...(noop ? { pass: c.reads <= 3 && c.writes === 0 } : {}),
       ...(formula === undefined ? {} : { pass: formula }),
     });
