@@ -68,14 +68,14 @@ export function buildReconcileApp(input: ReconcileAppDeps): Hono<NodeEnv> {
   app.post(
     '/',
     cloudEventHandler(deps.log, async function reconcile(event, { log }) {
-      const parsed = parseWith(sourceEventModel(event.type), event);
-      if (!parsed.ok)
-        return badRequest(`not an ApiServerSource or PingSource event: ${parsed.message}`);
-      if (await isOwnWriteReadPast(parsed.data, written)) {
+      if (await isOwnWriteReadPast(event, written)) {
         metrics.reconciles.inc({ function: 'reconcile-pool', outcome: 'ownWrite' });
         log.debug('own write, already read past');
         return accepted();
       }
+      const parsed = parseWith(sourceEventModel(event.type), event);
+      if (!parsed.ok)
+        return badRequest(`not an ApiServerSource or PingSource event: ${parsed.message}`);
       const scope = await scopeOf(parsed.data, kube);
       const bad = invalidScope(scope);
       if (bad !== undefined) return badRequest(bad);

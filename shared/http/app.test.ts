@@ -1,9 +1,11 @@
+import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { buildFunctionApp, cloudEventHandler } from './app.js';
 import { createHealth } from './health.js';
 import { createLogger } from './log.js';
 import { createFunctionMetrics } from './metrics.js';
 import { accepted, retryLater } from './responses.js';
+import { serveApp } from './serve.js';
 
 const log = createLogger('test', { destination: { write: () => undefined }, pretty: false });
 
@@ -56,6 +58,34 @@ describe('buildFunctionApp', () => {
     expect(res.status).toBe(202);
     expect(await res.text()).toBe('');
     expect(seen).toEqual(['e1']);
+  });
+
+  it('served by Node, reads the event from its own headers: repeated ones joined, bad ones refused', async () => {
+    const { app, seen } = build();
+    const served = serveApp(app, { port: 0, handleSignals: false });
+    const { port } = await served.listening;
+    const post = (headers: Record<string, string | string[]>): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const req = request(
+          { port, host: '127.0.0.1', method: 'POST', path: '/', headers },
+          (res) => {
+            res.resume();
+            res.on('end', () => {
+              resolve(res.statusCode ?? 0);
+            });
+          },
+        );
+        req.on('error', reject);
+        req.end('{}');
+      });
+    try {
+      expect(await post({ ...ce('e1'), 'ce-traceid': ['a', 'b'] })).toBe(202);
+      expect(await post({ ...ce('e2'), 'ce-specversion': '0.3' })).toBe(400);
+      expect(await post({ ...ce('e3'), 'content-type': 'text/plain' })).toBe(415);
+      expect(seen).toEqual(['e1']);
+    } finally {
+      await served.close();
+    }
   });
 
   it('answers 400 to a malformed event without calling the handler', async () => {

@@ -108,7 +108,10 @@ export function cloudEventHandler(
   maxBytes?: number,
 ): Handler<NodeEnv> {
   return async function onCloudEvent(c) {
-    const parsed = parseCloudEvent(c.req.raw.headers, await c.req.text(), maxBytes);
+    // Served by Node, its own header object: reading `c.req.raw.headers` in full builds a web
+    // Headers copy of every header, a tenth of an event's CPU (app.request in tests has no Node).
+    const headers = (c.env as Partial<NodeEnv['Bindings']> | undefined)?.incoming?.headers;
+    const parsed = parseCloudEvent(headers ?? c.req.raw.headers, await c.req.text(), maxBytes);
     if (!parsed.ok) {
       log.warn({ status: parsed.status, reason: parsed.message }, 'rejected event');
       return errorResponse(parsed.status, parsed.message);

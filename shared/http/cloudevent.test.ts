@@ -36,6 +36,15 @@ describe('parseCloudEvent', () => {
     });
   });
 
+  it("accepts Node's header object: a repeated header arrives as a list and is joined", () => {
+    const r = parseCloudEvent(
+      { ...binaryHeaders, 'ce-traceid': ['a', 'b'], 'ce-x': undefined },
+      '{}',
+    );
+    expect(r.ok && r.event.extensions).toMatchObject({ traceid: 'a, b' });
+    expect(r.ok && 'x' in r.event.extensions).toBe(false);
+  });
+
   it('accepts a Headers object with mixed-case names', () => {
     const h = new Headers({
       'Content-Type': 'application/json',

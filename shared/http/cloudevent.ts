@@ -58,12 +58,15 @@ function isJsonType(contentType: string): boolean {
   return media === 'application/json' || media === 'text/json' || media.endsWith('+json');
 }
 
-function normalize(
-  headers: Headers | Readonly<Record<string, string | undefined>>,
-): Record<string, string> {
+/** Request headers as Node (`IncomingHttpHeaders`) or the web (`Headers`) gives them. */
+export type EventHeaders =
+  Headers | Readonly<Record<string, string | readonly string[] | undefined>>;
+
+function normalize(headers: EventHeaders): Record<string, string> {
   const out: Record<string, string> = {};
   const entries = headers instanceof Headers ? headers.entries() : Object.entries(headers);
-  for (const [k, v] of entries) if (v !== undefined) out[k.toLowerCase()] = v;
+  for (const [k, v] of entries)
+    if (v !== undefined) out[k.toLowerCase()] = typeof v === 'string' ? v : v.join(', ');
   return out;
 }
 
@@ -156,13 +159,14 @@ const str = (a: Attributes, k: string): Record<string, string> =>
 /**
  * Parses exactly one CloudEvent (binary or structured mode) and validates it.
  *
- * @param headers request headers (any case)
+ * @param headers request headers (any case); Node's own header object is the cheaper: a web
+ *   `Headers` built from a Node request copies every header first
  * @param bodyText the raw body; pass the text, not parsed JSON, so structured mode is detected
  * @param maxBytes refuse larger bodies with 413
  * @returns the event, or the status (400 malformed, 413 too large, 415 batch or non-JSON) and why
  */
 export function parseCloudEvent(
-  headers: Headers | Readonly<Record<string, string | undefined>>,
+  headers: EventHeaders,
   bodyText: string,
   maxBytes: number = DEFAULT_MAX_EVENT_BYTES,
 ): EventParse {

@@ -97,7 +97,7 @@ describe('ownWrites', () => {
         {
           ...event('add', { kind: 'VirtualMachine', name: 'a' }),
           type: 'dev.knative.apiserver.ref.add',
-        } as SourceEvent,
+        },
         writes,
       ),
     ).toBe(false);
@@ -105,6 +105,28 @@ describe('ownWrites', () => {
       await isOwnWriteReadPast({ ...event('add', obj), type: 'dev.knative.sources.ping' }, writes),
     ).toBe(false);
     expect(await isOwnWriteReadPast(event('update', obj), writes)).toBe(true);
+  });
+  it('reads the version from the raw event data: without a uid and resourceVersion as strings, false', async () => {
+    const f = creating(() => 'u1', '7');
+    const writes = ownWrites();
+    const t = writes.track(f.kube);
+    await t.kube.createVm('ci', vm('a', '', ''));
+    t.readsBegin()();
+    const add = 'dev.knative.apiserver.resource.add';
+    for (const data of [
+      undefined,
+      'u1@7',
+      { metadata: 'u1' },
+      { metadata: { uid: 'u1', resourceVersion: 7 } },
+    ])
+      expect(await isOwnWriteReadPast({ type: add, data }, writes)).toBe(false);
+    expect(writes.size()).toBe(1);
+    expect(
+      await isOwnWriteReadPast(
+        { type: add, data: { metadata: { uid: 'u1', resourceVersion: '7' } } },
+        writes,
+      ),
+    ).toBe(true);
   });
   it('an event of a write still held waits: true once read past, false once its reconcile ends', async () => {
     const f = creating((n) => `u${String(n)}`, '1');

@@ -14,7 +14,6 @@
  * are reconciled as before; another instance never sees this one's writes.
  * @module
  */
-import type { SourceEvent } from '../api/index.js';
 import { APISERVER_RESOURCE } from '../api/index.js';
 import type { Kube, Outcome } from '../kube/index.js';
 
@@ -139,14 +138,33 @@ export function ownWrites(kept = OWN_WRITES_KEPT): OwnWrites {
   };
 }
 
+/** The uid and resourceVersion of `data` when it is an object that has both as strings. */
+function versionOf(data: unknown): Version | undefined {
+  if (typeof data !== 'object' || data === null) return undefined;
+  const meta = (data as { metadata?: unknown }).metadata;
+  if (typeof meta !== 'object' || meta === null) return undefined;
+  const { uid, resourceVersion } = meta as Record<string, unknown>;
+  return typeof uid === 'string' && typeof resourceVersion === 'string'
+    ? { metadata: { uid, resourceVersion } }
+    : undefined;
+}
+
 /**
  * True when `event` reports, in Resource mode, an add or update of a write read past (see the
  * module). A delete is always reconciled: its object is a version no write of ours returned.
+ *
+ * Asked of the event before its data is parsed as a model: a version this process wrote and read
+ * past is an object it already holds, so nothing of it needs reading again, and parsing whole
+ * objects was most of an own write's cost.
  */
-export async function isOwnWriteReadPast(event: SourceEvent, writes: OwnWrites): Promise<boolean> {
+export async function isOwnWriteReadPast(
+  event: { readonly type: string; readonly data?: unknown },
+  writes: OwnWrites,
+): Promise<boolean> {
   const verb = event.type.startsWith(APISERVER_RESOURCE)
     ? event.type.slice(APISERVER_RESOURCE.length)
     : undefined;
   if (verb !== 'add' && verb !== 'update') return false;
-  return typeof event.data === 'object' && event.data !== null && writes.readPast(event.data);
+  const version = versionOf(event.data);
+  return version !== undefined && writes.readPast(version);
 }
