@@ -48,7 +48,10 @@ import { cpuModes, placeProcesses } from './cpus.js';
 import type { CpuMode, Placement } from './cpus.js';
 
 const quick = process.argv.includes('--quick');
-const cfg = quick
+/** `--sizes=1000` (comma-separated) and `--reps=1` narrow the scale-up to what is being worked on. */
+const flag = (name: string): string | undefined =>
+  process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const preset = quick
   ? {
       sizes: [200],
       reps: 2,
@@ -73,6 +76,11 @@ const cfg = quick
       claimTrials: 50,
       memoryPools: 10_000,
     };
+const cfg = {
+  ...preset,
+  sizes: flag('sizes')?.split(',').map(Number) ?? preset.sizes,
+  reps: Number(flag('reps') ?? preset.reps),
+};
 /**
  * `--skip=scale,replace,cost,plan,resync,gc,memory,cold,standby,claims` leaves benchmarks out (for working on one); the
  * table then lacks their rows.
