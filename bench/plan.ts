@@ -5,7 +5,8 @@
  * figure is what a reconcile of an idle pool of that size spends deciding it has nothing to do.
  *
  * `npx tsx bench/plan.ts [sizes…]` prints the table (default 10 100 1000 10000); with `--profile`, where
- * the time goes at each size (default 1000 10000), from a CPU profile.
+ * the time goes at each size (default 1000 10000), from a CPU profile; with `--json`, every figure the
+ * bench records. `npm run bench` runs this file bundled as the functions ship (see plan-shipped.ts).
  * @module
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -244,9 +245,24 @@ export async function planProfile(sizes: readonly number[], top = 12): Promise<s
   return aligned(head, rows, (i) => i > 0);
 }
 
+/** What `--json` prints: the figures the bench records, from the process that measured them. */
+export interface PlanFigures {
+  readonly plan: PlanRow[];
+  readonly scaleDown: ScaleDownRow;
+  /** {@link planProfile} at 1,000 and 10,000 members. */
+  readonly profile: string;
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const sizes = process.argv.slice(2).map(Number).filter(Number.isFinite);
-  if (process.argv.includes('--profile'))
+  if (process.argv.includes('--json')) {
+    const figures: PlanFigures = {
+      plan: planBench(),
+      scaleDown: scaleDownBench(),
+      profile: await planProfile([1_000, 10_000]),
+    };
+    console.log(JSON.stringify(figures));
+  } else if (process.argv.includes('--profile'))
     console.log(await planProfile(sizes.length > 0 ? sizes : [1_000, 10_000]));
   else console.log(planTable(planBench(sizes.length > 0 ? { sizes } : {})));
 }

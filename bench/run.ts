@@ -28,7 +28,8 @@ import { REPLACE_REPLICAS, replaceNamespace, replacement } from './replace.js';
 import type { Breakdown, ReplaceResult } from './replace.js';
 import type { BarGroup, Row } from './report.js';
 import { figure, markdown, table } from './report.js';
-import { lastLevelCache, planBench, planGrowth, planProfile, scaleDownBench } from './plan.js';
+import { lastLevelCache, planGrowth } from './plan.js';
+import { shippedPlanBench } from './plan-shipped.js';
 import type { PlanRow, ScaleDownRow } from './plan.js';
 import { resyncTick } from './resync.js';
 import type { ResyncResult } from './resync.js';
@@ -570,7 +571,7 @@ function planRows(rows: readonly PlanRow[], down: ScaleDownRow | undefined): Row
   const base = rows[0]?.msPerMember ?? NaN;
   const last = rows.at(-1);
   const out: Row[] = rows.map((r, i) => ({
-    bench: i === 0 ? '3 plan() on a converged pool' : '',
+    bench: i === 0 ? '3 plan() on a converged pool (bundled as shipped)' : '',
     figure: `${r.members.toLocaleString('en-US')} members`,
     value: `${r.medianMs.toFixed(3)} ms, ${(r.msPerMember * 1000).toFixed(2)} µs/member (${(r.msPerMember / base).toFixed(2)}× the first)`,
     goal: r.members === 1000 ? '≤ 5 ms' : '',
@@ -619,11 +620,14 @@ async function main(): Promise<void> {
   const load = loadavg()
     .map((l) => l.toFixed(2))
     .join(' ');
-  // Before the plane: plan() is CPU-bound and pure, nothing else should compete with it.
-  const plan = skip.has('plan') ? [] : planBench();
-  const scaleDown = skip.has('plan') ? undefined : scaleDownBench();
-  // Where plan()'s time goes as pools grow: the answer to its linearity row.
-  const planProfiled = skip.has('plan') ? '' : await planProfile([1_000, 10_000]);
+  // Before the plane: plan() is CPU-bound and pure, nothing else should compete with it. Measured
+  // as shipped (bundled), with where its time goes as pools grow: the answer to its linearity row.
+  const planned = skip.has('plan')
+    ? undefined
+    : await shippedPlanBench(join(ROOT, 'bench-results', 'build'));
+  const plan = planned?.plan ?? [];
+  const scaleDown = planned?.scaleDown;
+  const planProfiled = planned?.profile ?? '';
   if (planProfiled !== '') log(`plan() profile, self time by function:\n${planProfiled}`);
   const plane = await startBenchPlane(log);
   if (only === 'standby') {
@@ -825,7 +829,7 @@ async function main(): Promise<void> {
     const profiled =
       planProfiled === ''
         ? ''
-        : `\nplan() profile, self time by function (\`npx tsx bench/plan.ts --profile\`):\n\n\`\`\`\n${planProfiled}\n\`\`\`\n`;
+        : `\nplan() profile as shipped (bundled), self time by function (\`npx tsx bench/plan.ts --profile\` runs it unbundled):\n\n\`\`\`\n${planProfiled}\n\`\`\`\n`;
     writeFileSync(join(out, 'latest.md'), `${markdown(rows)}\n${env}\n${profiled}`);
     const charts: Array<[string, string, string, BarGroup[]]> = [];
     if (summaries.length > 0) {

@@ -1,0 +1,46 @@
+/**
+ * `plan()` timed as the functions ship it. The functions run esbuild bundles; `tsx`, which runs the
+ * bench, compiles every closure with a call that names it (`keepNames`), and the domain makes closures
+ * per member (sort keys, filters), so under `tsx` plan() paid for a call the image never makes. This
+ * bundles bench/plan.ts with the functions' esbuild options (identifiers kept readable for the
+ * profile) and runs it in a Node process of its own.
+ * @module
+ */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { build } from 'esbuild';
+import { BANNER, OPTIONAL_PEERS, ROOT, zodEnglishOnly } from '../scripts/bundle-options.js';
+import type { PlanFigures } from './plan.js';
+
+/**
+ * Bundles bench/plan.ts into `outdir` as the function bundles are built and returns the figures its
+ * `--json` mode prints (a few seconds of CPU-bound work: run it where nothing else competes).
+ */
+export async function shippedPlanBench(outdir: string): Promise<PlanFigures> {
+  const file = join(outdir, 'plan-bench.mjs');
+  const result = await build({
+    absWorkingDir: ROOT,
+    entryPoints: [join(ROOT, 'bench', 'plan.ts')],
+    outfile: file,
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    // As the function bundles, but for the names: the profile reports functions by name.
+    minifySyntax: true,
+    minifyWhitespace: true,
+    banner: { js: BANNER },
+    external: [...OPTIONAL_PEERS],
+    plugins: [zodEnglishOnly],
+    logLevel: 'warning',
+  });
+  if (result.errors.length > 0) throw new Error('esbuild failed for bench/plan.ts');
+  const { stdout } = await promisify(execFile)(process.execPath, [file, '--json'], {
+    maxBuffer: 16 * 2 ** 20,
+  });
+  const figures = JSON.parse(stdout) as Partial<PlanFigures>;
+  if (!Array.isArray(figures.plan) || figures.scaleDown === undefined || !figures.profile)
+    throw new Error(`bench/plan.ts --json printed no figures: ${stdout.slice(0, 200)}`);
+  return figures as PlanFigures;
+}
