@@ -154,6 +154,43 @@ export function processCpuMs(pid: number): number {
   return ns / 1e6;
 }
 
+/** How long {@link settle} waited and whether the processes went quiet. */
+export interface Settled {
+  readonly waitedMs: number;
+  readonly quiet: boolean;
+  /** CPU ms per second of the processes over the last second waited. */
+  readonly msPerS: number;
+}
+
+/**
+ * Waits until `pids` together use under `quietMsPerS` of CPU per second for two seconds in a row,
+ * or `timeoutMs` passed. A timed window that starts while the control plane still works off the one
+ * before pays for it: the controller manager's garbage collector, behind after a burst of creates,
+ * GETs each new disk's owner VM and that VM's pool for tens of seconds after the burst ended.
+ */
+export async function settle(
+  pids: readonly number[],
+  quietMsPerS = 100,
+  timeoutMs = 60_000,
+): Promise<Settled> {
+  const cpu = (): number => pids.reduce((a, p) => a + processCpuMs(p), 0);
+  const t0 = performance.now();
+  let quietFor = 0;
+  let msPerS = Infinity;
+  while (quietFor < 2 && performance.now() - t0 < timeoutMs) {
+    const [c0, w0] = [cpu(), performance.now()];
+    await sleep(1000);
+    msPerS = ((cpu() - c0) * 1000) / (performance.now() - w0);
+    quietFor = msPerS < quietMsPerS ? quietFor + 1 : 0;
+  }
+  return { waitedMs: performance.now() - t0, quiet: quietFor >= 2, msPerS };
+}
+
+/** A log line of what {@link settle} found before `what`. */
+export function settledLine(s: Settled, what: string): string {
+  return `control plane ${s.quiet ? 'quiet' : 'still busy'} (${s.msPerS.toFixed(0)} CPU ms/s) after ${(s.waitedMs / 1000).toFixed(1)} s, before ${what}`;
+}
+
 /** CPU ms per group of processes, read now; `cpuSince` turns two readings into what a run used. */
 export function cpuReading(
   groups: Readonly<Record<string, readonly number[]>>,

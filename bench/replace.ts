@@ -7,7 +7,15 @@
  */
 import { GROUP, VERSION } from '../shared/api/index.js';
 import type { BenchPlane } from './plane.js';
-import { benchPool, benchReplicaSet, clients, paths, sleep } from './objects.js';
+import {
+  benchPool,
+  benchReplicaSet,
+  clients,
+  paths,
+  settle,
+  settledLine,
+  sleep,
+} from './objects.js';
 import type { Mark, Stack } from './stack.js';
 import { watchCollection } from './watch.js';
 
@@ -109,6 +117,8 @@ export async function replacement(
     disks.until((w) => w.names.size >= 2 * r),
   ]);
   await stack.idle();
+  // The trials start on a quiet control plane, not on the work the scale-ups before left behind.
+  log(settledLine(await settle(plane.planePids()), 'the vmpool trials'));
   const metrics0 = await stack.metrics();
   const vmpool: number[] = [];
   const breakdown: Breakdown[] = [];
@@ -144,7 +154,7 @@ export async function replacement(
   const pods = await watchCollection(plane.kc, paths.pods(ns));
   await c.createReplicaSet(benchReplicaSet(ns, 'rs', r));
   await pods.until((w) => w.names.size >= r);
-  await sleep(500);
+  log(settledLine(await settle(plane.planePids()), 'the ReplicaSet trials'));
   const replicaSet: number[] = [];
   for (let i = 0; i < trials; i++) {
     const before = new Set(pods.names);

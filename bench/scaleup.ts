@@ -21,6 +21,8 @@ import {
   cpuSince,
   processCpuMs,
   paths,
+  settle,
+  settledLine,
   sleep,
 } from './objects.js';
 import type { Stack } from './stack.js';
@@ -246,14 +248,18 @@ export async function scaleUp(
   tag = '',
 ): Promise<ScaleResult> {
   const c = clients(plane.kc);
+  // Every timed window starts on a quiet control plane, not on the work left by the one before.
+  const quiet = async (before: string): Promise<void> => {
+    log(`scale-up N=${n}: ${settledLine(await settle(plane.planePids()), before)}`);
+  };
   const sweep: SweepPoint[] = [];
   for (const k of SWEEP) {
     const ns = `bench-sweep-${n}${tag}-${k}`;
     await c.namespace(ns);
+    await quiet(`raw loop, ${k} in flight`);
     const ms = await rawRun(plane, ns, n, k);
     sweep.push({ concurrency: k, ms });
     log(`scale-up N=${n}: raw loop, ${k} in flight: ${ms.toFixed(0)} ms`);
-    await sleep(500);
   }
   const best = [...sweep].sort((a, b) => a.ms - b.ms)[0]?.concurrency ?? 16;
   const runs: ScaleRun[] = [];
@@ -285,13 +291,14 @@ export async function scaleUp(
       cpu: cpuSince(readings.start.cpu ?? {}, readings.end.cpu ?? {}),
       api: apiserverSince(readings.start.api ?? {}, readings.end.api ?? {}),
     });
+    await quiet('vmpool');
     const v = await vmpoolRun(plane, stack, up, n, probe);
     const vw = window();
     convergedReplicas = (await c.getPool(up, 'p')).status?.replicas ?? 0;
-    await sleep(500);
+    await quiet('the raw loop');
     const rawMs = await rawRun(plane, raw, n, best, probe);
     const rw = window();
-    await sleep(500);
+    await quiet('the raw loop alone');
     // The raw client's CPU without the watches that time the run (they see 3n objects too).
     let aloneCpu0 = 0;
     let loopAloneCpuMs = 0;
@@ -307,9 +314,8 @@ export async function scaleUp(
       },
       false,
     );
-    await sleep(500);
+    await quiet('ReplicaSet');
     const rsMs = await replicaSetRun(plane, rs, n);
-    await sleep(500);
     const run = {
       vmpool: v.ms,
       raw: rawMs,
