@@ -1,8 +1,9 @@
 /**
  * Benchmark of the pure core: how long `plan()` takes on a converged pool, by pool size. No API
  * server is involved; the pools are grown with the domain's own plans in the unit tests' in-memory
- * world (the user guide's `runners` pool: two disks per member, one Delete, one Retain), so every
- * figure is what a reconcile of an idle pool of that size spends deciding it has nothing to do.
+ * world (the user guide's `runners` pool: two disks per member, one Delete, one Retain), then passed
+ * through JSON and the models as a reconcile reads them ({@link asRead}), so every figure is what a
+ * reconcile of an idle pool of that size spends deciding it has nothing to do.
  *
  * `npx tsx bench/plan.ts [sizes…]` prints the table (default 10 100 1000 10000); with `--profile`, where
  * the time goes at each size (default 1000 10000), from a CPU profile; with `--json`, every figure the
@@ -12,6 +13,12 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
+import {
+  VirtualDisk,
+  VirtualMachine,
+  VirtualMachineClaim,
+  VirtualMachinePool,
+} from '../shared/api/index.js';
 import { plan } from '../shared/domain/index.js';
 import type { Observed, Plan } from '../shared/domain/index.js';
 import { NOW, pool } from '../test/unit/builders.js';
@@ -64,6 +71,24 @@ export function convergedPool(members: number): World {
   return w;
 }
 
+/**
+ * A pool's objects as a reconcile holds them: JSON text parsed, each object through its model (the
+ * client's list does the same, item by item). The unit world builds them by spreading objects, which
+ * gives their metadata other shapes (and layouts in memory) than the ones plan() meets in a function.
+ */
+export function asRead(w: World): Observed {
+  const parsed = <T>(model: { parse(x: unknown): T }, o: unknown): T =>
+    model.parse(JSON.parse(JSON.stringify(o)));
+  const obs = observedOf(w);
+  return {
+    ...obs,
+    pool: parsed(VirtualMachinePool, obs.pool),
+    vms: obs.vms.map((v) => parsed(VirtualMachine, v)),
+    disks: obs.disks.map((d) => parsed(VirtualDisk, d)),
+    claims: (obs.claims ?? []).map((c) => parsed(VirtualMachineClaim, c)),
+  };
+}
+
 const median = (xs: readonly number[]): number => {
   const s = xs.toSorted((a, b) => a - b);
   return s[Math.floor(s.length / 2)] ?? NaN;
@@ -78,7 +103,7 @@ const median = (xs: readonly number[]): number => {
 export function planBench(options: PlanBenchOptions = {}): PlanRow[] {
   const { sizes = PLAN_SIZES, budgetMs = 1_000, minRuns = 7 } = options;
   return sizes.map((members) => {
-    const obs = observedOf(convergedPool(members));
+    const obs = asRead(convergedPool(members));
     const t = timePlans(obs, budgetMs, minRuns, (p) => {
       if (p.actions.length > 0 || p.writeStatus) throw new Error(`pool of ${members} is not idle`);
     });
@@ -160,7 +185,7 @@ export interface ScaleDownRow {
  */
 export function scaleDownBench(members = 1_000, budgetMs = 1_000): ScaleDownRow {
   const w = convergedPool(members);
-  const obs = observedOf({ ...w, pool: { ...w.pool, spec: { ...w.pool.spec, replicas: 0 } } });
+  const obs = asRead({ ...w, pool: { ...w.pool, spec: { ...w.pool.spec, replicas: 0 } } });
   const t = timePlans(obs, budgetMs, 7);
   const deletes = t.last.actions.filter((a) => a.kind === 'deleteVm').length;
   return { members, medianMs: median(t.wall), deletes, runs: t.wall.length };
@@ -217,7 +242,7 @@ export function planGrowth(
 export async function planProfile(sizes: readonly number[], top = 12): Promise<string> {
   const profiles: Array<Map<string, number>> = [];
   for (const members of sizes) {
-    const obs = observedOf(convergedPool(members));
+    const obs = asRead(convergedPool(members));
     const rand = seededRandom(1);
     for (let i = 0; i < 3; i++) plan(obs, NOW, rand);
     // About two seconds of work per size.
