@@ -17,7 +17,15 @@ import { collectDisks, runBounded } from '../shared/reconcile/index.js';
 import { prepareDeletes, rawDeletes } from './gc-raw.js';
 import type { DeletePoint } from './gc-raw.js';
 import type { BenchPlane } from './plane.js';
-import { benchPool, clients, cpuReading, cpuSince, median } from './objects.js';
+import {
+  benchPool,
+  clients,
+  cpuReading,
+  cpuSince,
+  median,
+  settle,
+  settledLine,
+} from './objects.js';
 import { silentLog } from './stack.js';
 
 /** One GC pass. */
@@ -124,6 +132,7 @@ export async function gcTick(
   plane: BenchPlane,
   pools: number,
   disksPerPool: number,
+  log: (l: string) => void = () => undefined,
 ): Promise<GcResult> {
   const ns = 'bench-gc';
   const c = clients(plane.kc);
@@ -214,8 +223,15 @@ export async function gcTick(
   const send = createSend(plane.kc);
   const floors: GcFloor[] = [];
   const quiets: GcPass[] = [];
+  // Each timed pass starts on a quiet control plane: after 20,000 creates the controller manager's
+  // garbage collector is still reading owners, and would load whichever came first.
+  const quiet = async (before: string): Promise<void> => {
+    log(`disk-gc-tick: ${settledLine(await settle(plane.planePids()), before)}`);
+  };
   for (let r = 0; r < ROUNDS; r++) {
+    await quiet(`floor ${r + 1}`);
     floors.push(await bareLists(send, servers));
+    await quiet(`pass ${r + 1}`);
     quiets.push(await pass(new Date()));
   }
   const middle = <T extends { ms: number }>(xs: T[]): T => {
@@ -228,7 +244,9 @@ export async function gcTick(
     plane,
     disks.filter((_, i) => i % disksPerPool === 0),
   );
+  await quiet('the due pass');
   const due = await pass(new Date(Date.now() + 2 * hour));
+  await quiet('the raw delete loop');
   const raw = await rawDeletes(plane, sets);
   // The pools were never reconciled: left in place, a later resync tick (the bounded-memory
   // benchmark's) would reconcile every one of them instead of measuring a quiet tick (the recorded

@@ -671,7 +671,7 @@ async function main(): Promise<void> {
     let gc: GcResult | undefined;
     if (!skip.has('gc')) {
       log(`disk-gc-tick: creating ${cfg.gcPools} pools and ${cfg.gcPools * 4} disks`);
-      gc = await gcTick(plane, cfg.gcPools, 4);
+      gc = await gcTick(plane, cfg.gcPools, 4, log);
       log(
         `disk-gc-tick: nothing due ${ms(gc.quiet.ms)}, ${gc.due.deleted} due ${ms(gc.due.ms)} (${gc.due.lists} lists)`,
       );
