@@ -223,8 +223,9 @@ export async function gcTick(
   const send = createSend(plane.kc);
   const floors: GcFloor[] = [];
   const quiets: GcPass[] = [];
-  // Each timed pass starts on a quiet control plane: after 20,000 creates the controller manager's
-  // garbage collector is still reading owners, and would load whichever came first.
+  // Each timed pass starts on a quiet control plane, as scale-up's windows do: a collector still
+  // reading owners after the creates would load whichever came first (in the run measured after this
+  // change every wait ended after its first two quiet seconds: the pools exist before their disks).
   const quiet = async (before: string): Promise<void> => {
     log(`disk-gc-tick: ${settledLine(await settle(plane.planePids()), before)}`);
   };
