@@ -10,7 +10,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
-import { BANNER, OPTIONAL_PEERS, ROOT, zodEnglishOnly } from '../scripts/bundle-options.js';
+import { FUNCTION_BUNDLE, ROOT } from '../scripts/bundle-options.js';
 import type { PlanFigures } from './plan.js';
 
 /**
@@ -23,17 +23,10 @@ export async function shippedPlanBench(outdir: string): Promise<PlanFigures> {
     absWorkingDir: ROOT,
     entryPoints: [join(ROOT, 'bench', 'plan.ts')],
     outfile: file,
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
+    ...FUNCTION_BUNDLE,
     // As the function bundles, but for the names: the profile reports functions by name.
     minifySyntax: true,
     minifyWhitespace: true,
-    banner: { js: BANNER },
-    external: [...OPTIONAL_PEERS],
-    plugins: [zodEnglishOnly],
-    logLevel: 'warning',
   });
   if (result.errors.length > 0) throw new Error('esbuild failed for bench/plan.ts');
   const { stdout } = await promisify(execFile)(process.execPath, [file, '--json'], {

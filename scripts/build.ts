@@ -11,7 +11,7 @@ import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { buildPlugin } from './build-plugin.js';
-import { BANNER, OPTIONAL_PEERS, ROOT, zodEnglishOnly } from './bundle-options.js';
+import { BANNER, FUNCTION_BUNDLE, ROOT } from './bundle-options.js';
 
 /** The four functions; each has functions/<name>/main.ts. */
 export const FUNCTIONS = [
@@ -56,20 +56,13 @@ export async function buildBundles(opts: BuildOptions = {}): Promise<BuiltBundle
       splitting: true,
       chunkNames: 'chunks/[name]-[hash]',
       outExtension: { '.js': '.mjs' },
-      bundle: true,
-      format: 'esm',
-      platform: 'node',
-      target: 'node20',
+      ...FUNCTION_BUNDLE,
       minify: true,
       sourcemap: true,
       metafile: true,
       // Legal comments stay in the bundle itself (none of today's inputs has one); the licences
       // that redistribution needs are the packages' licence files, in NOTICES_FILE.
       legalComments: 'eof',
-      banner: { js: BANNER },
-      external: [...OPTIONAL_PEERS],
-      plugins: [zodEnglishOnly],
-      logLevel: 'warning',
     });
     if (result.errors.length > 0) throw new Error(`esbuild failed for ${name}`);
     writeFileSync(join(outdir, `${name}.meta.json`), JSON.stringify(result.metafile));

@@ -3,7 +3,7 @@
  * repository root, the require banner, optional peers left external, zod in English only.
  * @module
  */
-import type { Plugin } from 'esbuild';
+import type { BuildOptions, Plugin } from 'esbuild';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -47,3 +47,18 @@ export const zodEnglishOnly: Plugin = {
     }));
   },
 };
+
+/**
+ * What a function bundle is built with besides its entry, output and minification: scripts/build.ts
+ * builds the functions with it, and the plan() benchmark builds itself with it (as shipped).
+ */
+export const FUNCTION_BUNDLE = {
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  banner: { js: BANNER },
+  external: [...OPTIONAL_PEERS],
+  plugins: [zodEnglishOnly],
+  logLevel: 'warning',
+} as const satisfies BuildOptions;
