@@ -17,15 +17,7 @@ import { collectDisks, runBounded } from '../shared/reconcile/index.js';
 import { prepareDeletes, rawDeletes } from './gc-raw.js';
 import type { DeletePoint } from './gc-raw.js';
 import type { BenchPlane } from './plane.js';
-import {
-  benchPool,
-  clients,
-  cpuReading,
-  cpuSince,
-  median,
-  settle,
-  settledLine,
-} from './objects.js';
+import { benchPool, clients, cpuReading, cpuSince, median, quietBefore } from './objects.js';
 import { silentLog } from './stack.js';
 
 /** One GC pass. */
@@ -226,9 +218,14 @@ export async function gcTick(
   // Each timed pass starts on a quiet control plane, as scale-up's windows do: a collector still
   // reading owners after the creates would load whichever came first (in the run measured after this
   // change every wait ended after its first two quiet seconds: the pools exist before their disks).
-  const quiet = async (before: string): Promise<void> => {
-    log(`disk-gc-tick: ${settledLine(await settle(plane.planePids()), before)}`);
-  };
+  const quiet = (before: string): Promise<void> =>
+    quietBefore(
+      plane.planePids(),
+      (l) => {
+        log(`disk-gc-tick: ${l}`);
+      },
+      before,
+    );
   for (let r = 0; r < ROUNDS; r++) {
     await quiet(`floor ${r + 1}`);
     floors.push(await bareLists(send, servers));

@@ -191,6 +191,15 @@ export function settledLine(s: Settled, what: string): string {
   return `control plane ${s.quiet ? 'quiet' : 'still busy'} (${s.msPerS.toFixed(0)} CPU ms/s) after ${(s.waitedMs / 1000).toFixed(1)} s, before ${what}`;
 }
 
+/** Waits for `pids` to go quiet ({@link settle}) before the timed window `what`, and logs the wait. */
+export async function quietBefore(
+  pids: readonly number[],
+  log: (l: string) => void,
+  what: string,
+): Promise<void> {
+  log(settledLine(await settle(pids), what));
+}
+
 /** CPU ms per group of processes, read now; `cpuSince` turns two readings into what a run used. */
 export function cpuReading(
   groups: Readonly<Record<string, readonly number[]>>,

@@ -7,15 +7,7 @@
  */
 import { GROUP, VERSION } from '../shared/api/index.js';
 import type { BenchPlane } from './plane.js';
-import {
-  benchPool,
-  benchReplicaSet,
-  clients,
-  paths,
-  settle,
-  settledLine,
-  sleep,
-} from './objects.js';
+import { benchPool, benchReplicaSet, clients, paths, quietBefore, sleep } from './objects.js';
 import type { Mark, Stack } from './stack.js';
 import { watchCollection } from './watch.js';
 
@@ -118,7 +110,7 @@ export async function replacement(
   ]);
   await stack.idle();
   // The trials start on a quiet control plane, not on the work the scale-ups before left behind.
-  log(settledLine(await settle(plane.planePids()), 'the vmpool trials'));
+  await quietBefore(plane.planePids(), log, 'the vmpool trials');
   const metrics0 = await stack.metrics();
   const vmpool: number[] = [];
   const breakdown: Breakdown[] = [];
@@ -154,7 +146,7 @@ export async function replacement(
   const pods = await watchCollection(plane.kc, paths.pods(ns));
   await c.createReplicaSet(benchReplicaSet(ns, 'rs', r));
   await pods.until((w) => w.names.size >= r);
-  log(settledLine(await settle(plane.planePids()), 'the ReplicaSet trials'));
+  await quietBefore(plane.planePids(), log, 'the ReplicaSet trials');
   const replicaSet: number[] = [];
   for (let i = 0; i < trials; i++) {
     const before = new Set(pods.names);

@@ -85,10 +85,17 @@ function counts(name: string, given: string | undefined, preset: number[]): numb
     throw new Error(`--${name}=${given}: give positive whole numbers, comma-separated`);
   return out;
 }
+/** The one count a flag gives (`--reps=2,3` is refused, not read as 2). */
+function one(name: string, given: number[]): number {
+  const [n] = given;
+  if (n === undefined || given.length > 1)
+    throw new Error(`--${name}: give one positive whole number`);
+  return n;
+}
 const cfg = {
   ...preset,
   sizes: counts('sizes', flag('sizes'), preset.sizes),
-  reps: counts('reps', flag('reps'), [preset.reps])[0] ?? preset.reps,
+  reps: one('reps', counts('reps', flag('reps'), [preset.reps])),
 };
 /**
  * `--skip=scale,replace,cost,plan,resync,gc,memory,cold,standby,claims` leaves benchmarks out (for working on one); the

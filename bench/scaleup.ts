@@ -21,8 +21,7 @@ import {
   cpuSince,
   processCpuMs,
   paths,
-  settle,
-  settledLine,
+  quietBefore,
   sleep,
 } from './objects.js';
 import type { Stack } from './stack.js';
@@ -249,9 +248,14 @@ export async function scaleUp(
 ): Promise<ScaleResult> {
   const c = clients(plane.kc);
   // Every timed window starts on a quiet control plane, not on the work left by the one before.
-  const quiet = async (before: string): Promise<void> => {
-    log(`scale-up N=${n}: ${settledLine(await settle(plane.planePids()), before)}`);
-  };
+  const quiet = (before: string): Promise<void> =>
+    quietBefore(
+      plane.planePids(),
+      (l) => {
+        log(`scale-up N=${n}: ${l}`);
+      },
+      before,
+    );
   const sweep: SweepPoint[] = [];
   for (const k of SWEEP) {
     const ns = `bench-sweep-${n}${tag}-${k}`;
