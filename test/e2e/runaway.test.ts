@@ -95,6 +95,25 @@ function retaining(name: string, replicas: number, keep: number, ttl: string) {
   return { apiVersion: API_VERSION, ...p };
 }
 
+/**
+ * Sets the ttl of the pool's Retain template to 1 s. The tests start with a long ttl so that a loaded
+ * machine cannot let a free disk expire before the step that must keep it lands.
+ */
+async function shortenTtl(pool: string): Promise<void> {
+  await kubectl([
+    'patch',
+    'vmpool',
+    '-n',
+    NS,
+    pool,
+    '--type=json',
+    '-p',
+    JSON.stringify([
+      { op: 'replace', path: '/spec/virtualDiskTemplates/1/reclaim/ttl', value: '1s' },
+    ]),
+  ]);
+}
+
 /** The pool's Retain disks stamped free. */
 async function freeDisks(pool: string): Promise<string[]> {
   return (await disks(pool))
@@ -240,7 +259,9 @@ describe('a mistaken scale through npm start and kubectl', () => {
 
 describe('disks, healing and isolation through npm start and kubectl', () => {
   it('a free Retain disk a VM outside the pool references is neither reused nor collected past its ttl', async () => {
-    await kubectl(['apply', '-f', '-'], JSON.stringify(retaining('foreign', 2, 0, '2s')));
+    // A ttl far longer than the steps below: the outsider must take the disk before it expires, or
+    // collecting it would be right. The ttl is shortened once the outsider holds it.
+    await kubectl(['apply', '-f', '-'], JSON.stringify(retaining('foreign', 2, 0, '10m')));
     await settled('foreign', 2);
     await kubectl(['scale', '-n', NS, 'vmpool/foreign', '--replicas=1']);
     await settled('foreign', 1);
@@ -263,7 +284,8 @@ describe('disks, healing and isolation through npm start and kubectl', () => {
     );
     await kubectl(['scale', '-n', NS, 'vmpool/foreign', '--replicas=2']);
     const members = await settled('foreign', 2);
-    await sleep(5000); // past the 2 s ttl, with a GC tick every second
+    await shortenTtl('foreign');
+    await sleep(5000); // past the 1 s ttl, with a GC tick every second
     const left = (await disks('foreign')).map((d) => d.metadata.name);
     expect(left).toContain(free);
     const refs = (await vms('foreign')).flatMap((v) =>
@@ -274,7 +296,7 @@ describe('disks, healing and isolation through npm start and kubectl', () => {
   }, 300_000);
 
   it("a paused pool's expired free disks survive disk GC, and go once it is unpaused", async () => {
-    await kubectl(['apply', '-f', '-'], JSON.stringify(retaining('frozen', 2, 0, '2s')));
+    await kubectl(['apply', '-f', '-'], JSON.stringify(retaining('frozen', 2, 0, '10m')));
     await settled('frozen', 2);
     await kubectl(['scale', '-n', NS, 'vmpool/frozen', '--replicas=1']);
     await settled('frozen', 1);
@@ -292,6 +314,7 @@ describe('disks, healing and isolation through npm start and kubectl', () => {
       '-p',
       '{"spec":{"paused":true}}',
     ]);
+    await shortenTtl('frozen'); // expired now, and paused
     await sleep(5000);
     expect((await disks('frozen')).map((d) => d.metadata.name)).toContain(free);
     await kubectl([
