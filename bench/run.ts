@@ -364,7 +364,8 @@ function gcRows(gc: GcResult): Row[] {
     },
     {
       bench: '',
-      figure: 'list requests, nothing due and due (per window of 250 pools: pools, disks, VMs)',
+      figure:
+        'list requests, nothing due and due (per window of 250 pools: pools, disks, and VMs only where a disk is due)',
       value: `${gc.quiet.lists}, ${gc.due.lists}`,
       goal: `≤ ${gc.quiet.expectedLists}, ${gc.due.expectedLists}: not per pool`,
       pass: gc.quiet.lists <= gc.quiet.expectedLists && gc.due.lists <= gc.due.expectedLists,

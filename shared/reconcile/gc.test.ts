@@ -34,7 +34,11 @@ describe('collectDisks', () => {
     expect(await collectDisks(denied.kube, NOW, testLog('gc'))).toMatchObject({
       kind: 'forbidden',
     });
-    const flaky = fakeKube({ listVms: () => fail('transient', 'etcd timeout') }, p);
+    // A disk is due, so the window reads its VMs.
+    const flaky = fakeKube(
+      { listDisks: () => ok([old]), listVms: () => fail('transient', 'etcd timeout') },
+      p,
+    );
     expect(await collectDisks(flaky.kube, NOW, testLog('gc'))).toEqual({
       kind: 'retry',
       reason: 'etcd timeout',
@@ -83,6 +87,25 @@ describe('collectDisks', () => {
     ]);
     // The soonest wake of all windows: the fresh disks are 20 minutes from their ttl.
     expect(out.kind === 'done' ? out.nextWakeMs : undefined).toBe(20 * 60 * 1000);
+  });
+
+  it('reads no VM in a window none of whose disks is due, and its wake-up still counts', async () => {
+    const fresh = disk(p, 'runners-cache-new001', { freeSince: at(-HOUR / 6) });
+    const f = fakeKube({ listDisks: () => ok([fresh]) }, p);
+    expect(await collectDisks(f.kube, NOW, testLog('gc'))).toEqual({
+      kind: 'done',
+      deleted: [],
+      skipped: 0,
+      nextWakeMs: 20 * 60 * 1000,
+    });
+    expect(f.of('listVms')).toEqual([]);
+    // One disk due: the window's VMs are read (and, before a delete, the namespace's).
+    const due = fakeKube({ listDisks: () => ok([fresh, old]) }, p);
+    expect(await collectDisks(due.kube, NOW, testLog('gc'))).toMatchObject({ kind: 'done' });
+    expect(due.of('listVms').map((c) => c.args[1])).toEqual([
+      `${keys.poolUid} in (${p.metadata.uid})`,
+      '',
+    ]);
   });
 
   it('reads every VM of a namespace page by page before deleting: a VM on the second page keeps its disk', async () => {

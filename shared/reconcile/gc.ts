@@ -1,6 +1,7 @@
 /**
- * One disk-GC pass over the whole cluster, a window of pools at a time: the window's pools, their
- * disks and VMs (and the VMs of the namespaces where a disk would go), then preconditioned deletes.
+ * One disk-GC pass over the whole cluster, a window of pools at a time: the window's pools and their
+ * disks, then, only where a disk is due, their VMs (and the VMs of the namespaces where a disk would
+ * go), then preconditioned deletes.
  * @module
  */
 import type { Logger } from 'pino';
@@ -129,9 +130,9 @@ export async function collectDisks(
 /**
  * One window. Its disks are listed first: a disk claimed or stamped after that list changes its
  * resourceVersion, so the preconditioned delete of the old one fails; bindings and references made
- * before it are seen by the VM list that follows. A window that would delete something then reads
- * every VM of those disks' namespaces and plans again, so a VM outside every pool keeps what it
- * references (L3); a window with nothing to delete pays nothing more.
+ * before it are seen by the VM list that follows. A window none of whose disks is due reads no VMs;
+ * one that would delete something reads its pools' VMs, then every VM of those disks' namespaces,
+ * and plans again, so a VM outside every pool keeps what it references (L3).
  */
 async function collectWindow(
   kube: Kube,
@@ -143,6 +144,13 @@ async function collectWindow(
   const places = placesOf(pools);
   const disks = await listAt(places, (ns, sel, page) => kube.listDisks(ns, sel, page));
   if (!disks.ok) return disks;
+  // A VM only ever keeps a disk: planned as if no VM held any, the window collects a superset of
+  // what it would knowing its VMs and wakes no later (planGc's laws). When even that is nothing, no
+  // VM can make it something, and the window reads none: the usual pass, nothing due, reads pools
+  // and disks only.
+  const unheld = planGc(pools, [], disks.value, now);
+  if (unheld.collect.length === 0)
+    return { ok: true, value: { deleted: [], skipped: 0, nextWakeMs: unheld.nextWakeMs } };
   const vms = await listAt(places, (ns, sel, page) => kube.listVms(ns, sel, page));
   if (!vms.ok) return vms;
   // A pool an unparseable VM or disk claims keeps its disks this pass: that VM may reference them,

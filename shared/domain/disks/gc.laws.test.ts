@@ -105,39 +105,43 @@ describe('planGc laws (L3)', () => {
     ),
   });
 
+  /** The scenario's pool (with its bindings), its two members and its disks. */
+  const build = (s: typeof scenario extends fc.Arbitrary<infer S> ? S : never) => {
+    const base = poolWith({ onScaleDown: 'Retain', keep: s.keep, ttl: `${s.ttlMin}m` });
+    const disks = s.disks.map((d, i) =>
+      disk(base, `runners-cache-d${String(i).padStart(5, '0')}`, {
+        phase: d.phase,
+        terminating: d.terminating,
+        ...(d.freedMinAgo === undefined ? {} : { freeSince: at(-d.freedMinAgo * MINUTE) }),
+      }),
+    );
+    const live = disks.filter((_, i) => s.disks[i]!.usedByLive).map((d) => d.metadata.name!);
+    const leaving = disks.filter((_, i) => s.disks[i]!.usedByLeaving).map((d) => d.metadata.name!);
+    const bound = disks.filter((_, i) => s.disks[i]!.bound).map((d) => d.metadata.name!);
+    const p: VirtualMachinePool = {
+      ...base,
+      status: {
+        intent: {
+          bindings: bound.map((disk) => ({ vm: 'runners-new11', template: 'cache', disk })),
+        },
+      },
+    };
+    const vms = [
+      vm(p, 'runners-live1', {
+        refs: live.map((name) => ({ kind: 'VirtualDisk' as const, name })),
+      }),
+      vm(p, 'runners-gone1', {
+        terminating: true,
+        refs: leaving.map((name) => ({ kind: 'VirtualDisk' as const, name })),
+      }),
+    ];
+    return { p, vms, disks, live, leaving, bound };
+  };
+
   it('never collects a disk referenced by a live or Terminating member or bound in intent, nor one of the keep most recently freed reusable disks', () => {
     fc.assert(
       fc.property(scenario, (s) => {
-        const base = poolWith({ onScaleDown: 'Retain', keep: s.keep, ttl: `${s.ttlMin}m` });
-        const disks = s.disks.map((d, i) =>
-          disk(base, `runners-cache-d${String(i).padStart(5, '0')}`, {
-            phase: d.phase,
-            terminating: d.terminating,
-            ...(d.freedMinAgo === undefined ? {} : { freeSince: at(-d.freedMinAgo * MINUTE) }),
-          }),
-        );
-        const live = disks.filter((_, i) => s.disks[i]!.usedByLive).map((d) => d.metadata.name!);
-        const leaving = disks
-          .filter((_, i) => s.disks[i]!.usedByLeaving)
-          .map((d) => d.metadata.name!);
-        const bound = disks.filter((_, i) => s.disks[i]!.bound).map((d) => d.metadata.name!);
-        const p: VirtualMachinePool = {
-          ...base,
-          status: {
-            intent: {
-              bindings: bound.map((disk) => ({ vm: 'runners-new11', template: 'cache', disk })),
-            },
-          },
-        };
-        const vms = [
-          vm(p, 'runners-live1', {
-            refs: live.map((name) => ({ kind: 'VirtualDisk' as const, name })),
-          }),
-          vm(p, 'runners-gone1', {
-            terminating: true,
-            refs: leaving.map((name) => ({ kind: 'VirtualDisk' as const, name })),
-          }),
-        ];
+        const { p, vms, disks, live, leaving, bound } = build(s);
         const collected = new Set(planGc([p], vms, disks, NOW).collect.map((c) => c.name));
         for (const n of [...live, ...leaving, ...bound]) expect(collected.has(n)).toBe(false);
         const used = new Set([...live, ...leaving, ...bound]);
@@ -162,6 +166,21 @@ describe('planGc laws (L3)', () => {
           const age = NOW.getTime() - Date.parse(d.metadata.annotations![keys.freeSince]!);
           expect(age).toBeGreaterThan(s.ttlMin * MINUTE);
         }
+      }),
+    );
+  });
+
+  // What lets a GC window with nothing due skip its VM list (shared/reconcile/gc.ts).
+  it('planned as if no VM held a disk, it collects a superset and wakes no later', () => {
+    fc.assert(
+      fc.property(scenario, (s) => {
+        const { p, vms, disks } = build(s);
+        const known = planGc([p], vms, disks, NOW);
+        const unheld = planGc([p], [], disks, NOW);
+        const more = new Set(unheld.collect.map((c) => c.name));
+        for (const c of known.collect) expect(more.has(c.name)).toBe(true);
+        if (known.nextWakeMs !== undefined)
+          expect(unheld.nextWakeMs).toBeLessThanOrEqual(known.nextWakeMs);
       }),
     );
   });
