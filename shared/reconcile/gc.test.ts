@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { keys } from '../api/index.js';
+import { keys, malformedOf } from '../api/index.js';
 import type { Listed, PoolEvent } from '../kube/index.js';
 import type { VirtualMachinePool } from '../api/index.js';
 import { at, disk, HOUR, NOW, ttl30Pool, vm } from '../../test/unit/builders.js';
@@ -90,7 +90,6 @@ describe('collectDisks', () => {
   });
 
   it('reads no VM in a window none of whose disks is due, and its wake-up still counts', async () => {
-    const fresh = disk(p, 'runners-cache-new001', { freeSince: at(-HOUR / 6) });
     const f = fakeKube({ listDisks: () => ok([fresh]) }, p);
     expect(await collectDisks(f.kube, NOW, testLog('gc'))).toEqual({
       kind: 'done',
@@ -106,6 +105,28 @@ describe('collectDisks', () => {
       `${keys.poolUid} in (${p.metadata.uid})`,
       '',
     ]);
+  });
+
+  it('a window with a disk that does not parse reads its VMs and says which pool it holds back, due or not', async () => {
+    const odd = malformedOf(
+      'VirtualDisk',
+      {
+        metadata: {
+          name: 'runners-cache-odd001',
+          namespace: 'ci',
+          labels: { [keys.poolUid]: p.metadata.uid },
+        },
+      },
+      'spec.persistentVolumeClaim.size: Invalid input',
+    );
+    const f = fakeKube({ listDisks: () => ({ ok: true, value: [fresh], malformed: [odd] }) }, p);
+    const lines: string[] = [];
+    expect(await collectDisks(f.kube, NOW, testLog('gc', 'silent', lines))).toMatchObject({
+      kind: 'done',
+      deleted: [],
+    });
+    expect(f.of('listVms')).toHaveLength(1);
+    expect(lines.some((l) => l.includes('runners-cache-odd001'))).toBe(true);
   });
 
   it('reads every VM of a namespace page by page before deleting: a VM on the second page keeps its disk', async () => {

@@ -147,9 +147,10 @@ async function collectWindow(
   // A VM only ever keeps a disk: planned as if no VM held any, the window collects a superset of
   // what it would knowing its VMs and wakes no later (planGc's laws). When even that is nothing, no
   // VM can make it something, and the window reads none: the usual pass, nothing due, reads pools
-  // and disks only.
+  // and disks only. A window with an unparseable disk goes on, so the pass still says which pool
+  // that disk holds back (below).
   const unheld = planGc(pools, [], disks.value, now);
-  if (unheld.collect.length === 0)
+  if (unheld.collect.length === 0 && (disks.malformed ?? []).length === 0)
     return { ok: true, value: { deleted: [], skipped: 0, nextWakeMs: unheld.nextWakeMs } };
   const vms = await listAt(places, (ns, sel, page) => kube.listVms(ns, sel, page));
   if (!vms.ok) return vms;
