@@ -45,6 +45,18 @@ export interface GcFloor {
   readonly serverCpuMs: { readonly apiserver: number; readonly etcd: number };
 }
 
+/**
+ * The API server's share of a pass that only matches labels: each disk list the pass with nothing
+ * due made, replayed with every uid of its selector altered so that no disk matches. The server still
+ * walks the namespace's disks and tests each against the selector's uids (one by one: a set-based
+ * requirement keeps its values in a slice), but encodes nothing.
+ */
+export interface GcMatching {
+  readonly ms: number;
+  readonly lists: number;
+  readonly serverCpuMs: { readonly apiserver: number; readonly etcd: number };
+}
+
 /** The setup and both passes. */
 export interface GcResult {
   readonly pools: number;
@@ -56,6 +68,8 @@ export interface GcResult {
   readonly quiet: GcPass;
   /** The floor beside it (the median of as many rounds). */
   readonly floor: GcFloor;
+  /** The pass's disk lists replayed matching nothing (the median of as many rounds); absent in older runs. */
+  readonly matching?: GcMatching;
   /** A pass with the clock two hours later: one disk per pool due. */
   readonly due: GcPass;
   /** Its floor: as many disks deleted by a raw loop, at each concurrency of the sweep. */
@@ -106,6 +120,44 @@ async function bareLists(send: Send, servers: Servers): Promise<GcFloor> {
     pages,
     bytes,
     cpuMs: (cpu.user + cpu.system) / 1000,
+    serverCpuMs: { apiserver: server.apiserver ?? 0, etcd: server.etcd ?? 0 },
+  };
+}
+
+/** A disk list the pass made: where, and with which selector. */
+interface DiskList {
+  readonly namespace: string | undefined;
+  readonly selector: string;
+}
+
+/** A uid that no object has: the same length, its first digit a letter a uid never holds. */
+export const unmatched = (selector: string): string =>
+  selector.replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-/g, (u) => `x${u.slice(1)}`);
+
+/** Replays `lists` with {@link unmatched} selectors: what matching them costs the API server. */
+async function matchingAlone(
+  send: Send,
+  servers: Servers,
+  lists: readonly DiskList[],
+): Promise<GcMatching> {
+  const server0 = cpuReading(servers);
+  const s = performance.now();
+  for (const l of lists) {
+    const base =
+      l.namespace === undefined
+        ? DISKS_PATH
+        : DISKS_PATH.replace(/virtualdisks$/, `namespaces/${l.namespace}/virtualdisks`);
+    const sel = encodeURIComponent(unmatched(l.selector));
+    const a = await send({ method: 'GET', path: `${base}?labelSelector=${sel}&limit=2000` });
+    if (a.status >= 300) throw new Error(`matching list: ${a.status}`);
+    if (!a.text.includes('"items":[]'))
+      throw new Error('matching list: an altered selector matched');
+  }
+  const ms = performance.now() - s;
+  const server = cpuSince(server0, cpuReading(servers));
+  return {
+    ms,
+    lists: lists.length,
     serverCpuMs: { apiserver: server.apiserver ?? 0, etcd: server.etcd ?? 0 },
   };
 }
@@ -161,8 +213,11 @@ export async function gcTick(
     apiserver: [plane.cp.pids['kube-apiserver'] ?? 0],
     etcd: [plane.cp.pids.etcd ?? 0],
   };
+  // The disk lists of the last pass, for the matching replay.
+  let diskLists: DiskList[] = [];
   const pass = async (at: Date): Promise<GcPass> => {
     const before = funnel.counts();
+    diskLists = [];
     // Pages each list needed for what it returned (the cluster holds other benchmarks' objects too).
     let expectedLists = 0;
     // A list read whole in pages of k (a window's) may end with an empty page: ⌊n/k⌋ + 1 requests;
@@ -178,7 +233,10 @@ export async function gcTick(
       };
     const kube: Kube = {
       ...funnel,
-      listDisks: counted((ns, sel, page) => funnel.listDisks(ns, sel, page)),
+      listDisks: counted((ns, sel, page) => {
+        diskLists.push({ namespace: ns, selector: sel });
+        return funnel.listDisks(ns, sel, page);
+      }),
       listPools: async (ns?: string, page?: PageRequest) => {
         const r = await funnel.listPools(ns, page);
         if (r.ok) expectedLists++;
@@ -214,6 +272,7 @@ export async function gcTick(
   const send = createSend(plane.kc);
   const floors: GcFloor[] = [];
   const quiets: GcPass[] = [];
+  const matchings: GcMatching[] = [];
   // Each timed pass starts on a quiet control plane, as scale-up's windows do: a collector still
   // reading owners after the creates would load whichever came first (in the run measured after this
   // change every wait ended after its first two quiet seconds: the pools exist before their disks).
@@ -230,6 +289,8 @@ export async function gcTick(
     floors.push(await bareLists(send, servers));
     await quiet(`pass ${r + 1}`);
     quiets.push(await pass(new Date()));
+    await quiet(`matching ${r + 1}`);
+    matchings.push(await matchingAlone(send, servers, diskLists));
   }
   const middle = <T extends { ms: number }>(xs: T[]): T => {
     const m = median(xs.map((x) => x.ms));
@@ -258,6 +319,7 @@ export async function gcTick(
     setupMs,
     quiet: middle(quiets),
     floor: middle(floors),
+    matching: middle(matchings),
     due,
     raw,
   };
