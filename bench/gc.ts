@@ -130,7 +130,10 @@ interface DiskList {
   readonly selector: string;
 }
 
-/** A uid that no object has: the same length, its first digit a letter a uid never holds. */
+/**
+ * `selector` with each uid in it altered so that no object has it: the same length (the server
+ * compares as many bytes), its first digit a letter a uid never holds.
+ */
 export const unmatched = (selector: string): string =>
   selector.replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-/g, (u) => `x${u.slice(1)}`);
 
