@@ -124,10 +124,11 @@ async function bareLists(send: Send, servers: Servers): Promise<GcFloor> {
   };
 }
 
-/** A disk list the pass made: where, and with which selector. */
+/** A disk list the pass made: where, with which selector, and how paged. */
 interface DiskList {
   readonly namespace: string | undefined;
   readonly selector: string;
+  readonly page: PageRequest | undefined;
 }
 
 /**
@@ -137,23 +138,21 @@ interface DiskList {
 export const unmatched = (selector: string): string =>
   selector.replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-/g, (u) => `x${u.slice(1)}`);
 
-/** Replays `lists` with {@link unmatched} selectors: what matching them costs the API server. */
+/**
+ * Replays `lists` through the pass's own funnel with {@link unmatched} selectors: the same requests
+ * but for the uids, so what they cost the API server is the matching.
+ */
 async function matchingAlone(
-  send: Send,
+  kube: Kube,
   servers: Servers,
   lists: readonly DiskList[],
 ): Promise<GcMatching> {
   const server0 = cpuReading(servers);
   const s = performance.now();
   for (const l of lists) {
-    const base =
-      l.namespace === undefined
-        ? DISKS_PATH
-        : DISKS_PATH.replace(/virtualdisks$/, `namespaces/${l.namespace}/virtualdisks`);
-    const sel = encodeURIComponent(unmatched(l.selector));
-    const a = await send({ method: 'GET', path: `${base}?labelSelector=${sel}&limit=2000` });
-    if (a.status >= 300) throw new Error(`matching list: ${a.status}`);
-    if (!a.text.includes('"items":[]'))
+    const r = await kube.listDisks(l.namespace, unmatched(l.selector), l.page);
+    if (!r.ok) throw new Error(`matching list: ${r.message}`);
+    if (r.value.length > 0 || (r.malformed ?? []).length > 0)
       throw new Error('matching list: an altered selector matched');
   }
   const ms = performance.now() - s;
@@ -237,7 +236,7 @@ export async function gcTick(
     const kube: Kube = {
       ...funnel,
       listDisks: counted((ns, sel, page) => {
-        diskLists.push({ namespace: ns, selector: sel });
+        diskLists.push({ namespace: ns, selector: sel, page });
         return funnel.listDisks(ns, sel, page);
       }),
       listPools: async (ns?: string, page?: PageRequest) => {
@@ -293,7 +292,7 @@ export async function gcTick(
     await quiet(`pass ${r + 1}`);
     quiets.push(await pass(new Date()));
     await quiet(`matching ${r + 1}`);
-    matchings.push(await matchingAlone(send, servers, diskLists));
+    matchings.push(await matchingAlone(funnel, servers, diskLists));
   }
   const middle = <T extends { ms: number }>(xs: T[]): T => {
     const m = median(xs.map((x) => x.ms));
