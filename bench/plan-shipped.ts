@@ -24,9 +24,11 @@ export async function shippedPlanBench(outdir: string): Promise<PlanFigures> {
     entryPoints: [join(ROOT, 'bench', 'plan.ts')],
     outfile: file,
     ...FUNCTION_BUNDLE,
-    // As the function bundles, but for the names: the profile reports functions by name.
+    // As the function bundles, but for the names: the profile reports functions by name, and by
+    // the source file the map beside the bundle (as the functions ship one) says they are in.
     minifySyntax: true,
     minifyWhitespace: true,
+    sourcemap: true,
   });
   if (result.errors.length > 0) throw new Error('esbuild failed for bench/plan.ts');
   const { stdout } = await promisify(execFile)(process.execPath, [file, '--json'], {

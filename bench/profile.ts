@@ -5,6 +5,8 @@
  */
 import { Session } from 'node:inspector/promises';
 import { basename } from 'node:path';
+import { sourceNamer } from './sourcemap.js';
+import type { SourceNamer } from './sourcemap.js';
 
 /** One function's share of a profile. */
 export interface SelfTime {
@@ -17,13 +19,23 @@ export interface SelfTime {
 interface ProfileNode {
   readonly id: number;
   readonly children?: readonly number[];
-  readonly callFrame: { readonly functionName: string; readonly url: string };
+  readonly callFrame: {
+    readonly functionName: string;
+    readonly url: string;
+    readonly lineNumber: number;
+    readonly columnNumber: number;
+  };
 }
 
 interface Profile {
   readonly nodes: readonly ProfileNode[];
   readonly samples: readonly number[];
   readonly timeDeltas: readonly number[];
+}
+
+/** The file a frame's function is in: through the script's source map where it has one. */
+function fileOf(frame: ProfileNode['callFrame'], names: SourceNamer): string {
+  return names(frame.url, frame.lineNumber, frame.columnNumber) ?? frame.url;
 }
 
 /** V8's pseudo-frames: not code of ours or of Node's. */
@@ -46,6 +58,7 @@ function eachSample(
 /**
  * Runs `work` `runs` times under the V8 sampling profiler (1 sample per 100 µs) and returns each
  * function's self time per run, largest first. Garbage collection appears as `(garbage collector)`.
+ * A bundle with a source map beside it has its functions named by their source files.
  */
 export async function profileSelfTime(work: () => void, runs: number): Promise<SelfTime[]> {
   const session = new Session();
@@ -57,8 +70,9 @@ export async function profileSelfTime(work: () => void, runs: number): Promise<S
     for (let i = 0; i < runs; i++) work();
     const { profile } = (await session.post('Profiler.stop')) as { profile: Profile };
     const self = new Map<string, number>();
+    const names = sourceNamer();
     eachSample(profile, (f, name, ms) => {
-      const key = f.url === '' ? name : `${name} (${basename(f.url)})`;
+      const key = f.url === '' ? name : `${name} (${basename(fileOf(f, names))})`;
       self.set(key, (self.get(key) ?? 0) + ms);
     });
     return [...self].map(([fn, total]) => ({ fn, ms: total / runs })).sort((a, b) => b.ms - a.ms);
@@ -99,6 +113,7 @@ export async function profileWindow(): Promise<ProfileWindow> {
       const { profile } = (await session.post('Profiler.stop')) as { profile: Profile };
       session.disconnect();
       const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+      const names = sourceNamer();
       const parent = new Map<number, number>();
       for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
       /** The nearest caller with a source file, for native frames (which have none). */
@@ -107,14 +122,14 @@ export async function profileWindow(): Promise<ProfileWindow> {
         for (let p = parent.get(id); p !== undefined && chain.length < 16; p = parent.get(p)) {
           const f = byId.get(p)?.callFrame;
           if (f !== undefined && f.url !== '')
-            chain.push(`${f.functionName || '(anonymous)'} (${ownerOf(f.url)})`);
+            chain.push(`${f.functionName || '(anonymous)'} (${ownerOf(fileOf(f, names))})`);
         }
         return chain.join(' ← ') || '?';
       };
       const fns = new Map<string, number>();
       const files = new Map<string, number>();
       eachSample(profile, (f, name, ms, id) => {
-        const file = f.url === '' ? name : ownerOf(f.url);
+        const file = f.url === '' ? name : ownerOf(fileOf(f, names));
         const key = f.url === '' ? `${name} ← ${caller(id)}` : `${name} (${file})`;
         fns.set(key, (fns.get(key) ?? 0) + ms);
         files.set(file, (files.get(file) ?? 0) + ms);
