@@ -22,7 +22,7 @@ import type { ActionCost, Cost } from './cost.js';
 import { dueGoal, gcTick } from './gc.js';
 import { fastest } from './gc-raw.js';
 import type { GcResult } from './gc.js';
-import { median, percentile } from './objects.js';
+import { median, percentile, settle, settledLine } from './objects.js';
 import { REPLICASET_KCM_FLAGS, startBenchPlane } from './plane.js';
 import { REPLACE_REPLICAS, replaceNamespace, replacement } from './replace.js';
 import type { Breakdown, ReplaceResult } from './replace.js';
@@ -49,6 +49,8 @@ import { cpuModes, placeProcesses } from './cpus.js';
 import type { CpuMode, Placement } from './cpus.js';
 
 const quick = process.argv.includes('--quick');
+/** The longest wait for the control plane to finish with disk-gc-tick's deleted namespace. */
+const GC_AFTERMATH_MS = 15 * 60_000;
 /** `--sizes=1000` (comma-separated) and `--reps=1` narrow the scale-up to what is being worked on. */
 const flag = (name: string): string | undefined =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
@@ -702,6 +704,13 @@ async function main(): Promise<void> {
         `disk-gc-tick: nothing due ${ms(gc.quiet.ms)}, ${gc.due.deleted} due ${ms(gc.due.ms)} (${gc.due.lists} lists)`,
       );
       log(`disk-gc-tick: its namespace deleted in ${ms(gc.cleanupMs)}`);
+      // The namespace is gone well before the control plane is done with it: for minutes after,
+      // the API server answered about 40 GETs a second of the deleted disks with 404 (most likely
+      // the controller manager's garbage collector checking each deleted pool's dependents). A
+      // timed window waits at most 60 s for quiet; this waits until the work is done.
+      log(
+        `disk-gc-tick: ${settledLine(await settle(plane.planePids(), 100, GC_AFTERMATH_MS), 'the benchmarks after it')}`,
+      );
     }
 
     const scale: Array<Placed<ScaleResult>> = [];
