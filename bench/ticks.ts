@@ -67,6 +67,35 @@ export function peakRss(pid: number): number {
   return Math.round(Number(/^VmHWM:\s+(\d+)/m.exec(s)?.[1] ?? 0) / 1024);
 }
 
+/**
+ * The peak RSS of a process read every `everyMs` while it runs: what a failure report can still
+ * give once the process is gone (its /proc entry with it).
+ */
+export function peakWatcher(
+  pid: number,
+  everyMs = 250,
+): { last(): number | undefined; stop(): void } {
+  let last: number | undefined;
+  const read = (): void => {
+    try {
+      last = peakRss(pid);
+    } catch {
+      // Gone: keep what was read while it ran.
+    }
+  };
+  read();
+  const timer = setInterval(read, everyMs);
+  return {
+    last() {
+      read();
+      return last;
+    },
+    stop() {
+      clearInterval(timer);
+    },
+  };
+}
+
 /** A memory cgroup the function runs in, as a pod's memory limit would hold it. */
 interface MemoryLimit {
   /** Where the started shell writes its pid before it execs node. */
@@ -180,6 +209,7 @@ export async function functionTicks(
   log(
     `${what}: ${limit === undefined ? 'no memory cgroup could be made: unconstrained' : `in a memory cgroup of ${POD_MEMORY_LIMIT / 1048576} MiB (the pod's limit)`}`,
   );
+  const peak = peakWatcher(child.pid ?? 0);
   try {
     const port = await listeningPort(child, what);
     const base = `http://127.0.0.1:${port}`;
@@ -196,7 +226,7 @@ export async function functionTicks(
         const cause = (err as { cause?: { message?: string } }).cause?.message ?? String(err);
         const exit = child.exitCode ?? child.signalCode ?? 'still running';
         throw new Error(
-          `${what} tick ${i + 1} failed after ${((performance.now() - s) / 1000).toFixed(0)} s: ${cause}; the process: ${exit}, OOM kills in its cgroup: ${limit?.oomKills() ?? 'no cgroup'}, peak RSS ${peakRss(child.pid ?? 0)} MiB; its last output: ${outputTail.slice(-800) || '(none)'}`,
+          `${what} tick ${i + 1} failed after ${((performance.now() - s) / 1000).toFixed(0)} s: ${cause}; the process: ${exit}, OOM kills in its cgroup: ${limit?.oomKills() ?? 'no cgroup'}, peak RSS ${peak.last() ?? '?'} MiB (last read while it ran); its last output: ${outputTail.slice(-800) || '(none)'}`,
         );
       });
       await res.arrayBuffer();
@@ -214,6 +244,7 @@ export async function functionTicks(
     }
     return out;
   } finally {
+    peak.stop();
     child.kill('SIGKILL');
     await new Promise((r) => setTimeout(r, 200));
     limit?.remove();
