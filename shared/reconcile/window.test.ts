@@ -2,7 +2,16 @@ import { describe, expect, it } from 'vitest';
 import type { VirtualMachineClaim, VirtualMachinePool } from '../api/index.js';
 import { keys } from '../api/index.js';
 import type { Failure, Listed, PageRequest } from '../kube/index.js';
-import { WINDOW_NAMESPACES, claimsAt, listAt, placesOf, poolPages } from './window.js';
+import {
+  WINDOW_NAMESPACES,
+  WINDOW_OBJECTS,
+  claimsAt,
+  listAt,
+  objectsOf,
+  placesOf,
+  poolPages,
+  windowsOf,
+} from './window.js';
 import { pool } from '../../test/unit/builders.js';
 import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
 
@@ -121,6 +130,62 @@ describe('poolPages', () => {
     expect(f.of('listPools')).toHaveLength(8);
     const g = fakeKube({ listPools: () => fail('forbidden', 'no list') });
     expect(await drain(poolPages(g.kube, undefined))).toEqual(['no list']);
+  });
+});
+
+describe('windowsOf', () => {
+  /** A pool of `replicas` members, each with `templates` disks (none: no disk templates). */
+  const sized = (name: string, replicas: number, status?: number): VirtualMachinePool => {
+    const p = pool({ name, uid: `uid-${name}`, replicas });
+    return status === undefined ? p : { ...p, status: { replicas: status } };
+  };
+  const names = (ws: VirtualMachinePool[][]) => ws.map((w) => w.map((p) => p.metadata.name));
+
+  it('estimates a pool by its larger of desired and reported members, standby and disks', () => {
+    const templates = pool().spec.virtualDiskTemplates.length;
+    expect(objectsOf(sized('a', 10))).toBe(1 + 10 * (1 + templates));
+    expect(objectsOf(sized('a', 0, 40))).toBe(1 + 40 * (1 + templates));
+    const standby = sized('s', 2);
+    standby.spec.standby = { replicas: 3, state: 'Stopped' };
+    expect(objectsOf(standby)).toBe(1 + 5 * (1 + templates));
+  });
+
+  it('keeps small pools to one window of the limit', () => {
+    const small = Array.from({ length: 250 }, (_, i) => sized(`p${i}`, 3));
+    expect(250 * objectsOf(small[0] as VirtualMachinePool)).toBeLessThanOrEqual(WINDOW_OBJECTS);
+    expect(windowsOf(small, 250)).toHaveLength(1);
+    expect(windowsOf(small, 100).map((w) => w.length)).toEqual([100, 100, 50]);
+  });
+
+  it('cuts large pools into windows under the budget, a pool over it alone, none lost or moved', () => {
+    const per = objectsOf(sized('x', 1000));
+    expect(per).toBeGreaterThan(WINDOW_OBJECTS / 2);
+    const pools = [
+      sized('a', 1),
+      sized('b', 1000),
+      sized('c', 1000),
+      sized('d', 5000),
+      sized('e', 1),
+      sized('f', 1),
+    ];
+    const ws = windowsOf(pools, 250);
+    expect(names(ws)).toEqual([['a', 'b'], ['c'], ['d'], ['e', 'f']]);
+    for (const w of ws.filter((w) => w.length > 1))
+      expect(w.reduce((n, p) => n + objectsOf(p), 0)).toBeLessThanOrEqual(WINDOW_OBJECTS);
+  });
+
+  it('gives one empty window for no pools', () => {
+    expect(windowsOf([], 250)).toEqual([[]]);
+  });
+
+  it('is what poolPages gives: a page of large pools comes as several windows', async () => {
+    const big = ['a', 'b', 'c'].map((n) => {
+      const p = inNs('ci', n);
+      return { ...p, spec: { ...p.spec, replicas: 1000 } };
+    });
+    const f = fakeKube({ listPools: paged(big) });
+    expect(await drain(poolPages(f.kube, 'ci', 250))).toEqual([['a'], ['b'], ['c']]);
+    expect(f.of('listPools')).toHaveLength(1);
   });
 });
 

@@ -1,7 +1,8 @@
 /**
- * A scope's pools a window at a time: one page of pools, then the VMs, disks and claims of those
- * pools only. A resync tick or a GC pass holds one window, so its memory is bounded by the window,
- * not by the cluster (147 MiB at 1,000 pools when a tick held the whole scope; killed at ~2,000).
+ * A scope's pools a window at a time: one page of pools (cut further where its pools are large),
+ * then the VMs, disks and claims of those pools only. A resync tick or a GC pass holds one window,
+ * so its memory is bounded by the window, not by the cluster (147 MiB at 1,000 pools when a tick
+ * held the whole scope; killed at ~2,000).
  * @module
  */
 import type { VirtualMachineClaim, VirtualMachinePool } from '../api/index.js';
@@ -25,6 +26,51 @@ export const WINDOW_NAMESPACES = 8;
  * limit): 1,000 disks of 250 pools took 3 requests, now 1. 2,000 objects keep one response to a few MB.
  */
 export const WINDOW_PAGE: PageRequest = { limit: 2000, all: true };
+
+/**
+ * About how many objects one window's lists may bring, estimated from its pools ({@link objectsOf}).
+ * A page of 250 pools of a few members is one window, but 250 pools of a thousand members are not:
+ * eight such pools in one window took a resync tick to 172 MiB. One pool above it is a window of its
+ * own (a pool is planned from all its objects at once).
+ */
+export const WINDOW_OBJECTS = 5000;
+
+/**
+ * What a pool's lists are estimated to bring: the pool, and each member (desired, reported or
+ * standby, whichever is more) with a disk per template. Free disks kept for reuse are not counted.
+ */
+export function objectsOf(pool: VirtualMachinePool): number {
+  const members =
+    Math.max(pool.spec.replicas ?? 0, pool.status?.replicas ?? 0) +
+    (pool.spec.standby?.replicas ?? 0);
+  return 1 + members * (1 + pool.spec.virtualDiskTemplates.length);
+}
+
+/**
+ * `pools` in order, cut into windows of at most `limit` pools and, past the first pool of each, at
+ * most `budget` estimated objects; no pools give one empty window.
+ */
+export function windowsOf(
+  pools: readonly VirtualMachinePool[],
+  limit: number,
+  budget = WINDOW_OBJECTS,
+): VirtualMachinePool[][] {
+  const windows: VirtualMachinePool[][] = [];
+  let current: VirtualMachinePool[] = [];
+  let objects = 0;
+  for (const pool of pools) {
+    const n = objectsOf(pool);
+    if (current.length > 0 && (current.length >= limit || objects + n > budget)) {
+      windows.push(current);
+      current = [];
+      objects = 0;
+    }
+    current.push(pool);
+    objects += n;
+  }
+  windows.push(current);
+  return windows;
+}
 
 /** How often an expired continue token (410) restarts the pool list before the scan gives up. */
 const RESTARTS = 3;
@@ -70,9 +116,9 @@ export async function* poolPages(
     }
     const fresh = page.value.filter((p) => !given.has(p.metadata.uid ?? ''));
     for (const p of fresh) given.add(p.metadata.uid ?? '');
-    // A server that ignored the limit still gives windows of `limit` (selectors stay short).
-    for (let i = 0; i < fresh.length || i === 0; i += limit)
-      yield { ...page, value: fresh.slice(i, i + limit) };
+    // A server that ignored the limit still gives windows of `limit` (selectors stay short), and
+    // large pools come fewer to a window (memory stays bounded by objects, not only by pools).
+    for (const window of windowsOf(fresh, limit)) yield { ...page, value: window };
     if (cont === undefined) return;
   }
 }
