@@ -4,7 +4,7 @@ import { keys, malformedOf } from '../api/index.js';
 import { plan } from '../domain/index.js';
 import type { ReconcileDeps } from './converge.js';
 import { reconcileScope } from './resync.js';
-import { WINDOW, WINDOW_PAGE } from './window.js';
+import { WINDOW, WINDOW_OBJECTS, WINDOW_PAGE, objectsOf } from './window.js';
 import {
   NOW,
   pool,
@@ -198,6 +198,51 @@ describe('reconcileScope over many pools', () => {
     expect(f.of('recordEvent')).toHaveLength(2);
     expect(f.of('createVm')).toEqual([]);
     expect(f.of('deleteVm')).toEqual([]);
+  });
+
+  it('large pools are cut into windows: each listed once by its own uids, a bad object blocks only its pool', async () => {
+    // 900 members with their disks are over half the window budget: a and b never share a window.
+    const a = converged('a', 'uid-a', 900);
+    const b = converged('b', 'uid-b', 900);
+    const c = converged('c', 'uid-c', 1);
+    expect(objectsOf(a.p) * 2).toBeGreaterThan(WINDOW_OBJECTS);
+    // b's first member no longer parses; c lost its member since its status was written.
+    const bMember = vm(b.p, 'b-m0');
+    const worlds = [
+      { uid: 'uid-a', vms: a.vms, disks: a.disks },
+      { uid: 'uid-b', vms: b.vms.slice(1), disks: b.disks },
+      { uid: 'uid-c', vms: [], disks: c.disks },
+    ];
+    const of = (sel: string) => worlds.filter((w) => sel.includes(w.uid));
+    const f = fakeKube({
+      listPools: () => ok([a.p, b.p, c.p]),
+      listVms: ([, sel]) => ({
+        ok: true,
+        value: of(sel).flatMap((w) => w.vms),
+        malformed: sel.includes('uid-b')
+          ? [malformedOf('VirtualMachine', bMember, 'spec.runPolicy: Invalid option')]
+          : [],
+      }),
+      listDisks: ([, sel]) => ok(of(sel).flatMap((w) => w.disks)),
+    });
+    const reconciled: string[] = [];
+    const out = await reconcileScope(deps(f.kube), { kind: 'all' }, (_d, ns, name) => {
+      reconciled.push(`${ns}/${name}`);
+      return Promise.resolve({ kind: 'converged', passes: 1, actions: 1 });
+    });
+    expect(f.of('listVms').map((call) => call.args[1])).toEqual([
+      `${keys.poolUid} in (uid-a)`,
+      `${keys.poolUid} in (uid-b,uid-c)`,
+    ]);
+    expect(f.of('listPools')).toHaveLength(1);
+    expect(reconciled).toEqual(['ci/c']);
+    expect(out.map((o) => [o.pool, o.outcome.kind])).toEqual([
+      ['ci/a', 'converged'],
+      ['ci/b', 'failed'],
+      ['ci/c', 'converged'],
+    ]);
+    expect(f.of('deleteVm')).toEqual([]);
+    expect(f.of('createVm')).toEqual([]);
   });
 
   it('a pool whose template nests 2,000 levels deep is planned like any other, in the same tick', async () => {
