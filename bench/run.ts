@@ -50,7 +50,7 @@ import type { CpuMode, Placement } from './cpus.js';
 
 const quick = process.argv.includes('--quick');
 /** The longest wait for the control plane to finish with a large deleted namespace (4c, 4d). */
-const GC_AFTERMATH_MS = 15 * 60_000;
+const AFTERMATH_MS = 15 * 60_000;
 /** `--sizes=1000` (comma-separated) and `--reps=1` narrow the scale-up to what is being worked on. */
 const flag = (name: string): string | undefined =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
@@ -569,6 +569,18 @@ async function memoryOnly(plane: BenchPlane): Promise<void> {
   console.log(table(memoryRows(await memoryAtScale(plane, starts, cfg.memoryPools, 3, log))));
 }
 
+/**
+ * Waits (up to {@link AFTERMATH_MS}) until the control plane is done with a large deleted namespace,
+ * and logs it. The namespace is gone well before: after 4c's the API server answered about 40 GETs
+ * a second of deleted disks with 404 for minutes (most likely the garbage collector checking each
+ * deleted pool's dependents), after 4d's the plane stayed at 150–200 CPU ms/s. A timed window waits
+ * at most 60 s for quiet, and would start inside that.
+ */
+async function quietAfter(plane: BenchPlane, what: string): Promise<void> {
+  const s = await settle(plane.planePids(), 100, AFTERMATH_MS);
+  log(`${what}: ${settledLine(s, 'the benchmarks after it')}`);
+}
+
 /** reconcile-pool and disk-gc-tick as the image starts them (their snapshots, built here). */
 async function functionStarts(): Promise<{ reconcile: Start; gc: Start }> {
   const s = await imageStarts(join(ROOT, 'bench-results', 'build', 'image'), [
@@ -704,13 +716,7 @@ async function main(): Promise<void> {
         `disk-gc-tick: nothing due ${ms(gc.quiet.ms)}, ${gc.due.deleted} due ${ms(gc.due.ms)} (${gc.due.lists} lists)`,
       );
       log(`disk-gc-tick: its namespace deleted in ${ms(gc.cleanupMs)}`);
-      // The namespace is gone well before the control plane is done with it: for minutes after,
-      // the API server answered about 40 GETs a second of the deleted disks with 404 (most likely
-      // the controller manager's garbage collector checking each deleted pool's dependents). A
-      // timed window waits at most 60 s for quiet; this waits until the work is done.
-      log(
-        `disk-gc-tick: ${settledLine(await settle(plane.planePids(), 100, GC_AFTERMATH_MS), 'the benchmarks after it')}`,
-      );
+      await quietAfter(plane, 'disk-gc-tick');
     }
 
     let bounded: MemoryResult | undefined;
@@ -727,11 +733,7 @@ async function main(): Promise<void> {
         boundedFailure = err instanceof Error ? err.message : String(err);
         log(`bounded memory: FAILED: ${boundedFailure}`);
       }
-      // Its 70,000 objects deleted, the control plane stayed above the quiet threshold (150–200
-      // CPU ms/s) for minutes: the timed windows after it must not start inside that.
-      log(
-        `bounded memory: ${settledLine(await settle(plane.planePids(), 100, GC_AFTERMATH_MS), 'the benchmarks after it')}`,
-      );
+      await quietAfter(plane, 'bounded memory');
     }
 
     const scale: Array<Placed<ScaleResult>> = [];
@@ -786,6 +788,7 @@ async function main(): Promise<void> {
     }
     const cost = skip.has('cost') ? [] : await apiCost(plane);
     const memory = plane.cp.memory();
+
     const summaries = scale.map(summarize);
     const pct = (xs: number[]) => ({
       p50: percentile(xs, 50),

@@ -7,6 +7,7 @@
  */
 import type { VirtualMachineClaim, VirtualMachinePool } from '../api/index.js';
 import { keys } from '../api/index.js';
+import { sizeOf } from '../domain/index.js';
 import type { Kube, Listed, Outcome, PageRequest } from '../kube/index.js';
 import { claimsOf } from './converge.js';
 
@@ -36,13 +37,13 @@ export const WINDOW_PAGE: PageRequest = { limit: 2000, all: true };
 export const WINDOW_OBJECTS = 5000;
 
 /**
- * What a pool's lists are estimated to bring: the pool, and each member (desired, reported or
- * standby, whichever is more) with a disk per template. Free disks kept for reuse are not counted.
+ * What a pool's lists are estimated to bring: the pool, and each member with a disk per template.
+ * Members are what the pool asks for ({@link sizeOf}) and those it reports beyond its replicas (a
+ * scale-down not done yet, growth for claims). Free disks kept for reuse are not counted.
  */
 export function objectsOf(pool: VirtualMachinePool): number {
-  const members =
-    Math.max(pool.spec.replicas ?? 0, pool.status?.replicas ?? 0) +
-    (pool.spec.standby?.replicas ?? 0);
+  const beyond = (pool.status?.replicas ?? 0) - (pool.spec.replicas ?? 0);
+  const members = sizeOf(pool) + Math.max(0, beyond);
   return 1 + members * (1 + pool.spec.virtualDiskTemplates.length);
 }
 
