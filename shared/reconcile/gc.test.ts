@@ -160,6 +160,52 @@ describe('collectDisks', () => {
   });
 });
 
+describe('collectDisks, a disk and its holder in different windows of one namespace (L3)', () => {
+  // Pool a's free disk is past its ttl; a member of pool b, in the same namespace, references it.
+  // Pool b is large enough that the object budget gives it a window of its own, after a's.
+  const a = { ...p, metadata: { ...p.metadata, name: 'a', uid: 'uid-a' } };
+  const b = {
+    ...p,
+    metadata: { ...p.metadata, name: 'b', uid: 'uid-b' },
+    spec: { ...p.spec, replicas: 3000 },
+  };
+  const due = disk(a, 'a-cache-old', { freeSince: at(-2 * HOUR) });
+  const holder = vm(b, 'b-1', { refs: [{ kind: 'VirtualDisk', name: 'a-cache-old' }] });
+  const script = (pools: VirtualMachinePool[]): Partial<Script> => ({
+    listPools: () => ok(pools),
+    listDisks: ([, sel]) => ok(sel.includes('uid-a') ? [due] : []),
+    // Selected by pool uid: only that pool's members; an empty selector: the whole namespace.
+    listVms: ([, sel]) =>
+      ok(
+        sel === ''
+          ? [holder]
+          : [holder].filter((v) => sel.includes(v.metadata.labels?.[keys.poolUid] ?? '?')),
+      ),
+  });
+
+  it("keeps a due disk that a VM of another window's pool references, and deletes it once nothing does", async () => {
+    const f = fakeKube(script([a, b]));
+    const out = await collectDisks(f.kube, NOW, testLog('gc'));
+    expect(out).toMatchObject({ kind: 'done', deleted: [], skipped: 0 });
+    // Two windows (the budget cut them), and a's window read its namespace whole before deciding.
+    expect(f.of('listDisks').map((c) => c.args[1])).toEqual([
+      `${keys.poolUid} in (uid-a)`,
+      `${keys.poolUid} in (uid-b)`,
+    ]);
+    expect(f.of('listVms').map((c) => c.args[1])).toEqual([`${keys.poolUid} in (uid-a)`, '']);
+    expect(f.of('deleteDisk')).toEqual([]);
+    // The same cut with the holder gone: the disk goes, under the uid and resourceVersion listed.
+    const gone = fakeKube({ ...script([a, b]), listVms: () => ok([]) });
+    const after = await collectDisks(gone.kube, NOW, testLog('gc'));
+    expect(after.kind === 'done' ? after.deleted.map((c) => c.name) : after).toEqual([
+      'a-cache-old',
+    ]);
+    expect(gone.of('deleteDisk').map((c) => c.args[2])).toEqual([
+      { uid: due.metadata.uid, resourceVersion: due.metadata.resourceVersion },
+    ]);
+  });
+});
+
 /** A listPools answer that gives `pools` one per page: one pool per window. */
 function onePerPage(
   pools: readonly VirtualMachinePool[],

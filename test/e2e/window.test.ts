@@ -4,19 +4,28 @@
  * namespace by namespace or across the cluster, answered by the real API server, as deployed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keys } from '../../shared/api/index.js';
+import { API_VERSION, keys } from '../../shared/api/index.js';
 import type { VirtualMachinePool } from '../../shared/api/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import {
   WINDOW_NAMESPACES,
+  collectDisks,
   listAt,
   placesOf,
   poolPages,
   reconcileScope,
 } from '../../shared/reconcile/index.js';
-import { smallPool } from '../../local/guide.js';
+import { runnersVm, smallPool } from '../../local/guide.js';
 import { testLog } from '../logs.js';
-import { create, dropNamespace, functionKube, newNamespace } from './harness.js';
+import {
+  cluster,
+  create,
+  dropNamespace,
+  functionKube,
+  newNamespace,
+  read,
+  res,
+} from './harness.js';
 import { listObjects } from './members.js';
 
 const spaces: string[] = [];
@@ -24,8 +33,9 @@ let kube: Kube;
 
 beforeAll(async () => {
   kube = await functionKube('reconcile-pool');
-  // One more namespace than a window lists namespace by namespace.
+  // One more namespace than a window lists namespace by namespace, and one for the GC.
   for (let i = 0; i <= WINDOW_NAMESPACES; i++) spaces.push(await newNamespace(`win${i}`));
+  spaces.push(await newNamespace('wingc'));
 });
 afterAll(async () => {
   for (const ns of spaces) await dropNamespace(ns);
@@ -76,7 +86,7 @@ describe('a scope read a window at a time', () => {
 
   it('above the namespace bound a window lists across the cluster with its uids: exactly its pools’ objects', async () => {
     const pools: VirtualMachinePool[] = [];
-    for (const ns of spaces.slice(1)) {
+    for (const ns of spaces.slice(1, WINDOW_NAMESPACES + 1)) {
       await create(
         'virtualmachinepools',
         ns,
@@ -89,7 +99,7 @@ describe('a scope read a window at a time', () => {
     expect(pools).toHaveLength(WINDOW_NAMESPACES);
     const out = await reconcileScope(deps(3), { kind: 'namespace', namespace: spaces[1] ?? '' });
     expect(out.map((o) => o.outcome.kind)).toEqual(['converged']);
-    for (const ns of spaces.slice(2))
+    for (const ns of spaces.slice(2, WINDOW_NAMESPACES + 1))
       await reconcileScope(deps(3), { kind: 'namespace', namespace: ns });
     const withFirst = [...pools, ...(await firstSpacePools())];
     const places = placesOf(withFirst);
@@ -103,6 +113,69 @@ describe('a scope read a window at a time', () => {
       withFirst[0]?.metadata.uid,
     );
     expect(fewer.ok && fewer.value.length).toBe(expected - 1);
+  });
+});
+
+describe('a GC pass a window at a time (L3)', () => {
+  it("keeps a due disk of one window's pool that a member of another window's pool uses, and collects it once free", async () => {
+    const ns = spaces.at(-1) ?? '';
+    const retain = (p: ReturnType<typeof smallPool>) => {
+      p.spec.replicas = 0;
+      p.spec.virtualDiskTemplates[1]!.reclaim = { onScaleDown: 'Retain', keep: 0, ttl: '1s' };
+    };
+    const a = await create('virtualmachinepools', ns, smallPool(ns, 'a', retain));
+    const b = await create('virtualmachinepools', ns, smallPool(ns, 'b', retain));
+    const owner = (pool: typeof a) => ({
+      apiVersion: API_VERSION,
+      kind: 'VirtualMachinePool',
+      name: pool.metadata.name as string,
+      uid: pool.metadata.uid as string,
+      controller: true,
+      blockOwnerDeletion: true,
+    });
+    // Pool a's Retain disk, stamped free an hour ago: due, by a's own lists alone.
+    await create('virtualdisks', ns, {
+      kind: 'VirtualDisk',
+      metadata: {
+        name: 'a-cache-shared',
+        labels: {
+          [keys.poolUid]: a.metadata.uid,
+          [keys.pool]: 'a',
+          [keys.diskTemplate]: 'cache',
+        },
+        annotations: { [keys.freeSince]: new Date(Date.now() - 3_600_000).toISOString() },
+        ownerReferences: [owner(a)],
+      },
+      spec: { persistentVolumeClaim: { size: '1Gi' } },
+    });
+    // A member of pool b holds it (a disk moved by hand, a restored backup).
+    const member = runnersVm(ns, 'b-holder');
+    member.spec.blockDeviceRefs = [{ kind: 'VirtualDisk', name: 'a-cache-shared' }];
+    await create('virtualmachines', ns, {
+      ...member,
+      metadata: {
+        ...member.metadata,
+        labels: { [keys.poolUid]: b.metadata.uid, [keys.pool]: 'b' },
+        ownerReferences: [owner(b)],
+      },
+    });
+    const gc = await functionKube('disk-gc-tick');
+    const log = testLog('window-gc');
+    // Windows of one pool: a's window lists only a's VMs, so the holder is seen only because a
+    // window with a due disk reads its namespace whole before deleting.
+    const pages: string[][] = [];
+    for await (const page of poolPages(gc, ns, 1))
+      pages.push(page.ok ? page.value.map((p) => p.metadata.name ?? '') : [page.message]);
+    expect(pages).toEqual([['a'], ['b']]);
+    expect(await collectDisks(gc, new Date(), log, 1)).toMatchObject({ kind: 'done', deleted: [] });
+    expect(await read('virtualdisks', ns, 'a-cache-shared')).toBeDefined();
+    // The holder gone, the same pass collects the disk.
+    await cluster().custom.deleteNamespacedCustomObject({
+      ...res('virtualmachines', ns),
+      name: 'b-holder',
+    });
+    const out = await collectDisks(gc, new Date(), log, 1);
+    expect(out.kind === 'done' ? out.deleted.map((c) => c.name) : out).toEqual(['a-cache-shared']);
   });
 });
 
