@@ -628,6 +628,14 @@ function planRows(rows: readonly PlanRow[], down: ScaleDownRow | undefined): Row
       floor: `1,000 members: ${((small.cpuMs / small.members) * 1000).toFixed(2)} µs CPU per member`,
       pass: growth.cpu <= 1.3,
     });
+  if (growth !== undefined)
+    out.push({
+      bench: '',
+      figure:
+        'the memory floor: one bare read of the fields plan() reads of every VM and disk, per member at 10,000 / at 1,000 (wall); plan() in such reads',
+      value: `${ratio(growth.floor)}; ${growth.reads.map((n) => n.toFixed(1)).join(' and ')} reads`,
+      goal: 'context: no plan reads its objects for less; each extra read of them grows as the floor does',
+    });
   const cache = lastLevelCache();
   out.push({
     bench: '',

@@ -1,0 +1,58 @@
+/**
+ * The memory floor of plan()'s linearity row: one bare read of every object reads each VM and disk
+ * (a field changed anywhere changes what it read), and the growth rows compare plan() with it.
+ */
+import { describe, expect, it } from 'vitest';
+import { keys } from '../../shared/api/index.js';
+import { readOnce, readOnceMs } from '../../bench/walk.js';
+import { planGrowth } from '../../bench/plan.js';
+import type { PlanRow } from '../../bench/plan.js';
+import { disk, pool, vm } from './builders.js';
+
+const p = pool({ replicas: 2 });
+const objects = () => ({
+  vms: [vm(p, 'runners-a'), vm(p, 'runners-b')],
+  disks: [disk(p, 'runners-a-cache'), disk(p, 'runners-b-cache')],
+});
+
+describe('readOnce', () => {
+  it('reads every VM and every disk', () => {
+    const base = readOnce(objects());
+    const lastVm = objects();
+    lastVm.vms[1]!.metadata.uid = 'uid-runners-b-longer';
+    const lastDisk = objects();
+    lastDisk.disks[1]!.metadata.annotations = {
+      [keys.freeSince]: 'x',
+    };
+    const lastRef = objects();
+    lastRef.vms[1]!.spec.blockDeviceRefs!.push({ kind: 'VirtualDisk', name: 'y' });
+    for (const changed of [lastVm, lastDisk, lastRef])
+      expect(readOnce(changed)).toBeGreaterThan(base);
+    expect(readOnce({ vms: [], disks: [] })).toBe(0);
+  });
+
+  it('times at least the runs asked for', () => {
+    expect(readOnceMs(objects(), 0, 3)).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe('planGrowth', () => {
+  const row = (members: number, medianMs: number, readMs: number): PlanRow => ({
+    members,
+    medianMs,
+    msPerMember: medianMs / members,
+    cpuMs: medianMs,
+    runs: 7,
+    objectsMiB: 0,
+    readOnceMs: readMs,
+  });
+
+  it("gives the floor's growth per member and plan()'s cost in reads at each size", () => {
+    const g = planGrowth([row(1000, 5, 0.1), row(10_000, 80, 3)]);
+    expect(g?.cpu).toBeCloseTo(1.6);
+    expect(g?.floor).toBeCloseTo(3);
+    expect(g?.reads[0]).toBeCloseTo(50);
+    expect(g?.reads[1]).toBeCloseTo(80 / 3);
+    expect(planGrowth([row(1000, 5, 0.1)])).toBeUndefined();
+  });
+});
