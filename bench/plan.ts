@@ -121,7 +121,7 @@ export function planBench(options: PlanBenchOptions = {}): PlanRow[] {
       cpuMs: median(t.cpu),
       runs: t.wall.length,
       objectsMiB: Buffer.byteLength(JSON.stringify([obs.vms, obs.disks])) / 2 ** 20,
-      readOnceMs: readOnceMs(obs, budgetMs / 4),
+      readOnceMs: readOnceMs(obs, budgetMs / 4).ms,
     };
   });
 }

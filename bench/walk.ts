@@ -36,24 +36,23 @@ export function readOnce(obs: Pick<Observed, 'vms' | 'disks'>): number {
 }
 
 /**
- * Median wall ms of one {@link readOnce} of `obs`: a few warm-up reads, then reads until `budgetMs`
- * passed and at least `minRuns` were timed.
+ * Median wall ms of one {@link readOnce} of `obs` (a few warm-up reads, then reads until `budgetMs`
+ * passed and at least `minRuns` were timed), with what the last read summed.
  */
 export function readOnceMs(
   obs: Pick<Observed, 'vms' | 'disks'>,
   budgetMs = 250,
   minRuns = 7,
-): number {
-  let sink = 0;
-  for (let i = 0; i < 3; i++) sink += readOnce(obs);
+): { readonly ms: number; readonly sum: number } {
+  let sum = 0;
+  for (let i = 0; i < 3; i++) sum = readOnce(obs);
   const times: number[] = [];
   const until = performance.now() + budgetMs;
   while (times.length < minRuns || performance.now() < until) {
     const t0 = performance.now();
-    sink += readOnce(obs);
+    sum = readOnce(obs);
     times.push(performance.now() - t0);
   }
-  if (sink < 0) throw new Error('unreachable: lengths are never negative');
   times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)] ?? NaN;
+  return { ms: times[Math.floor(times.length / 2)] ?? NaN, sum };
 }
