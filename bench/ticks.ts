@@ -61,9 +61,17 @@ export function listeningPort(child: ChildProcess, what: string): Promise<number
   });
 }
 
-/** The peak RSS of a process so far (VmHWM), in MiB. */
+/**
+ * The peak RSS of a process so far (VmHWM), in MiB; 0 once it has exited (a zombie's status has
+ * no memory lines) or when it is gone.
+ */
 export function peakRss(pid: number): number {
-  const s = readFileSync(`/proc/${pid}/status`, 'utf8');
+  let s: string;
+  try {
+    s = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return 0;
+  }
   return Math.round(Number(/^VmHWM:\s+(\d+)/m.exec(s)?.[1] ?? 0) / 1024);
 }
 
@@ -77,11 +85,10 @@ export function peakWatcher(
 ): { last(): number | undefined; stop(): void } {
   let last: number | undefined;
   const read = (): void => {
-    try {
-      last = peakRss(pid);
-    } catch {
-      // Gone: keep what was read while it ran.
-    }
+    // A peak only grows; an exited (zombie) or reaped process reads 0: keep what was read while
+    // it ran.
+    const now = peakRss(pid);
+    if (now > 0) last = Math.max(last ?? 0, now);
   };
   read();
   const timer = setInterval(read, everyMs);
