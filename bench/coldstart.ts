@@ -74,10 +74,12 @@ export async function startOnce(
     await res.arrayBuffer();
     const firstEventMs = performance.now() - t0;
     if (res.status >= 300) throw new Error(`${file}: first event answered ${res.status}`);
+    const rss = peakRss(child.pid ?? 0);
+    if (rss === undefined) throw new Error(`${file}: exited after its first event`);
     return {
       listeningMs,
       firstEventMs,
-      rss: peakRss(child.pid ?? 0),
+      rss,
       cpuMs: cpuMs(child.pid ?? 0),
     };
   } finally {

@@ -62,17 +62,18 @@ export function listeningPort(child: ChildProcess, what: string): Promise<number
 }
 
 /**
- * The peak RSS of a process so far (VmHWM), in MiB; 0 once it has exited (a zombie's status has
- * no memory lines) or when it is gone.
+ * The peak RSS of a running process so far (VmHWM), in MiB; undefined once it has exited (a
+ * zombie's status has no memory lines) or is gone, never a figure it did not have.
  */
-export function peakRss(pid: number): number {
+export function peakRss(pid: number): number | undefined {
   let s: string;
   try {
     s = readFileSync(`/proc/${pid}/status`, 'utf8');
   } catch {
-    return 0;
+    return undefined;
   }
-  return Math.round(Number(/^VmHWM:\s+(\d+)/m.exec(s)?.[1] ?? 0) / 1024);
+  const kib = /^VmHWM:\s+(\d+)/m.exec(s)?.[1];
+  return kib === undefined ? undefined : Math.round(Number(kib) / 1024);
 }
 
 /**
@@ -85,10 +86,10 @@ export function peakWatcher(
 ): { last(): number | undefined; stop(): void } {
   let last: number | undefined;
   const read = (): void => {
-    // A peak only grows; an exited (zombie) or reaped process reads 0: keep what was read while
+    // A peak only grows; an exited (zombie) or reaped process has none: keep what was read while
     // it ran.
     const now = peakRss(pid);
-    if (now > 0) last = Math.max(last ?? 0, now);
+    if (now !== undefined) last = Math.max(last ?? 0, now);
   };
   read();
   const timer = setInterval(read, everyMs);
@@ -240,7 +241,8 @@ export async function functionTicks(
       const ms = performance.now() - s;
       if (res.status >= 300) throw new Error(`${what} tick answered ${res.status}`);
       const requests = minus(await metrics(), before);
-      const peakRssMiB = peakRss(child.pid ?? 0);
+      const peakRssMiB = peak.last();
+      if (peakRssMiB === undefined) throw new Error(`${what} tick ${i + 1}: the process exited`);
       const writes = Object.entries(requests)
         .filter(([verb]) => !READS.has(verb))
         .reduce((n, [, v]) => n + v, 0);
