@@ -45,18 +45,6 @@ export interface GcFloor {
   readonly serverCpuMs: { readonly apiserver: number; readonly etcd: number };
 }
 
-/**
- * The API server's share of a pass that only matches labels: each disk list the pass with nothing
- * due made, replayed with every uid of its selector altered so that no disk matches. The server still
- * walks the namespace's disks and tests each against the selector's uids (one by one: a set-based
- * requirement keeps its values in a slice), but encodes nothing.
- */
-export interface GcMatching {
-  readonly ms: number;
-  readonly lists: number;
-  readonly serverCpuMs: { readonly apiserver: number; readonly etcd: number };
-}
-
 /** The setup and both passes. */
 export interface GcResult {
   readonly pools: number;
@@ -68,8 +56,6 @@ export interface GcResult {
   readonly quiet: GcPass;
   /** The floor beside it (the median of as many rounds). */
   readonly floor: GcFloor;
-  /** The pass's disk lists replayed matching nothing (the median of as many rounds); absent in older runs. */
-  readonly matching?: GcMatching;
   /** A pass with the clock two hours later: one disk per pool due. */
   readonly due: GcPass;
   /** Its floor: as many disks deleted by a raw loop, at each concurrency of the sweep. */
@@ -120,46 +106,6 @@ async function bareLists(send: Send, servers: Servers): Promise<GcFloor> {
     pages,
     bytes,
     cpuMs: (cpu.user + cpu.system) / 1000,
-    serverCpuMs: { apiserver: server.apiserver ?? 0, etcd: server.etcd ?? 0 },
-  };
-}
-
-/** A disk list the pass made: where, with which selector, and how paged. */
-interface DiskList {
-  readonly namespace: string | undefined;
-  readonly selector: string;
-  readonly page: PageRequest | undefined;
-}
-
-/**
- * `selector` with each uid in it altered so that no object has it: the same length (the server
- * compares as many bytes), its first digit a letter a uid never holds.
- */
-export const unmatched = (selector: string): string =>
-  selector.replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-/g, (u) => `x${u.slice(1)}`);
-
-/**
- * Replays `lists` through the pass's own funnel with {@link unmatched} selectors: the same requests
- * but for the uids, so what they cost the API server is the matching.
- */
-async function matchingAlone(
-  kube: Kube,
-  servers: Servers,
-  lists: readonly DiskList[],
-): Promise<GcMatching> {
-  const server0 = cpuReading(servers);
-  const s = performance.now();
-  for (const l of lists) {
-    const r = await kube.listDisks(l.namespace, unmatched(l.selector), l.page);
-    if (!r.ok) throw new Error(`matching list: ${r.message}`);
-    if (r.value.length > 0 || (r.malformed ?? []).length > 0)
-      throw new Error('matching list: an altered selector matched');
-  }
-  const ms = performance.now() - s;
-  const server = cpuSince(server0, cpuReading(servers));
-  return {
-    ms,
-    lists: lists.length,
     serverCpuMs: { apiserver: server.apiserver ?? 0, etcd: server.etcd ?? 0 },
   };
 }
@@ -215,11 +161,8 @@ export async function gcTick(
     apiserver: [plane.cp.pids['kube-apiserver'] ?? 0],
     etcd: [plane.cp.pids.etcd ?? 0],
   };
-  // The disk lists of the last pass, for the matching replay.
-  let diskLists: DiskList[] = [];
   const pass = async (at: Date): Promise<GcPass> => {
     const before = funnel.counts();
-    diskLists = [];
     // Pages each list needed for what it returned (the cluster holds other benchmarks' objects too).
     let expectedLists = 0;
     // A list read whole in pages of k (a window's) may end with an empty page: ⌊n/k⌋ + 1 requests;
@@ -235,10 +178,7 @@ export async function gcTick(
       };
     const kube: Kube = {
       ...funnel,
-      listDisks: counted((ns, sel, page) => {
-        diskLists.push({ namespace: ns, selector: sel, page });
-        return funnel.listDisks(ns, sel, page);
-      }),
+      listDisks: counted((ns, sel, page) => funnel.listDisks(ns, sel, page)),
       listPools: async (ns?: string, page?: PageRequest) => {
         const r = await funnel.listPools(ns, page);
         if (r.ok) expectedLists++;
@@ -274,7 +214,6 @@ export async function gcTick(
   const send = createSend(plane.kc);
   const floors: GcFloor[] = [];
   const quiets: GcPass[] = [];
-  const matchings: GcMatching[] = [];
   // Each timed pass starts on a quiet control plane, as scale-up's windows do: a collector still
   // reading owners after the creates would load whichever came first (in the run measured after this
   // change every wait ended after its first two quiet seconds: the pools exist before their disks).
@@ -291,8 +230,6 @@ export async function gcTick(
     floors.push(await bareLists(send, servers));
     await quiet(`pass ${r + 1}`);
     quiets.push(await pass(new Date()));
-    await quiet(`matching ${r + 1}`);
-    matchings.push(await matchingAlone(funnel, servers, diskLists));
   }
   const middle = <T extends { ms: number }>(xs: T[]): T => {
     const m = median(xs.map((x) => x.ms));
@@ -321,7 +258,6 @@ export async function gcTick(
     setupMs,
     quiet: middle(quiets),
     floor: middle(floors),
-    matching: middle(matchings),
     due,
     raw,
   };

@@ -34,6 +34,7 @@ import type {
   AccessQuestion,
   ClaimEventTarget,
   DryRun,
+  EventPool,
   Failure,
   Kube,
   Listed,
@@ -404,7 +405,7 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
     deleteVm: (namespace, name, pre) => remove(VMS, namespace, name, pre),
     deleteDisk: (namespace, name, pre) => remove(DISKS, namespace, name, pre),
 
-    async recordEvent(pool: VirtualMachinePool, event: PoolEvent): Promise<Outcome<undefined>> {
+    async recordEvent(pool: EventPool, event: PoolEvent): Promise<Outcome<undefined>> {
       const namespace = pool.metadata.namespace;
       if (namespace === undefined) {
         return failure('invalid', NO_HTTP_STATUS, 'an Event needs the pool namespace');

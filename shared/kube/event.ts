@@ -4,8 +4,7 @@
  */
 import { hostname } from 'node:os';
 import { API_VERSION } from '../api/index.js';
-import type { VirtualMachinePool } from '../api/index.js';
-import type { PoolEvent } from './types.js';
+import type { EventPool, PoolEvent } from './types.js';
 
 /** `reportingController` of every Event vmpool records. */
 export const REPORTING_CONTROLLER = 'vmpool';
@@ -45,7 +44,7 @@ export interface PoolEventBody {
  * `<pool>.<hex nanoseconds>` as client-go's recorder does, unique enough per pool.
  */
 export function poolEventBody(
-  pool: VirtualMachinePool,
+  pool: EventPool,
   event: PoolEvent,
   reportingInstance: string,
   now: Date = new Date(),

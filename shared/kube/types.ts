@@ -63,6 +63,16 @@ export interface Preconditions {
   readonly resourceVersion?: string;
 }
 
+/** Of a pool, what an Event about it names: a whole pool, or the facts a GC pass keeps of one. */
+export interface EventPool {
+  readonly apiVersion?: string | undefined;
+  readonly kind?: string | undefined;
+  readonly metadata: Pick<
+    VirtualMachinePool['metadata'],
+    'name' | 'namespace' | 'uid' | 'resourceVersion'
+  >;
+}
+
 /** An events.k8s.io/v1 Event about a pool. */
 export interface PoolEvent {
   readonly type: 'Normal' | 'Warning';
@@ -164,7 +174,7 @@ export interface Kube {
   deleteVm(namespace: string, name: string, pre: Preconditions): Promise<Outcome<undefined>>;
   deleteDisk(namespace: string, name: string, pre: Preconditions): Promise<Outcome<undefined>>;
   /** Records an events.k8s.io/v1 Event regarding the pool (best effort). */
-  recordEvent(pool: VirtualMachinePool, event: PoolEvent): Promise<Outcome<undefined>>;
+  recordEvent(pool: EventPool, event: PoolEvent): Promise<Outcome<undefined>>;
   /**
    * VirtualMachineClaims of a namespace, or of the cluster when `namespace` is undefined
    * (vmpool.virtualization.deckhouse.io/v1alpha1), parsed one by one: a claim its model refuses is

@@ -1,18 +1,31 @@
 import { describe, expect, it } from 'vitest';
 import { keys, malformedOf } from '../api/index.js';
-import type { Listed, PoolEvent } from '../kube/index.js';
-import type { VirtualMachinePool } from '../api/index.js';
+import type { Listed, PageRequest, PoolEvent } from '../kube/index.js';
+import type { VirtualDisk, VirtualMachinePool } from '../api/index.js';
 import { at, disk, HOUR, NOW, ttl30Pool, vm } from '../../test/unit/builders.js';
 import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
 import type { Script } from '../../test/unit/fake-kube.js';
 import { testLog } from '../../test/logs.js';
-import { collectDisks, GC_WINDOWS_IN_FLIGHT } from './gc.js';
+import { collectDisks, GC_PAGE } from './gc.js';
 import { GC_PARALLEL } from './batch.js';
-import { WINDOW_PAGE } from './window.js';
 
 const p = ttl30Pool;
 const old = disk(p, 'runners-cache-old001', { freeSince: at(-2 * HOUR) });
 const fresh = disk(p, 'runners-cache-new001', { freeSince: at(-HOUR / 6) });
+
+/** A list answer that gives `items` `limit` at a time, continued by the index of the next. */
+function paged<T>(items: readonly T[]): (page: PageRequest | undefined) => Listed<T> {
+  return (page) => {
+    const from = Number(page?.continue ?? '0');
+    const value = items.slice(from, from + (page?.limit ?? items.length));
+    return from + value.length < items.length
+      ? { ok: true, value, next: String(from + value.length) }
+      : { ok: true, value };
+  };
+}
+
+const named = (pools: string[]): VirtualMachinePool[] =>
+  pools.map((name) => ({ ...p, metadata: { ...p.metadata, name, uid: `uid-${name}` } }));
 
 describe('collectDisks', () => {
   it('deletes the disks free past ttl, records DiskCollected, and says when to wake next', async () => {
@@ -34,7 +47,11 @@ describe('collectDisks', () => {
     expect(await collectDisks(denied.kube, NOW, testLog('gc'))).toMatchObject({
       kind: 'forbidden',
     });
-    // A disk is due, so the window reads its VMs.
+    const noPools = fakeKube({ listPools: () => fail('forbidden', 'cannot list pools') }, p);
+    expect(await collectDisks(noPools.kube, NOW, testLog('gc'))).toMatchObject({
+      kind: 'forbidden',
+    });
+    // A disk is due, so the pass reads the namespace's VMs.
     const flaky = fakeKube(
       { listDisks: () => ok([old]), listVms: () => fail('transient', 'etcd timeout') },
       p,
@@ -43,6 +60,7 @@ describe('collectDisks', () => {
       kind: 'retry',
       reason: 'etcd timeout',
     });
+    expect(flaky.of('deleteDisk')).toEqual([]);
   });
 
   it('counts a disk it could not delete as skipped', async () => {
@@ -54,26 +72,15 @@ describe('collectDisks', () => {
     });
   });
 
-  it("goes window by window: each window lists its own pools' disks and VMs, and the pass adds them up", async () => {
-    const pools = ['a', 'b', 'c'].map((name) => ({
-      ...p,
-      metadata: { ...p.metadata, name, uid: `uid-${name}` },
-    }));
+  it('lists every pool and every pool disk once, page by page, with no uid in any selector', async () => {
+    const pools = named(['a', 'b', 'c']);
     const disks = pools.flatMap((q) => [
       disk(q, `${q.metadata.name}-cache-old`, { freeSince: at(-2 * HOUR) }),
       disk(q, `${q.metadata.name}-cache-new`, { freeSince: at(-HOUR / 6) }),
     ]);
-    const owned = (sel: string) =>
-      disks.filter((d) => sel.includes(d.metadata.labels?.[keys.poolUid] ?? '?'));
     const f = fakeKube({
-      listPools: ([, page]) => {
-        const from = Number(page?.continue ?? '0');
-        const value = pools.slice(from, from + (page?.limit ?? 3));
-        return from + value.length < pools.length
-          ? { ok: true, value, next: String(from + value.length) }
-          : { ok: true, value };
-      },
-      listDisks: ([, sel]) => ok(owned(sel)),
+      listPools: ([, page]) => paged(pools)(page),
+      listDisks: ([, , page]) => paged(disks)(page),
     });
     const out = await collectDisks(f.kube, NOW, testLog('gc'), 2);
     expect(out.kind === 'done' ? out.deleted.map((c) => c.name) : out).toEqual([
@@ -81,15 +88,21 @@ describe('collectDisks', () => {
       'b-cache-old',
       'c-cache-old',
     ]);
+    // Across the cluster, by the label's existence: the API server tests no uid against any disk.
     expect(f.of('listDisks').map((c) => c.args)).toEqual([
-      ['ci', `${keys.poolUid} in (uid-a,uid-b)`, WINDOW_PAGE],
-      ['ci', `${keys.poolUid} in (uid-c)`, WINDOW_PAGE],
+      [undefined, keys.poolUid, { limit: 2 }],
+      [undefined, keys.poolUid, { limit: 2, continue: '2' }],
+      [undefined, keys.poolUid, { limit: 2, continue: '4' }],
     ]);
-    // The soonest wake of all windows: the fresh disks are 20 minutes from their ttl.
+    expect(f.of('listPools').map((c) => c.args)).toEqual([
+      [undefined, { limit: 2 }],
+      [undefined, { limit: 2, continue: '2' }],
+    ]);
+    // The soonest wake of all pools: the fresh disks are 20 minutes from their ttl.
     expect(out.kind === 'done' ? out.nextWakeMs : undefined).toBe(20 * 60 * 1000);
   });
 
-  it('reads no VM in a window none of whose disks is due, and its wake-up still counts', async () => {
+  it('reads no VM when no disk is due, and its wake-up still counts', async () => {
     const f = fakeKube({ listDisks: () => ok([fresh]) }, p);
     expect(await collectDisks(f.kube, NOW, testLog('gc'))).toEqual({
       kind: 'done',
@@ -98,16 +111,13 @@ describe('collectDisks', () => {
       nextWakeMs: 20 * 60 * 1000,
     });
     expect(f.of('listVms')).toEqual([]);
-    // One disk due: the window's VMs are read (and, before a delete, the namespace's).
+    // One disk due: every VM of its namespace is read, once.
     const due = fakeKube({ listDisks: () => ok([fresh, old]) }, p);
     expect(await collectDisks(due.kube, NOW, testLog('gc'))).toMatchObject({ kind: 'done' });
-    expect(due.of('listVms').map((c) => c.args[1])).toEqual([
-      `${keys.poolUid} in (${p.metadata.uid})`,
-      '',
-    ]);
+    expect(due.of('listVms').map((c) => c.args)).toEqual([['ci', '', {}]]);
   });
 
-  it('a window with a disk that does not parse reads its VMs and says which pool it holds back, with nothing due', async () => {
+  it('a disk that does not parse holds back the pool it claims, and the pass says which', async () => {
     const odd = malformedOf(
       'VirtualDisk',
       {
@@ -119,17 +129,58 @@ describe('collectDisks', () => {
       },
       'spec.persistentVolumeClaim.size: Invalid input',
     );
-    const f = fakeKube({ listDisks: () => ({ ok: true, value: [fresh], malformed: [odd] }) }, p);
+    const f = fakeKube({ listDisks: () => ({ ok: true, value: [old], malformed: [odd] }) }, p);
     const lines: string[] = [];
     expect(await collectDisks(f.kube, NOW, testLog('gc', 'silent', lines))).toMatchObject({
       kind: 'done',
       deleted: [],
     });
-    expect(f.of('listVms')).toHaveLength(1);
+    expect(f.of('deleteDisk')).toEqual([]);
     // pino's warn level is 40.
     expect(lines.some((l) => l.includes('"level":40') && l.includes('runners-cache-odd001'))).toBe(
       true,
     );
+    // One pool's malformed disk holds back that pool only: another pool's due disk goes.
+    const [q] = named(['q']);
+    const theirs = disk(q!, 'q-cache-old', { freeSince: at(-2 * HOUR) });
+    const g = fakeKube({
+      listPools: () => ok([p, q!]),
+      listDisks: () => ({ ok: true, value: [old, theirs], malformed: [odd] }),
+    });
+    const out = await collectDisks(g.kube, NOW, testLog('gc'));
+    expect(out.kind === 'done' ? out.deleted.map((c) => c.name) : out).toEqual(['q-cache-old']);
+  });
+
+  it('an unparseable disk a member controls holds back that member pool, found through the VM list', async () => {
+    const member = vm(p, 'runners-abcde');
+    const odd = malformedOf(
+      'VirtualDisk',
+      {
+        metadata: {
+          name: 'runners-abcde-root',
+          namespace: 'ci',
+          ownerReferences: [
+            {
+              apiVersion: 'x',
+              kind: 'VirtualMachine',
+              name: 'runners-abcde',
+              uid: member.metadata.uid,
+              controller: true,
+            },
+          ],
+        },
+      },
+      'spec: Invalid input',
+    );
+    const f = fakeKube(
+      {
+        listDisks: () => ({ ok: true, value: [old], malformed: [odd] }),
+        listVms: () => ok([member]),
+      },
+      p,
+    );
+    expect(await collectDisks(f.kube, NOW, testLog('gc'))).toMatchObject({ deleted: [] });
+    expect(f.of('deleteDisk')).toEqual([]);
   });
 
   it('reads every VM of a namespace page by page before deleting: a VM on the second page keeps its disk', async () => {
@@ -140,198 +191,171 @@ describe('collectDisks', () => {
     const f = fakeKube(
       {
         listDisks: () => ok([old]),
-        listVms: ([, sel, page]) =>
-          sel !== ''
-            ? ok([])
-            : page?.continue === undefined
-              ? { ok: true, value: [vm(p, 'other-vm')], next: 'p2' }
-              : ok([holder]),
+        listVms: ([, , page]) =>
+          page?.continue === undefined
+            ? { ok: true, value: [vm(p, 'other-vm')], next: 'p2' }
+            : ok([holder]),
       },
       p,
     );
     const out = await collectDisks(f.kube, NOW, testLog('gc'));
     expect(out).toMatchObject({ kind: 'done', deleted: [] });
     expect(f.of('listVms').map((c) => c.args)).toEqual([
-      ['ci', `${keys.poolUid} in (${p.metadata.uid ?? ''})`, WINDOW_PAGE],
       ['ci', '', {}],
       ['ci', '', { continue: 'p2' }],
     ]);
     expect(f.of('deleteDisk')).toEqual([]);
   });
-});
 
-describe('collectDisks, a disk and its holder in different windows of one namespace (L3)', () => {
-  // Pool a's free disk is past its ttl; a member of pool b, in the same namespace, references it.
-  // Pool b is large enough that the object budget gives it a window of its own, after a's.
-  const a = { ...p, metadata: { ...p.metadata, name: 'a', uid: 'uid-a' } };
-  const b = {
-    ...p,
-    metadata: { ...p.metadata, name: 'b', uid: 'uid-b' },
-    spec: { ...p.spec, replicas: 3000 },
-  };
-  const due = disk(a, 'a-cache-old', { freeSince: at(-2 * HOUR) });
-  const holder = vm(b, 'b-1', { refs: [{ kind: 'VirtualDisk', name: 'a-cache-old' }] });
-  const script = (pools: VirtualMachinePool[]): Partial<Script> => ({
-    listPools: () => ok(pools),
-    listDisks: ([, sel]) => ok(sel.includes('uid-a') ? [due] : []),
-    // Selected by pool uid: only that pool's members; an empty selector: the whole namespace.
-    listVms: ([, sel]) =>
-      ok(
-        sel === ''
-          ? [holder]
-          : [holder].filter((v) => sel.includes(v.metadata.labels?.[keys.poolUid] ?? '?')),
-      ),
+  it('a VM that does not parse holds what it names, or its whole namespace when its references cannot be read', async () => {
+    const naming = malformedOf(
+      'VirtualMachine',
+      {
+        metadata: { name: 'odd-vm', namespace: 'ci' },
+        spec: { blockDeviceRefs: [{ kind: 'VirtualDisk', name: 'runners-cache-old001' }] },
+      },
+      'spec.runPolicy: Invalid input',
+    );
+    const f = fakeKube(
+      { listDisks: () => ok([old]), listVms: () => ({ ok: true, value: [], malformed: [naming] }) },
+      p,
+    );
+    expect(await collectDisks(f.kube, NOW, testLog('gc'))).toMatchObject({ deleted: [] });
+    expect(f.of('deleteDisk')).toEqual([]);
+    const unreadable = malformedOf(
+      'VirtualMachine',
+      { metadata: { name: 'odd-vm', namespace: 'ci' }, spec: { blockDeviceRefs: 'no list' } },
+      'spec.blockDeviceRefs: Invalid input',
+    );
+    const g = fakeKube(
+      {
+        listDisks: () => ok([old]),
+        listVms: () => ({ ok: true, value: [], malformed: [unreadable] }),
+      },
+      p,
+    );
+    expect(await collectDisks(g.kube, NOW, testLog('gc'))).toMatchObject({ deleted: [] });
+    expect(g.of('deleteDisk')).toEqual([]);
   });
 
-  it("keeps a due disk that a VM of another window's pool references, and deletes it once nothing does", async () => {
-    const f = fakeKube(script([a, b]));
-    const out = await collectDisks(f.kube, NOW, testLog('gc'));
-    expect(out).toMatchObject({ kind: 'done', deleted: [], skipped: 0 });
-    // Two windows (the budget cut them), and a's window read its namespace whole before deciding.
-    expect(f.of('listDisks').map((c) => c.args[1])).toEqual([
-      `${keys.poolUid} in (uid-a)`,
-      `${keys.poolUid} in (uid-b)`,
+  it('a disk list restarted after an expired token gives its first page again: each disk is deleted once', async () => {
+    const pools = named(['a', 'b']);
+    const disks = pools.map((q) =>
+      disk(q, `${q.metadata.name}-cache-old`, { freeSince: at(-2 * HOUR) }),
+    );
+    let expired = false;
+    const f = fakeKube({
+      listPools: () => ok(pools),
+      listDisks: ([, , page]) => {
+        if (page?.continue !== undefined && !expired) {
+          expired = true;
+          return { ...fail('transient', 'expired'), code: 410 };
+        }
+        return paged(disks)(page);
+      },
+    });
+    const out = await collectDisks(f.kube, NOW, testLog('gc'), 1);
+    expect(out.kind === 'done' ? out.deleted.map((c) => c.name).sort() : out).toEqual([
+      'a-cache-old',
+      'b-cache-old',
     ]);
-    expect(f.of('listVms').map((c) => c.args[1])).toEqual([`${keys.poolUid} in (uid-a)`, '']);
+    expect(f.of('deleteDisk')).toHaveLength(2);
+    expect(f.of('listDisks')).toHaveLength(4);
+  });
+
+  it('a disk that stopped being free on a later page of a restarted list is not collected', async () => {
+    const [a] = named(['a']);
+    const was = disk(a!, 'a-cache-old', { freeSince: at(-2 * HOUR) });
+    // Claimed between the two reads: no free-since any more, a new resourceVersion.
+    const now: VirtualDisk = {
+      ...was,
+      metadata: { ...was.metadata, annotations: {}, resourceVersion: '2' },
+    };
+    let read = 0;
+    const f = fakeKube({
+      listPools: () => ok([a!]),
+      listDisks: () => {
+        read++;
+        return read === 1
+          ? { ok: true, value: [was], next: 'x' }
+          : read === 2
+            ? { ...fail('transient', 'expired'), code: 410 }
+            : ok([now]);
+      },
+    });
+    expect(await collectDisks(f.kube, NOW, testLog('gc'), 1)).toMatchObject({ deleted: [] });
     expect(f.of('deleteDisk')).toEqual([]);
-    // The same cut with the holder gone: the disk goes, under the uid and resourceVersion listed.
-    const gone = fakeKube({ ...script([a, b]), listVms: () => ok([]) });
-    const after = await collectDisks(gone.kube, NOW, testLog('gc'));
+  });
+
+  it('keeps the pass to GC_PARALLEL deletes in flight, its Events to as many of their own, and answers once every Event is done', async () => {
+    const pools = named(['p0', 'p1', 'p2', 'p3', 'p4']);
+    // 40 due disks a pool: 200 in all.
+    const disks = pools.flatMap((q) =>
+      Array.from({ length: 40 }, (_, j) =>
+        disk(q, `${q.metadata.name}-cache-${j}`, { freeSince: at(-2 * HOUR) }),
+      ),
+    );
+    let deleting = 0;
+    let mostDeletes = 0;
+    let recording = 0;
+    let mostEvents = 0;
+    let recorded = 0;
+    const f = fakeKube({
+      listPools: () => ok(pools),
+      listDisks: () => ok(disks),
+      deleteDisk: async () => {
+        mostDeletes = Math.max(mostDeletes, ++deleting);
+        await new Promise((r) => setTimeout(r, 2));
+        deleting--;
+        return ok(undefined);
+      },
+      recordEvent: async () => {
+        mostEvents = Math.max(mostEvents, ++recording);
+        await new Promise((r) => setTimeout(r, 5));
+        recording--;
+        recorded++;
+        return ok(undefined);
+      },
+    });
+    const out = await collectDisks(f.kube, NOW, testLog('gc'));
+    expect(out.kind === 'done' ? out.deleted.length : out).toBe(200);
+    expect(mostDeletes).toBe(GC_PARALLEL);
+    expect(mostEvents).toBe(GC_PARALLEL);
+    expect(recorded).toBe(200);
+  });
+
+  it('pages of GC_PAGE by default', async () => {
+    const f = fakeKube({}, p);
+    await collectDisks(f.kube, NOW, testLog('gc'));
+    expect(f.of('listDisks').map((c) => c.args[2])).toEqual([{ limit: GC_PAGE }]);
+  });
+});
+
+describe('collectDisks, a disk held by a member of another pool of the namespace (L3)', () => {
+  // Pool a's free disk is past its ttl; a member of pool b, in the same namespace, references it.
+  const [a, b] = named(['a', 'b']);
+  const due = disk(a!, 'a-cache-old', { freeSince: at(-2 * HOUR) });
+  const holder = vm(b!, 'b-1', { refs: [{ kind: 'VirtualDisk', name: 'a-cache-old' }] });
+  const script = (): Partial<Script> => ({
+    listPools: ([, page]) => paged([a!, b!])(page),
+    listDisks: () => ok([due]),
+    listVms: () => ok([holder]),
+  });
+
+  it('keeps it, and deletes it once nothing does, under the uid and resourceVersion listed', async () => {
+    // Pages of one pool: the pools come apart, the holder's pool after the disk's.
+    const f = fakeKube(script());
+    const out = await collectDisks(f.kube, NOW, testLog('gc'), 1);
+    expect(out).toMatchObject({ kind: 'done', deleted: [], skipped: 0 });
+    expect(f.of('listVms').map((c) => c.args[1])).toEqual(['']);
+    expect(f.of('deleteDisk')).toEqual([]);
+    const gone = fakeKube({ ...script(), listVms: () => ok([]) });
+    const after = await collectDisks(gone.kube, NOW, testLog('gc'), 1);
     expect(after.kind === 'done' ? after.deleted.map((c) => c.name) : after).toEqual([
       'a-cache-old',
     ]);
     expect(gone.of('deleteDisk').map((c) => c.args[2])).toEqual([
       { uid: due.metadata.uid, resourceVersion: due.metadata.resourceVersion },
     ]);
-  });
-});
-
-/** A listPools answer that gives `pools` one per page: one pool per window. */
-function onePerPage(
-  pools: readonly VirtualMachinePool[],
-): (...args: Parameters<Script['listPools'] & object>) => Listed<VirtualMachinePool> {
-  return ([, page]) => {
-    const from = Number(page?.continue ?? '0');
-    const value = pools.slice(from, from + 1);
-    return from + 1 < pools.length
-      ? { ok: true, value, next: String(from + 1) }
-      : { ok: true, value };
-  };
-}
-
-describe('collectDisks, windows in flight', () => {
-  const pools = ['a', 'b', 'c', 'd', 'e'].map((name) => ({
-    ...p,
-    metadata: { ...p.metadata, name, uid: `uid-${name}` },
-  }));
-  const disks = pools.map((q) =>
-    disk(q, `${q.metadata.name}-cache-old`, { freeSince: at(-2 * HOUR) }),
-  );
-  const owned = (sel: string) =>
-    disks.filter((d) => sel.includes(d.metadata.labels?.[keys.poolUid] ?? '?'));
-  const listPools = onePerPage(pools);
-  const gate = () => {
-    let open = (): void => undefined;
-    const opened = new Promise<void>((r) => (open = r));
-    return { open, opened };
-  };
-
-  it("reads the next windows while one window's deletes are in flight, and never more than GC_WINDOWS_IN_FLIGHT at once", async () => {
-    const g = gate();
-    let listedWhileHeld = 0;
-    let held = true;
-    const f = fakeKube({
-      listPools,
-      listDisks: ([, sel]) => {
-        if (held) listedWhileHeld++;
-        return ok(owned(sel));
-      },
-      deleteDisk: async ([, name]) => {
-        if (name === 'a-cache-old') await g.opened;
-        return ok(undefined);
-      },
-    });
-    const out = collectDisks(f.kube, NOW, testLog('gc'), 1);
-    // Let every read that may start without the first window's delete start.
-    for (let i = 0; i < 50; i++) await Promise.resolve();
-    await new Promise((r) => setTimeout(r, 10));
-    // Window a holds its delete: the windows after it up to the bound were read beside it, no more.
-    expect(GC_WINDOWS_IN_FLIGHT).toBeLessThan(pools.length);
-    expect(listedWhileHeld).toBe(GC_WINDOWS_IN_FLIGHT);
-    expect(f.of('listDisks').map((c) => c.args[1])).toEqual(
-      pools.slice(0, GC_WINDOWS_IN_FLIGHT).map((q) => `${keys.poolUid} in (${q.metadata.uid})`),
-    );
-    held = false;
-    g.open();
-    const done = await out;
-    // Every window counted, in window order.
-    expect(done.kind === 'done' ? done.deleted.map((c) => c.name) : done).toEqual(
-      disks.map((d) => d.metadata.name),
-    );
-  });
-
-  it('a failed window stops the pass: no window starts after it, and the pass answers once the windows beside it finished their deletes', async () => {
-    const g = gate();
-    const deletedAt: string[] = [];
-    const f = fakeKube({
-      listPools,
-      listDisks: ([, sel]) =>
-        sel.includes('uid-b') ? fail('transient', 'etcd timeout') : ok(owned(sel)),
-      deleteDisk: async ([, name]) => {
-        await g.opened;
-        deletedAt.push(name);
-        return ok(undefined);
-      },
-    });
-    const out = collectDisks(f.kube, NOW, testLog('gc'), 1);
-    let answered = false;
-    void out.then(() => (answered = true));
-    await new Promise((r) => setTimeout(r, 10));
-    // Window b failed while a's delete waits: the pass has not answered.
-    expect(answered).toBe(false);
-    g.open();
-    expect(await out).toEqual({ kind: 'retry', reason: 'etcd timeout' });
-    // Only windows started before the failure was known ran (a, b and those read beside them); the
-    // last pools' windows never started, and each started window but b deleted its disk.
-    const started = f.of('listDisks').map((c) => String(c.args[1]));
-    expect(started.length).toBeLessThanOrEqual(GC_WINDOWS_IN_FLIGHT);
-    expect(started.some((sel) => sel.includes('uid-e'))).toBe(false);
-    const expected = pools
-      .filter((q) => q.metadata.uid !== 'uid-b')
-      .filter((q) => started.some((sel) => sel.includes(q.metadata.uid)))
-      .map((q) => `${q.metadata.name}-cache-old`);
-    expect(expected).toContain('a-cache-old');
-    expect(deletedAt.toSorted()).toEqual(expected);
-  });
-});
-
-describe('collectDisks, deletes of windows in flight', () => {
-  it('keeps the whole pass to GC_PARALLEL deletes in flight, whatever the number of windows', async () => {
-    const pools = Array.from({ length: 5 }, (_, i) => ({
-      ...p,
-      metadata: { ...p.metadata, name: `p${i}`, uid: `uid-p${i}` },
-    }));
-    // 40 due disks a pool: 200 in all, more than the bound in every pair of windows.
-    const disks = pools.flatMap((q) =>
-      Array.from({ length: 40 }, (_, j) =>
-        disk(q, `${q.metadata.name}-cache-${j}`, { freeSince: at(-2 * HOUR) }),
-      ),
-    );
-    let now = 0;
-    let most = 0;
-    const f = fakeKube({
-      listPools: onePerPage(pools),
-      listDisks: ([, sel]) =>
-        ok(disks.filter((d) => sel.includes(`${d.metadata.labels?.[keys.poolUid] ?? '?'})`))),
-      deleteDisk: async () => {
-        most = Math.max(most, ++now);
-        await new Promise((r) => setTimeout(r, 2));
-        now--;
-        return ok(undefined);
-      },
-    });
-    const out = await collectDisks(f.kube, NOW, testLog('gc'), 1);
-    expect(out.kind === 'done' ? out.deleted.length : out).toBe(200);
-    expect(most).toBe(GC_PARALLEL);
   });
 });

@@ -73,35 +73,34 @@ export function windowsOf(
   return windows;
 }
 
-/** How often an expired continue token (410) restarts the pool list before the scan gives up. */
+/** How often an expired continue token (410) restarts a list before the scan gives up. */
 const RESTARTS = 3;
 
 type Ok<T> = Listed<T> & { ok: true };
 
 /**
- * The scope's pools page by page. The next page is read while the caller works on this one (one page
- * ahead at most), so a scan waits for the pool list only once. A page whose continue token expired
- * (a scan slower than the API server's compaction window) restarts the list from the start, leaving
- * out the pools already given.
+ * A list page by page, `limit` at a time. The next page is read while the caller works on this one
+ * (one page ahead at most), so a scan waits for the list only once. A page whose continue token
+ * expired (a scan slower than the API server's compaction window) restarts the list from the start:
+ * the pages after a restart may give again what was given before it, so a caller keys what it keeps
+ * by uid. A failure is the last page given.
  */
-export async function* poolPages(
-  kube: Kube,
-  namespace: string | undefined,
-  limit = WINDOW,
-): AsyncGenerator<Listed<VirtualMachinePool>> {
-  const given = new Set<string>();
+export async function* pagesOf<T>(
+  read: (page: PageRequest) => Promise<Listed<T>>,
+  limit: number,
+): AsyncGenerator<Listed<T>> {
   let restarts = 0;
   // Async, so that even a read that throws at once is a rejection held by `next`, not a throw here.
-  const read = async (cont: string | undefined): Promise<Listed<VirtualMachinePool>> =>
-    kube.listPools(namespace, { limit, ...(cont === undefined ? {} : { continue: cont }) });
+  const fetch = async (cont: string | undefined): Promise<Listed<T>> =>
+    read({ limit, ...(cont === undefined ? {} : { continue: cont }) });
   let cont: string | undefined;
-  let next = read(undefined);
+  let next = fetch(undefined);
   for (;;) {
     const page = await next;
     if (!page.ok && page.code === 410 && cont !== undefined && restarts < RESTARTS) {
       restarts++;
       cont = undefined;
-      next = read(undefined);
+      next = fetch(undefined);
       continue;
     }
     if (!page.ok) {
@@ -110,17 +109,36 @@ export async function* poolPages(
     }
     cont = page.next;
     if (cont !== undefined) {
-      next = read(cont);
+      next = fetch(cont);
       // A caller that stops early never awaits it: what it throws must not become an unhandled
       // rejection (awaited above, it is thrown to the caller as before).
       next.catch(() => undefined);
+    }
+    yield page;
+    if (cont === undefined) return;
+  }
+}
+
+/**
+ * The scope's pools a window at a time ({@link pagesOf}, one page of `limit` pools ahead), cut by
+ * {@link windowsOf}. After a restart the pools already given are left out.
+ */
+export async function* poolPages(
+  kube: Kube,
+  namespace: string | undefined,
+  limit = WINDOW,
+): AsyncGenerator<Listed<VirtualMachinePool>> {
+  const given = new Set<string>();
+  for await (const page of pagesOf((p) => kube.listPools(namespace, p), limit)) {
+    if (!page.ok) {
+      yield page;
+      return;
     }
     const fresh = page.value.filter((p) => !given.has(p.metadata.uid ?? ''));
     for (const p of fresh) given.add(p.metadata.uid ?? '');
     // A server that ignored the limit still gives windows of `limit` (selectors stay short), and
     // large pools come fewer to a window (memory stays bounded by objects, not only by pools).
     for (const window of windowsOf(fresh, limit)) yield { ...page, value: window };
-    if (cont === undefined) return;
   }
 }
 

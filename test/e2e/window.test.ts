@@ -1,7 +1,8 @@
 /**
- * The resync tick and the disk-GC pass read a scope a window at a time (shared/reconcile/window.ts):
- * real continue tokens between pages of pools, and label selectors of the form `pool-uid in (…)`,
- * namespace by namespace or across the cluster, answered by the real API server, as deployed.
+ * The resync tick reads a scope a window at a time (shared/reconcile/window.ts): real continue
+ * tokens between pages of pools, and label selectors of the form `pool-uid in (…)`, namespace by
+ * namespace or across the cluster; the disk-GC pass lists pools and disks page by page across the
+ * cluster. All answered by the real API server, as deployed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, keys } from '../../shared/api/index.js';
@@ -117,7 +118,7 @@ describe('a scope read a window at a time', () => {
 });
 
 describe('a GC pass a window at a time (L3)', () => {
-  it("keeps a due disk of one window's pool that a member of another window's pool uses, and collects it once free", async () => {
+  it('keeps a due disk of one pool that a member of another pool uses, pools and disks read a page of one at a time, and collects it once free', async () => {
     const ns = spaces.at(-1) ?? '';
     const retain = (p: ReturnType<typeof smallPool>) => {
       p.spec.replicas = 0;
@@ -161,8 +162,8 @@ describe('a GC pass a window at a time (L3)', () => {
     });
     const gc = await functionKube('disk-gc-tick');
     const log = testLog('window-gc');
-    // Windows of one pool: a's window lists only a's VMs, so the holder is seen only because a
-    // window with a due disk reads its namespace whole before deleting.
+    // Pages of one object: a's due disk is known before b is read, and the holder is seen only
+    // because a pass with a due disk reads its namespace's VMs whole before deleting.
     const pages: string[][] = [];
     for await (const page of poolPages(gc, ns, 1))
       pages.push(page.ok ? page.value.map((p) => p.metadata.name ?? '') : [page.message]);

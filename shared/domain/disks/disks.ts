@@ -226,7 +226,10 @@ export function templateOfDisk(
 }
 
 /** True when a pool-owned disk belongs to the pool by label and controller. */
-export function poolOwned(pool: VirtualMachinePool, disk: VirtualDisk): boolean {
+export function poolOwned(
+  pool: { readonly metadata: { readonly uid?: string | undefined } },
+  disk: VirtualDisk,
+): boolean {
   return (
     disk.metadata.labels?.[keys.poolUid] === pool.metadata.uid && ownedBy(disk, pool.metadata.uid)
   );

@@ -15,6 +15,8 @@ import {
   collectedNames as names,
 } from '../../../test/unit/builders.js';
 import { collectNamespaces, planGc, usedDisks } from './gc.js';
+import { freeCandidate, gcDisk, gcPool, mayCollect } from './gc-facts.js';
+import { diskHolder } from './in-use.js';
 
 describe('planGc', () => {
   it('a VM outside every pool (a detached member) keeps the disk it references past ttl', () => {
@@ -183,5 +185,110 @@ describe('planGc laws (L3)', () => {
           expect(unheld.nextWakeMs).toBeLessThanOrEqual(known.nextWakeMs);
       }),
     );
+  });
+});
+
+// What lets a GC pass keep only facts of what it lists (shared/reconcile/gc.ts).
+describe('planGc over GC facts', () => {
+  const scenario = fc.record({
+    keep: fc.integer({ min: 0, max: 3 }),
+    ttl: fc.constantFrom('30m', '2h', 'soon', undefined),
+    policy: fc.constantFrom('Retain' as const, 'Delete' as const),
+    state: fc.constantFrom('active', 'paused', 'deleting'),
+    disks: fc.array(
+      fc.record({
+        freedMinAgo: fc.option(fc.integer({ min: 0, max: 300 }), { nil: undefined }),
+        phase: fc.constantFrom('Ready', 'Failed', undefined),
+        terminating: fc.boolean(),
+        attached: fc.boolean(),
+        referenced: fc.boolean(),
+        bound: fc.boolean(),
+        foreign: fc.boolean(),
+      }),
+      { maxLength: 10 },
+    ),
+  });
+
+  it('plans the same from the facts of the pools that may collect and of the free disks as from the whole objects', () => {
+    fc.assert(
+      fc.property(scenario, (s) => {
+        const base = poolWith({
+          onScaleDown: s.policy,
+          keep: s.keep,
+          ...(s.ttl === undefined ? {} : { ttl: s.ttl }),
+        });
+        const other = { ...base, metadata: { ...base.metadata, name: 'other', uid: 'uid-other' } };
+        const disks = s.disks.map((d, i) => {
+          const x = disk(d.foreign ? other : base, `runners-cache-d${String(i).padStart(5, '0')}`, {
+            terminating: d.terminating,
+            ...(d.freedMinAgo === undefined ? {} : { freeSince: at(-d.freedMinAgo * MINUTE) }),
+          });
+          x.status = d.phase === undefined ? {} : { phase: d.phase };
+          if (d.attached) x.status.attachedToVirtualMachines = [{ name: 'someone', mounted: true }];
+          return x;
+        });
+        const named = (flag: 'referenced' | 'bound') =>
+          disks.filter((_, i) => s.disks[i]![flag]).map((d) => d.metadata.name!);
+        const p: VirtualMachinePool = {
+          ...base,
+          metadata: {
+            ...base.metadata,
+            ...(s.state === 'deleting' ? { deletionTimestamp: at(0) } : {}),
+          },
+          spec: { ...base.spec, ...(s.state === 'paused' ? { paused: true } : {}) },
+          status: {
+            replicas: 1,
+            intent: {
+              bindings: named('bound').map((disk) => ({
+                vm: 'runners-n1',
+                template: 'cache',
+                disk,
+              })),
+            },
+          },
+        };
+        const vms = [
+          vm(p, 'runners-live1', {
+            refs: named('referenced').map((name) => ({ kind: 'VirtualDisk' as const, name })),
+          }),
+        ];
+        const pools = [p, other];
+        const whole = planGc(pools, vms, disks, NOW);
+        const facts = planGc(
+          pools.filter(mayCollect).map(gcPool),
+          vms.map(diskHolder),
+          disks.filter(freeCandidate).map(gcDisk),
+          NOW,
+        );
+        expect(facts).toEqual(whole);
+      }),
+    );
+  });
+
+  it('keeps of a disk only what the plan reads', () => {
+    const d = disk(ttl30, 'runners-cache-aaaaaa', { freeSince: at(-HOUR) });
+    expect(gcDisk(d)).toEqual({
+      metadata: {
+        name: 'runners-cache-aaaaaa',
+        namespace: 'ci',
+        uid: 'uid-runners-cache-aaaaaa',
+        resourceVersion: '1',
+        labels: {
+          [keys.poolUid]: ttl30.metadata.uid,
+          [keys.diskTemplate]: 'cache',
+        },
+        annotations: { [keys.freeSince]: at(-HOUR) },
+        ownerReferences: d.metadata.ownerReferences,
+      },
+      spec: {},
+      status: { phase: 'Ready' },
+    });
+    const kept = gcPool(ttl30);
+    expect(Object.keys(kept.spec).sort()).toEqual(['paused', 'virtualDiskTemplates']);
+    expect(kept).not.toHaveProperty('status');
+    expect(mayCollect(ttl30)).toBe(true);
+    expect(mayCollect(poolWith({ onScaleDown: 'Delete', keep: 0, ttl: '30m' }))).toBe(false);
+    expect(mayCollect(poolWith({ onScaleDown: 'Retain', keep: 0 }))).toBe(false);
+    expect(mayCollect({ ...ttl30, spec: { ...ttl30.spec, paused: true } })).toBe(false);
   });
 });

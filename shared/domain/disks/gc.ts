@@ -5,7 +5,8 @@
  * loses nothing.
  * @module
  */
-import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../../api/index.js';
+import type { VirtualDisk, VirtualMachine } from '../../api/index.js';
+import type { GcPool } from './gc-facts.js';
 import { keys } from '../../api/index.js';
 import { freedAt, policyOf, poolOwned, reusable } from './disks.js';
 import { parseDuration } from '../formats/index.js';
@@ -37,7 +38,7 @@ export interface GcPlan {
  * the namespace's other VMs where a disk would go ({@link collectNamespaces}).
  */
 export function planGc(
-  pools: readonly VirtualMachinePool[],
+  pools: readonly GcPool[],
   vms: readonly VirtualMachine[],
   disks: readonly VirtualDisk[],
   now: Date,
@@ -102,7 +103,7 @@ export function planGc(
  * Disks referenced by any of `vms` (the VMs of the pool's namespace: members, Terminating ones and
  * strangers alike) or bound by the pool's recorded intent.
  */
-export function usedDisks(pool: VirtualMachinePool, vms: readonly VirtualMachine[]): Set<string> {
+export function usedDisks(pool: GcPool, vms: readonly VirtualMachine[]): Set<string> {
   const used = referencedBy(vms.filter((vm) => vm.metadata.namespace === pool.metadata.namespace));
   for (const b of pool.status?.intent?.bindings ?? []) used.add(b.disk);
   return used;

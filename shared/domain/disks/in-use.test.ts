@@ -202,7 +202,7 @@ describe('in-use helpers', () => {
     expect([...refs].sort()).toEqual(['x', 'y']);
   });
 
-  it('diskHolder keeps of a VM only its identity and the disks it names', () => {
+  it('diskHolder keeps of a VM only its identity, pool label and the disks it names', () => {
     const v = vm(p, 'holder', {
       refs: [
         { kind: 'VirtualDisk', name: 'x' },
@@ -211,7 +211,12 @@ describe('in-use helpers', () => {
     });
     const slim = diskHolder(v);
     expect(slim).toEqual({
-      metadata: { name: 'holder', namespace: v.metadata.namespace, uid: v.metadata.uid },
+      metadata: {
+        name: 'holder',
+        namespace: v.metadata.namespace,
+        uid: v.metadata.uid,
+        labels: { [keys.poolUid]: p.metadata.uid },
+      },
       spec: { blockDeviceRefs: [{ kind: 'VirtualDisk', name: 'x' }] },
     });
     expect(referencedBy([slim])).toEqual(referencedBy([v]));

@@ -7,6 +7,7 @@
  * @module
  */
 import type { VirtualDisk, VirtualMachine } from '../../api/index.js';
+import { keys } from '../../api/index.js';
 import type { Action } from '../plan/index.js';
 import { diskRefs } from './disks.js';
 
@@ -27,13 +28,23 @@ export function referencedBy(vms: Iterable<VirtualMachine>): Set<string> {
 }
 
 /**
- * Of a VM, only what says which disks it holds ({@link referencedBy}): a pass that reads every VM of
- * a namespace keeps this much of each, not the whole object.
+ * Of a VM, only what says which disks it holds ({@link referencedBy}) and which pool it says it is
+ * of (its pool-uid label: an unparseable disk it controls holds that pool back): a pass that reads
+ * every VM of a namespace keeps this much of each, not the whole object.
  */
 export function diskHolder(vm: VirtualMachine): VirtualMachine {
   const { name, namespace, uid } = vm.metadata;
+  const pool = vm.metadata.labels?.[keys.poolUid];
   const refs = (vm.spec.blockDeviceRefs ?? []).filter((r) => r.kind === 'VirtualDisk');
-  return { metadata: { name, namespace, uid }, spec: { blockDeviceRefs: refs } };
+  return {
+    metadata: {
+      name,
+      namespace,
+      uid,
+      ...(pool === undefined ? {} : { labels: { [keys.poolUid]: pool } }),
+    },
+    spec: { blockDeviceRefs: refs },
+  };
 }
 
 /**

@@ -8,5 +8,6 @@ export * from './bind.js';
 export * from './collisions.js';
 export * from './disks.js';
 export * from './gc.js';
+export * from './gc-facts.js';
 export * from './in-use.js';
 export * from './prune.js';

@@ -40,7 +40,9 @@ const groupKey = (namespace: string | undefined, uid: string | undefined): strin
   `${namespace ?? ''}/${uid ?? ''}`;
 
 /** The key {@link byPool} files a pool's VMs and disks under: its namespace and uid. */
-export function poolKey(pool: VirtualMachinePool): string {
+export function poolKey(pool: {
+  readonly metadata: { readonly namespace?: string | undefined; readonly uid?: string | undefined };
+}): string {
   return groupKey(pool.metadata.namespace, pool.metadata.uid);
 }
 
