@@ -145,6 +145,37 @@ describe('reads', () => {
     ]);
   });
 
+  it("gives a page's continue token to `ahead` before its items are parsed, and not when it reads all", async () => {
+    const scope = nock(API)
+      .get(`${BASE}/namespaces/ns/virtualdisks`)
+      .query({ labelSelector: 'x=y', limit: '2' })
+      .times(2)
+      .reply(200, {
+        items: [1, 2].map((i) => ({ metadata: { name: `d${i}` }, spec: {} })),
+        metadata: { continue: 'tok' },
+      })
+      .get(`${BASE}/namespaces/ns/virtualdisks`)
+      .query({ labelSelector: 'x=y', limit: '2', continue: 'tok' })
+      .reply(200, { items: [], metadata: { continue: '' } });
+    const tokens: string[] = [];
+    let settled = false;
+    const r = kube().listDisks('ns', 'x=y', {
+      limit: 2,
+      ahead: (t) => {
+        // Called while the list is still under way: its answer is not given yet.
+        tokens.push(`${t}:${String(settled)}`);
+      },
+    });
+    void r.then(() => (settled = true));
+    const page = await r;
+    expect(page.ok && page.next).toBe('tok');
+    expect(tokens).toEqual(['tok:false']);
+    const all: string[] = [];
+    await kube().listDisks('ns', 'x=y', { limit: 2, all: true, ahead: (t) => all.push(t) });
+    scope.done();
+    expect(all).toEqual([]);
+  });
+
   it('listDisks in a namespace', async () => {
     const scope = nock(API)
       .get(`${BASE}/namespaces/ns/virtualdisks`)

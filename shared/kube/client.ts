@@ -284,6 +284,7 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
         },
       );
       if (!r.ok) return r;
+      if (r.value.next !== undefined && page?.all !== true) page?.ahead?.(r.value.next);
       for (const item of r.value.items) {
         const p = model.safeParse(item);
         if (p.success) out.push(p.data);

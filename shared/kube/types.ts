@@ -55,6 +55,12 @@ export interface PageRequest {
    * holds the whole list anyway, where a larger page only saves round trips.
    */
   readonly all?: boolean;
+  /**
+   * Called with the continue token of a page asked for alone, as soon as its body is read and before
+   * its items are parsed: a caller reading page by page may ask for the next page meanwhile, so the
+   * API server serves it while this one is parsed.
+   */
+  readonly ahead?: (next: string) => void;
 }
 
 /** Preconditions for a delete: the object must still be this uid (and this resourceVersion). */

@@ -3,7 +3,7 @@ import { keys, malformedOf } from '../api/index.js';
 import type { Listed, PageRequest, PoolEvent } from '../kube/index.js';
 import type { VirtualDisk, VirtualMachinePool } from '../api/index.js';
 import { at, disk, HOUR, NOW, ttl30Pool, vm } from '../../test/unit/builders.js';
-import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
+import { fail, fakeKube, ok, plainArgs } from '../../test/unit/fake-kube.js';
 import type { Script } from '../../test/unit/fake-kube.js';
 import { testLog } from '../../test/logs.js';
 import { collectDisks, GC_PAGE } from './gc.js';
@@ -89,12 +89,12 @@ describe('collectDisks', () => {
       'c-cache-old',
     ]);
     // Across the cluster, by the label's existence: the API server tests no uid against any disk.
-    expect(f.of('listDisks').map((c) => c.args)).toEqual([
+    expect(f.of('listDisks').map(plainArgs)).toEqual([
       [undefined, keys.poolUid, { limit: 2 }],
       [undefined, keys.poolUid, { limit: 2, continue: '2' }],
       [undefined, keys.poolUid, { limit: 2, continue: '4' }],
     ]);
-    expect(f.of('listPools').map((c) => c.args)).toEqual([
+    expect(f.of('listPools').map(plainArgs)).toEqual([
       [undefined, { limit: 2 }],
       [undefined, { limit: 2, continue: '2' }],
     ]);
@@ -327,7 +327,7 @@ describe('collectDisks', () => {
   it('pages of GC_PAGE by default', async () => {
     const f = fakeKube({}, p);
     await collectDisks(f.kube, NOW, testLog('gc'));
-    expect(f.of('listDisks').map((c) => c.args[2])).toEqual([{ limit: GC_PAGE }]);
+    expect(f.of('listDisks').map((c) => plainArgs(c)[2])).toEqual([{ limit: GC_PAGE }]);
   });
 });
 

@@ -13,7 +13,7 @@ import {
   windowsOf,
 } from './window.js';
 import { pool } from '../../test/unit/builders.js';
-import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
+import { fail, fakeKube, ok, plainArgs } from '../../test/unit/fake-kube.js';
 
 const inNs = (ns: string, name: string): VirtualMachinePool => {
   const p = pool({ name, uid: `uid-${ns}-${name}` });
@@ -46,7 +46,7 @@ describe('poolPages', () => {
   it('gives the pools a page at a time, as the continue tokens chain them', async () => {
     const f = fakeKube({ listPools: paged(all) });
     expect(await drain(poolPages(f.kube, 'ci', 2))).toEqual([['a', 'b'], ['c', 'd'], ['e']]);
-    expect(f.of('listPools').map((c) => c.args)).toEqual([
+    expect(f.of('listPools').map(plainArgs)).toEqual([
       ['ci', { limit: 2 }],
       ['ci', { limit: 2, continue: '2' }],
       ['ci', { limit: 2, continue: '4' }],
@@ -59,12 +59,46 @@ describe('poolPages', () => {
     const first = await gen.next();
     expect(first.value).toMatchObject({ ok: true });
     // The caller holds the first window: the second page is already asked for, the third is not.
-    expect(f.of('listPools').map((c) => c.args[1])).toEqual([
+    expect(f.of('listPools').map((c) => plainArgs(c)[1])).toEqual([
       { limit: 2 },
       { limit: 2, continue: '2' },
     ]);
     await gen.next();
     expect(f.of('listPools')).toHaveLength(3);
+  });
+
+  it('asks for the next page as soon as the awaited page says its token, and never two ahead of the caller', async () => {
+    // As the funnel does: `ahead` is called once the body is read, before the page is answered.
+    const started: string[] = [];
+    let release = (): void => undefined;
+    const f = fakeKube({
+      listPools: async (args) => {
+        const [, page] = args;
+        started.push(page?.continue ?? 'first');
+        const answer = paged(all)(args);
+        // The body is read.
+        await Promise.resolve();
+        if (answer.ok && answer.next !== undefined) page?.ahead?.(answer.next);
+        // The first page's items take a while to parse.
+        if (page?.continue === undefined) await new Promise<void>((r) => (release = r));
+        return answer;
+      },
+    });
+    const gen = poolPages(f.kube, 'ci', 2);
+    const first = gen.next();
+    await new Promise((r) => setTimeout(r, 5));
+    // The first page is still being parsed, and the second is already asked for.
+    expect(started).toEqual(['first', '2']);
+    release();
+    expect((await first).value).toMatchObject({ ok: true });
+    await new Promise((r) => setTimeout(r, 5));
+    // The caller holds the first page: the second told its token while nobody awaited it, so the
+    // third waits for the caller to ask.
+    expect(started).toEqual(['first', '2']);
+    await gen.next();
+    expect(started).toEqual(['first', '2', '4']);
+    expect(await drain(gen)).toEqual([['e']]);
+    expect(started).toEqual(['first', '2', '4']);
   });
 
   it('a caller that stops early leaves no unhandled rejection behind the page read ahead', async () => {

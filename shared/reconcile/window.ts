@@ -80,23 +80,42 @@ type Ok<T> = Listed<T> & { ok: true };
 
 /**
  * A list page by page, `limit` at a time. The next page is read while the caller works on this one
- * (one page ahead at most), so a scan waits for the list only once. A page whose continue token
- * expired (a scan slower than the API server's compaction window) restarts the list from the start:
- * the pages after a restart may give again what was given before it, so a caller keys what it keeps
- * by uid. A failure is the last page given.
+ * (one page ahead at most), and, when the caller already waits for this one, from the moment its
+ * body is read ({@link PageRequest.ahead}): the API server serves it while this one is parsed. A page
+ * whose continue token expired (a scan slower than the API server's compaction window) restarts the
+ * list from the start: the pages after a restart may give again what was given before it, so a
+ * caller keys what it keeps by uid. A failure is the last page given.
  */
 export async function* pagesOf<T>(
   read: (page: PageRequest) => Promise<Listed<T>>,
   limit: number,
 ): AsyncGenerator<Listed<T>> {
   let restarts = 0;
-  // Async, so that even a read that throws at once is a rejection held by `next`, not a throw here.
-  const fetch = async (cont: string | undefined): Promise<Listed<T>> =>
-    read({ limit, ...(cont === undefined ? {} : { continue: cont }) });
+  // The page this generator awaits (its caller waits for it), and the page after it when asked for early.
+  let awaited: Promise<Listed<T>> | undefined;
+  let early: { readonly cont: string; readonly page: Promise<Listed<T>> } | undefined;
+  const fetch = (cont: string | undefined): Promise<Listed<T>> => {
+    // This read's own promise, known once `read` has returned (a token told before that is ignored).
+    const own: { page?: Promise<Listed<T>> } = {};
+    const ahead = (token: string): void => {
+      if (own.page === undefined || awaited !== own.page || early !== undefined) return;
+      early = { cont: token, page: fetch(token) };
+      // Awaited below, or dropped by a restart or an early stop: never an unhandled rejection.
+      early.page.catch(() => undefined);
+    };
+    // Async, so that even a read that throws at once is a rejection held by the promise, not a throw here.
+    own.page = (async () =>
+      read({ limit, ...(cont === undefined ? {} : { continue: cont }), ahead }))();
+    return own.page;
+  };
   let cont: string | undefined;
   let next = fetch(undefined);
   for (;;) {
+    awaited = next;
     const page = await next;
+    awaited = undefined;
+    const asked = early;
+    early = undefined;
     if (!page.ok && page.code === 410 && cont !== undefined && restarts < RESTARTS) {
       restarts++;
       cont = undefined;
@@ -109,7 +128,7 @@ export async function* pagesOf<T>(
     }
     cont = page.next;
     if (cont !== undefined) {
-      next = fetch(cont);
+      next = asked?.cont === cont ? asked.page : fetch(cont);
       // A caller that stops early never awaits it: what it throws must not become an unhandled
       // rejection (awaited above, it is thrown to the caller as before).
       next.catch(() => undefined);

@@ -98,3 +98,15 @@ export function fakeKube(script: Script = {}, pool?: VirtualMachinePool): FakeKu
   });
   return { kube, calls, of: (m) => calls.filter((c) => c.method === m) };
 }
+
+/**
+ * A call's arguments without the callbacks a page request may carry (`ahead`): what a test compares
+ * of where and how a list was asked for.
+ */
+export function plainArgs(c: Call): unknown[] {
+  return c.args.map((a) =>
+    a !== null && typeof a === 'object' && !Array.isArray(a)
+      ? Object.fromEntries(Object.entries(a).filter(([, v]) => typeof v !== 'function'))
+      : a,
+  );
+}
