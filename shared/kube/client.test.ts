@@ -2,7 +2,7 @@ import nock from 'nock';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import { withCallBudget } from './budget.js';
-import { createKube } from './client.js';
+import { createKube, lastContinue } from './client.js';
 import type { KubeOptions } from './client.js';
 import { kubeConfigFor } from './config.js';
 
@@ -169,7 +169,8 @@ describe('reads', () => {
     void r.then(() => (settled = true));
     const page = await r;
     expect(page.ok && page.next).toBe('tok');
-    expect(tokens).toEqual(['tok:false']);
+    // From the body's tail before it is parsed, then the parsed token: both before the answer.
+    expect(tokens).toEqual(['tok:false', 'tok:false']);
     const all: string[] = [];
     await kube().listDisks('ns', 'x=y', { limit: 2, all: true, ahead: (t) => all.push(t) });
     scope.done();
@@ -762,5 +763,24 @@ describe('onRequest hook', () => {
       },
     }).getVm('ns', 'v');
     expect(seen).toEqual(['get:transient', 'get:ok']);
+  });
+});
+
+describe('lastContinue', () => {
+  it("reads the last continue token of a list body's tail, and nothing from a quoted string", () => {
+    const body = (meta: string) =>
+      `{"apiVersion":"v1","items":[{"spec":{"note":"\\"continue\\":\\"fake\\""}}],"kind":"List","metadata":${meta}}`;
+    expect(lastContinue(body('{"continue":"eyJ2IjoxfQ","resourceVersion":"5"}'))).toBe(
+      'eyJ2IjoxfQ',
+    );
+    expect(lastContinue(body('{"resourceVersion":"5"}'))).toBeUndefined();
+    // An item field named continue comes before the list's own.
+    expect(
+      lastContinue('{"items":[{"spec":{"continue":"x"}}],"metadata":{"continue":"real"}}'),
+    ).toBe('real');
+    // Far from the tail, a token is not looked for.
+    expect(lastContinue(`{"metadata":{"continue":"head"},"items":["${'x'.repeat(5000)}"]}`)).toBe(
+      undefined,
+    );
   });
 });

@@ -158,6 +158,19 @@ function itemsOf(raw: unknown): { items: unknown[]; next: string | undefined } |
   return { items: r.items, next: typeof next === 'string' && next !== '' ? next : undefined };
 }
 
+/** How far from its end a list's body is searched for its continue token. */
+const TAIL = 2000;
+
+/**
+ * The last `"continue":"<token>"` in the tail of a list's body, if any: a guess at the list's token
+ * before the body is parsed (a continue token is base64, with no quote or escape in it).
+ */
+export function lastContinue(text: string): string | undefined {
+  let token: string | undefined;
+  for (const m of text.slice(-TAIL).matchAll(/"continue":"([^"\\]+)"/g)) token = m[1];
+  return token;
+}
+
 /**
  * Creates the Kube funnel.
  *
@@ -187,12 +200,14 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
     verb: Verb,
     req: HttpCall,
     parse: (raw: unknown, answer: HttpAnswer) => Outcome<T>,
+    read?: (text: string) => void,
   ): Promise<{ outcome: Outcome<T>; retryAfterMs?: number }> {
     const started = performance.now();
     let result: { outcome: Outcome<T>; retryAfterMs?: number };
     try {
       const answer = await send({ ...req, signal: requestSignal(timeoutMs) });
       if (answer.status >= 200 && answer.status < 300) {
+        read?.(answer.text);
         result = { outcome: parseBody(answer, parse) };
       } else {
         const r = refusal(answer.status, answer.headers, answer.text);
@@ -218,13 +233,14 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
     req: HttpCall,
     parse: (raw: unknown, answer: HttpAnswer) => Outcome<T>,
     attempts: number = policy.attempts,
+    read?: (text: string) => void,
   ): Promise<Outcome<T>> {
     const budget = activeBudget();
     const limit = Math.min(attempts, budget?.attempts ?? attempts);
     for (let attempt = 1; ; attempt++) {
       const spent = overBudget(budget);
       if (spent !== undefined) return spent;
-      const r = await once(verb, req, parse);
+      const r = await once(verb, req, parse, read);
       if (r.outcome.ok || r.outcome.reason !== 'transient') return r.outcome;
       const wait = backoffMs(policy, attempt - 1, random, r.retryAfterMs);
       const stop = overBudget(budget, r.outcome.message, performance.now() + wait);
@@ -268,6 +284,17 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
     const out: T[] = [];
     const malformed: Malformed[] = [];
     let cont = page?.continue;
+    const ahead = page?.all === true ? undefined : page?.ahead;
+    // The token from the body's tail, before the body is parsed: where the server writes a list's
+    // metadata after its items (custom resources, keys in order), the next page can be asked for
+    // while this one is parsed. A caller checks it against the parsed one ({@link PageRequest.ahead}).
+    const early =
+      ahead === undefined
+        ? undefined
+        : (text: string): void => {
+            const token = lastContinue(text);
+            if (token !== undefined) ahead(token);
+          };
     do {
       const q = query({ labelSelector, limit: page?.limit ?? pageSize, continue: cont });
       const r = await call(
@@ -282,6 +309,8 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
             `API server returned a malformed ${plural} list`,
           );
         },
+        policy.attempts,
+        early,
       );
       if (!r.ok) return r;
       if (r.value.next !== undefined && page?.all !== true) page?.ahead?.(r.value.next);
