@@ -17,7 +17,7 @@ import { cloneJson, deleteDiskName, isRetainDiskName, quantityValue } from '../f
 import { isTerminating, nameOf, ownedBy } from '../fleet/index.js';
 
 /** The reclaim policy of a template (Delete when unset). */
-export function policyOf(t: DiskTemplate): 'Delete' | 'Retain' {
+export function policyOf(t: Pick<DiskTemplate, 'reclaim'>): 'Delete' | 'Retain' {
   return t.reclaim?.onScaleDown ?? 'Delete';
 }
 

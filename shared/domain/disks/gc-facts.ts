@@ -23,7 +23,8 @@ export interface GcPool {
   >;
   readonly spec: {
     readonly paused?: boolean | undefined;
-    readonly virtualDiskTemplates: readonly DiskTemplate[];
+    /** Of each template, its name and reclaim: a template's disk spec is not needed to collect. */
+    readonly virtualDiskTemplates: readonly GcTemplate[];
   };
   readonly status?:
     | {
@@ -33,8 +34,11 @@ export interface GcPool {
     | undefined;
 }
 
+/** Of a disk template, what a GC pass reads. */
+export type GcTemplate = Pick<DiskTemplate, 'name' | 'reclaim'>;
+
 /** The templates whose free disks a GC pass may collect: Retain, with a ttl it can read. */
-export function collectedTemplates(pool: GcPool): DiskTemplate[] {
+export function collectedTemplates(pool: GcPool): GcTemplate[] {
   return pool.spec.virtualDiskTemplates.filter(
     (t) =>
       policyOf(t) === 'Retain' &&
@@ -55,13 +59,17 @@ export function mayCollect(pool: GcPool): boolean {
   );
 }
 
-/** The {@link GcPool} of a pool: its VM template, status and the rest are not kept. */
+/**
+ * The {@link GcPool} of a pool: of its templates only those a pass collects from, as name and
+ * reclaim; of its intent only the disks bound. Its VM template, status and the rest are not kept.
+ */
 export function gcPool(pool: VirtualMachinePool): GcPool {
   const { name, namespace, uid, resourceVersion, deletionTimestamp } = pool.metadata;
-  const bindings = pool.status?.intent?.bindings;
+  const bindings = pool.status?.intent?.bindings?.map((b) => ({ disk: b.disk }));
+  const templates = collectedTemplates(pool).map((t) => ({ name: t.name, reclaim: t.reclaim }));
   return {
     metadata: { name, namespace, uid, resourceVersion, deletionTimestamp },
-    spec: { paused: pool.spec.paused, virtualDiskTemplates: pool.spec.virtualDiskTemplates },
+    spec: { paused: pool.spec.paused, virtualDiskTemplates: templates },
     ...(bindings === undefined ? {} : { status: { intent: { bindings } } }),
   };
 }

@@ -284,7 +284,12 @@ describe('planGc over GC facts', () => {
       status: { phase: 'Ready' },
     });
     const kept = gcPool(ttl30);
-    expect(Object.keys(kept.spec).sort()).toEqual(['paused', 'virtualDiskTemplates']);
+    expect(kept.spec).toEqual({
+      paused: undefined,
+      virtualDiskTemplates: [
+        { name: 'cache', reclaim: { onScaleDown: 'Retain', keep: 0, ttl: '30m' } },
+      ],
+    });
     expect(kept).not.toHaveProperty('status');
     expect(mayCollect(ttl30)).toBe(true);
     expect(mayCollect(poolWith({ onScaleDown: 'Delete', keep: 0, ttl: '30m' }))).toBe(false);
