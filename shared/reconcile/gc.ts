@@ -24,7 +24,7 @@ import {
   planGc,
   poolKey,
 } from '../domain/index.js';
-import type { Failure, Kube, Listed, Outcome } from '../kube/index.js';
+import type { Failure, Kube, Listed, Outcome, PageRequest } from '../kube/index.js';
 import { GC_PARALLEL, PARALLEL, runBounded, sharedBound } from './batch.js';
 import { pagesOf } from './window.js';
 
@@ -77,32 +77,25 @@ async function factsOf(kube: Kube, limit: number): Promise<Outcome<Facts>> {
   const pools = new Map<string, GcPool>();
   const disks = new Map<string, VirtualDisk>();
   const malformed = new Map<string, Malformed>();
-  const readPools = async (): Promise<Failure | undefined> => {
-    for await (const page of pagesOf((p) => kube.listPools(undefined, p), limit)) {
-      if (!page.ok) return page;
-      for (const p of page.value) {
-        const uid = p.metadata.uid ?? '';
-        if (mayCollect(p)) pools.set(uid, gcPool(p));
-        else pools.delete(uid);
-      }
-    }
-    return undefined;
-  };
   // Existence, not `in (<uids>)`: the API server tests a set requirement value by value, against
   // every disk, for every list that names uids (1.2 s of its CPU in a 5,000-pool pass when it did).
-  const readDisks = async (): Promise<Failure | undefined> => {
-    for await (const page of pagesOf((p) => kube.listDisks(undefined, keys.poolUid, p), limit)) {
-      if (!page.ok) return page;
-      for (const d of page.value) {
-        const uid = d.metadata.uid ?? '';
-        if (freeCandidate(d)) disks.set(uid, gcDisk(d));
-        else disks.delete(uid);
-      }
-      for (const m of page.malformed ?? []) malformed.set(m.uid, m);
-    }
-    return undefined;
-  };
-  const failed = (await Promise.all([readPools(), readDisks()])).find((f) => f !== undefined);
+  const failed = (
+    await Promise.all([
+      keep(
+        (p) => kube.listPools(undefined, p),
+        limit,
+        pools,
+        (p) => (mayCollect(p) ? gcPool(p) : undefined),
+      ),
+      keep(
+        (p) => kube.listDisks(undefined, keys.poolUid, p),
+        limit,
+        disks,
+        (d) => (freeCandidate(d) ? gcDisk(d) : undefined),
+        (m) => malformed.set(m.uid, m),
+      ),
+    ])
+  ).find((f) => f !== undefined);
   if (failed !== undefined) return failed;
   return {
     ok: true,
@@ -112,6 +105,30 @@ async function factsOf(kube: Kube, limit: number): Promise<Outcome<Facts>> {
       malformed: [...malformed.values()],
     },
   };
+}
+
+/**
+ * Reads a list page by page into `into`, by uid, the facts `fact` gives of each item (none: the
+ * item is dropped, and an earlier read of it forgotten); `skipped` is told of what does not parse.
+ */
+async function keep<T extends { metadata: { uid?: string | undefined } }, F>(
+  read: (page: PageRequest) => Promise<Listed<T>>,
+  limit: number,
+  into: Map<string, F>,
+  fact: (item: T) => F | undefined,
+  skipped: (m: Malformed) => void = () => undefined,
+): Promise<Failure | undefined> {
+  for await (const page of pagesOf(read, limit)) {
+    if (!page.ok) return page;
+    for (const item of page.value) {
+      const uid = item.metadata.uid ?? '';
+      const f = fact(item);
+      if (f === undefined) into.delete(uid);
+      else into.set(uid, f);
+    }
+    for (const m of page.malformed ?? []) skipped(m);
+  }
+  return undefined;
 }
 
 const diskKey = (d: { metadata: { namespace?: string; name?: string } }): string =>
