@@ -221,7 +221,10 @@ async function deleteAll(
   let denied: Failure | undefined;
   const poolOf = new Map(pools.map((p) => [`${p.metadata.namespace ?? ''}/${nameOf(p)}`, p]));
   const events = sharedBound(GC_PARALLEL);
-  const recorded: Promise<unknown>[] = [];
+  const recorded: Promise<void>[] = [];
+  // An Event's promise is held until the deletes are done: one that throws (a bug, or a crash
+  // injected by the tests) must not go unhandled meanwhile, and is thrown once all have settled.
+  let thrown: { error: unknown } | undefined;
   const collectOne = async (c: Collect): Promise<Collect | undefined> => {
     const pre = { uid: c.uid, resourceVersion: c.resourceVersion };
     const o = await kube.deleteDisk(c.namespace, c.name, pre);
@@ -229,7 +232,14 @@ async function deleteAll(
     const event = eventFor({ kind: 'deleteDisk', name: c.name, ...pre, why: 'gc' }, o.ok);
     // Best effort, like every Event: a refused one changes nothing about the pass.
     if (pool !== undefined && event !== undefined)
-      recorded.push(events(() => kube.recordEvent(pool, event)));
+      recorded.push(
+        events(() => kube.recordEvent(pool, event)).then(
+          () => undefined,
+          (error: unknown) => {
+            thrown ??= { error };
+          },
+        ),
+      );
     if (o.ok)
       log.info(
         {
@@ -245,6 +255,7 @@ async function deleteAll(
   const results = await runBounded(collect, GC_PARALLEL, collectOne);
   // Nothing of the pass writes after it answered.
   await Promise.all(recorded);
+  if (thrown !== undefined) throw thrown.error;
   if (denied !== undefined) return denied;
   return { ok: true, value: results.filter((c): c is Collect => c !== undefined) };
 }
