@@ -287,6 +287,103 @@ describe('collectDisks', () => {
     expect(f.of('deleteDisk')).toEqual([]);
   });
 
+  it('a disk deleted between a first read and a restarted list is forgotten with that read: nothing deleted from it', async () => {
+    const [a] = named(['a']);
+    const gone = disk(a!, 'a-cache-gone', { freeSince: at(-2 * HOUR), uid: 'uid-gone' });
+    const stays = disk(a!, 'a-cache-stays', { freeSince: at(-2 * HOUR), uid: 'uid-stays' });
+    let read = 0;
+    const f = fakeKube({
+      listPools: () => ok([a!]),
+      listDisks: () => {
+        read++;
+        // Read once, then deleted by someone else before the expired token restarts the list.
+        return read === 1
+          ? { ok: true, value: [gone], next: 'x' }
+          : read === 2
+            ? { ...fail('transient', 'expired'), code: 410 }
+            : ok([stays]);
+      },
+    });
+    const out = await collectDisks(f.kube, NOW, testLog('gc'), 1);
+    expect(out.kind === 'done' ? out.deleted.map((c) => c.name) : out).toEqual(['a-cache-stays']);
+    expect(f.of('deleteDisk').map((c) => c.args[1])).toEqual(['a-cache-stays']);
+  });
+
+  it('a malformed disk of a first read, fixed before a restarted list, holds back nothing', async () => {
+    const [a] = named(['a']);
+    const due = disk(a!, 'a-cache-old', { freeSince: at(-2 * HOUR), uid: 'uid-old' });
+    const broken = malformedOf(
+      'VirtualDisk',
+      {
+        metadata: {
+          name: 'a-cache-bad',
+          namespace: 'ci',
+          uid: 'uid-bad',
+          labels: { [keys.poolUid]: a!.metadata.uid },
+        },
+      },
+      'spec.persistentVolumeClaim.size: Invalid input',
+    );
+    let read = 0;
+    const f = fakeKube({
+      listPools: () => ok([a!]),
+      listDisks: () => {
+        read++;
+        return read === 1
+          ? { ok: true, value: [], malformed: [broken], next: 'x' }
+          : read === 2
+            ? { ...fail('transient', 'expired'), code: 410 }
+            : ok([due]);
+      },
+    });
+    const out = await collectDisks(f.kube, NOW, testLog('gc'), 1);
+    expect(out.kind === 'done' ? out.deleted.map((c) => c.name) : out).toEqual(['a-cache-old']);
+  });
+
+  it('an Event that throws while deletes are still out is thrown by the pass once all have settled, never left unhandled', async () => {
+    const [a] = named(['a']);
+    const disks = ['x', 'y', 'z'].map((n) =>
+      disk(a!, `a-cache-${n}`, { freeSince: at(-2 * HOUR), uid: `uid-${n}` }),
+    );
+    const unhandled: unknown[] = [];
+    const seen = (e: unknown): void => void unhandled.push(e);
+    process.on('unhandledRejection', seen);
+    let release: () => void = () => undefined;
+    const last = new Promise<void>((r) => (release = r));
+    const f = fakeKube({
+      listPools: () => ok([a!]),
+      listDisks: () => ok(disks),
+      // The first Event throws (a bug, or a crash the chaos tier injects) while a later delete is
+      // still out: its rejection is held, not reported as unhandled.
+      recordEvent: (_args, nth) => {
+        if (nth === 0) throw new Error('crash in recordEvent');
+        return ok(undefined);
+      },
+      deleteDisk: async ([, name]) => {
+        if (name === 'a-cache-z') await last;
+        return ok(undefined);
+      },
+    });
+    try {
+      const settled = collectDisks(f.kube, NOW, testLog('gc')).then(
+        () => 'resolved',
+        (e: unknown) => (e instanceof Error ? e.message : String(e)),
+      );
+      // The first deletes and the throwing Event settle while the last delete waits.
+      await new Promise((r) => setTimeout(r, 20));
+      expect(f.of('deleteDisk')).toHaveLength(3);
+      expect(f.of('recordEvent')).toHaveLength(2);
+      release();
+      expect(await settled).toBe('crash in recordEvent');
+      await new Promise((r) => setTimeout(r, 20));
+      expect(unhandled).toEqual([]);
+      // The throw stopped no other delete's Event.
+      expect(f.of('recordEvent')).toHaveLength(3);
+    } finally {
+      process.off('unhandledRejection', seen);
+    }
+  });
+
   it('keeps the pass to GC_PARALLEL deletes in flight, its Events to as many of their own, and answers once every Event is done', async () => {
     const pools = named(['p0', 'p1', 'p2', 'p3', 'p4']);
     // 40 due disks a pool: 200 in all.

@@ -71,7 +71,7 @@ interface Facts {
 
 /**
  * Every pool that may collect and every free pool disk of the cluster, listed side by side, page by
- * page. A list restarted after an expired token gives some objects twice: kept by uid, the later wins.
+ * page. A list restarted after an expired token starts its facts afresh ({@link keep}).
  */
 async function factsOf(kube: Kube, limit: number): Promise<Outcome<Facts>> {
   const pools = new Map<string, GcPool>();
@@ -92,7 +92,7 @@ async function factsOf(kube: Kube, limit: number): Promise<Outcome<Facts>> {
         limit,
         disks,
         (d) => (freeCandidate(d) ? gcDisk(d) : undefined),
-        (m) => malformed.set(m.uid, m),
+        malformed,
       ),
     ])
   ).find((f) => f !== undefined);
@@ -109,24 +109,35 @@ async function factsOf(kube: Kube, limit: number): Promise<Outcome<Facts>> {
 
 /**
  * Reads a list page by page into `into`, by uid, the facts `fact` gives of each item (none: the
- * item is dropped, and an earlier read of it forgotten); `skipped` is told of what does not parse.
+ * item is not kept), and into `malformed` what does not parse.
+ * A list restarted after an expired token (a first page asked for again) reads every object again:
+ * what was kept before is forgotten, so an object deleted in between is not kept from its old read.
  */
 async function keep<T extends { metadata: { uid?: string | undefined } }, F>(
   read: (page: PageRequest) => Promise<Listed<T>>,
   limit: number,
   into: Map<string, F>,
   fact: (item: T) => F | undefined,
-  skipped: (m: Malformed) => void = () => undefined,
+  malformed?: Map<string, Malformed>,
 ): Promise<Failure | undefined> {
-  for await (const page of pagesOf(read, limit)) {
+  let started = false;
+  // pagesOf asks for a restart's first page only once every page before it was given and kept
+  // here, and drops the page it had asked for ahead: nothing read before the restart lands after it.
+  const fresh = (page: PageRequest): Promise<Listed<T>> => {
+    if (page.continue === undefined && started) {
+      into.clear();
+      malformed?.clear();
+    }
+    started = true;
+    return read(page);
+  };
+  for await (const page of pagesOf(fresh, limit)) {
     if (!page.ok) return page;
     for (const item of page.value) {
-      const uid = item.metadata.uid ?? '';
       const f = fact(item);
-      if (f === undefined) into.delete(uid);
-      else into.set(uid, f);
+      if (f !== undefined) into.set(item.metadata.uid ?? '', f);
     }
-    for (const m of page.malformed ?? []) skipped(m);
+    for (const m of page.malformed ?? []) malformed?.set(m.uid, m);
   }
   return undefined;
 }
