@@ -232,10 +232,7 @@ async function deleteAll(
   let denied: Failure | undefined;
   const poolOf = new Map(pools.map((p) => [`${p.metadata.namespace ?? ''}/${nameOf(p)}`, p]));
   const events = sharedBound(GC_PARALLEL);
-  const recorded: Promise<void>[] = [];
-  // An Event's promise is held until the deletes are done: one that throws (a bug, or a crash
-  // injected by the tests) must not go unhandled meanwhile, and is thrown once all have settled.
-  let thrown: { error: unknown } | undefined;
+  const recorded: Promise<unknown>[] = [];
   const collectOne = async (c: Collect): Promise<Collect | undefined> => {
     const pre = { uid: c.uid, resourceVersion: c.resourceVersion };
     const o = await kube.deleteDisk(c.namespace, c.name, pre);
@@ -244,12 +241,11 @@ async function deleteAll(
     // Best effort, like every Event: a refused one changes nothing about the pass.
     if (pool !== undefined && event !== undefined)
       recorded.push(
-        events(() => kube.recordEvent(pool, event)).then(
-          () => undefined,
-          (error: unknown) => {
-            thrown ??= { error };
-          },
-        ),
+        // Caught where it starts, as every pass's Events are (event-log.ts): one that throws while
+        // deletes are still out would otherwise be a rejection nobody handles yet.
+        events(() => kube.recordEvent(pool, event)).catch((err: unknown) => {
+          log.warn({ err, reason: event.reason }, 'recording an Event failed');
+        }),
       );
     if (o.ok)
       log.info(
@@ -266,7 +262,6 @@ async function deleteAll(
   const results = await runBounded(collect, GC_PARALLEL, collectOne);
   // Nothing of the pass writes after it answered.
   await Promise.all(recorded);
-  if (thrown !== undefined) throw thrown.error;
   if (denied !== undefined) return denied;
   return { ok: true, value: results.filter((c): c is Collect => c !== undefined) };
 }
