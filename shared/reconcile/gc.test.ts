@@ -27,6 +27,25 @@ function paged<T>(items: readonly T[]): (page: PageRequest | undefined) => Liste
 const named = (pools: string[]): VirtualMachinePool[] =>
   pools.map((name) => ({ ...p, metadata: { ...p.metadata, name, uid: `uid-${name}` } }));
 
+/**
+ * Pool `a`'s disks listed one page of `first`, then a 410 for the page after it (the token
+ * expired), then `then` whole: the restarted list.
+ */
+function restarted(a: VirtualMachinePool, first: Listed<VirtualDisk>, then: VirtualDisk[]) {
+  let read = 0;
+  return fakeKube({
+    listPools: () => ok([a]),
+    listDisks: () => {
+      read++;
+      return read === 1
+        ? first
+        : read === 2
+          ? { ...fail('transient', 'expired'), code: 410 }
+          : ok(then);
+    },
+  });
+}
+
 describe('collectDisks', () => {
   it('deletes the disks free past ttl, records DiskCollected, and says when to wake next', async () => {
     const f = fakeKube({ listDisks: () => ok([old, fresh]) }, p);
@@ -271,18 +290,7 @@ describe('collectDisks', () => {
       ...was,
       metadata: { ...was.metadata, annotations: {}, resourceVersion: '2' },
     };
-    let read = 0;
-    const f = fakeKube({
-      listPools: () => ok([a!]),
-      listDisks: () => {
-        read++;
-        return read === 1
-          ? { ok: true, value: [was], next: 'x' }
-          : read === 2
-            ? { ...fail('transient', 'expired'), code: 410 }
-            : ok([now]);
-      },
-    });
+    const f = restarted(a!, { ok: true, value: [was], next: 'x' }, [now]);
     expect(await collectDisks(f.kube, NOW, testLog('gc'), 1)).toMatchObject({ deleted: [] });
     expect(f.of('deleteDisk')).toEqual([]);
   });
@@ -291,19 +299,8 @@ describe('collectDisks', () => {
     const [a] = named(['a']);
     const gone = disk(a!, 'a-cache-gone', { freeSince: at(-2 * HOUR), uid: 'uid-gone' });
     const stays = disk(a!, 'a-cache-stays', { freeSince: at(-2 * HOUR), uid: 'uid-stays' });
-    let read = 0;
-    const f = fakeKube({
-      listPools: () => ok([a!]),
-      listDisks: () => {
-        read++;
-        // Read once, then deleted by someone else before the expired token restarts the list.
-        return read === 1
-          ? { ok: true, value: [gone], next: 'x' }
-          : read === 2
-            ? { ...fail('transient', 'expired'), code: 410 }
-            : ok([stays]);
-      },
-    });
+    // Read once, then deleted by someone else before the expired token restarts the list.
+    const f = restarted(a!, { ok: true, value: [gone], next: 'x' }, [stays]);
     const out = await collectDisks(f.kube, NOW, testLog('gc'), 1);
     expect(out.kind === 'done' ? out.deleted.map((c) => c.name) : out).toEqual(['a-cache-stays']);
     expect(f.of('deleteDisk').map((c) => c.args[1])).toEqual(['a-cache-stays']);
@@ -324,18 +321,7 @@ describe('collectDisks', () => {
       },
       'spec.persistentVolumeClaim.size: Invalid input',
     );
-    let read = 0;
-    const f = fakeKube({
-      listPools: () => ok([a!]),
-      listDisks: () => {
-        read++;
-        return read === 1
-          ? { ok: true, value: [], malformed: [broken], next: 'x' }
-          : read === 2
-            ? { ...fail('transient', 'expired'), code: 410 }
-            : ok([due]);
-      },
-    });
+    const f = restarted(a!, { ok: true, value: [], malformed: [broken], next: 'x' }, [due]);
     const out = await collectDisks(f.kube, NOW, testLog('gc'), 1);
     expect(out.kind === 'done' ? out.deleted.map((c) => c.name) : out).toEqual(['a-cache-old']);
   });
