@@ -110,8 +110,8 @@ async function factsOf(kube: Kube, limit: number): Promise<Outcome<Facts>> {
 /**
  * Reads a list page by page into `into`, by uid, the facts `fact` gives of each item (none: the
  * item is not kept), and into `malformed` what does not parse.
- * A list restarted after an expired token (a first page asked for again) reads every object again:
- * what was kept before is forgotten, so an object deleted in between is not kept from its old read.
+ * A list restarted after an expired token reads every object again: what was kept before is
+ * forgotten, so an object deleted in between is not kept from its old read.
  */
 async function keep<T extends { metadata: { uid?: string | undefined } }, F>(
   read: (page: PageRequest) => Promise<Listed<T>>,
@@ -120,18 +120,11 @@ async function keep<T extends { metadata: { uid?: string | undefined } }, F>(
   fact: (item: T) => F | undefined,
   malformed?: Map<string, Malformed>,
 ): Promise<Failure | undefined> {
-  let started = false;
-  // pagesOf asks for a restart's first page only once every page before it was given and kept
-  // here, and drops the page it had asked for ahead: nothing read before the restart lands after it.
-  const fresh = (page: PageRequest): Promise<Listed<T>> => {
-    if (page.continue === undefined && started) {
-      into.clear();
-      malformed?.clear();
-    }
-    started = true;
-    return read(page);
+  const restarted = (): void => {
+    into.clear();
+    malformed?.clear();
   };
-  for await (const page of pagesOf(fresh, limit)) {
+  for await (const page of pagesOf(read, limit, restarted)) {
     if (!page.ok) return page;
     for (const item of page.value) {
       const f = fact(item);

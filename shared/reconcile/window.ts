@@ -84,11 +84,13 @@ type Ok<T> = Listed<T> & { ok: true };
  * body is read ({@link PageRequest.ahead}): the API server serves it while this one is parsed. A page
  * whose continue token expired (a scan slower than the API server's compaction window) restarts the
  * list from the start: the pages after a restart may give again what was given before it, so a
- * caller keys what it keeps by uid. A failure is the last page given.
+ * caller keys what it keeps by uid, or forgets it when told `restarted`. A failure is the last page
+ * given.
  */
 export async function* pagesOf<T>(
   read: (page: PageRequest) => Promise<Listed<T>>,
   limit: number,
+  restarted: () => void = () => undefined,
 ): AsyncGenerator<Listed<T>> {
   let restarts = 0;
   // The page this generator awaits (its caller waits for it), and the page after it when asked for early.
@@ -119,6 +121,9 @@ export async function* pagesOf<T>(
     if (!page.ok && page.code === 410 && cont !== undefined && restarts < RESTARTS) {
       restarts++;
       cont = undefined;
+      // Every page before it was given, and the one asked for ahead is dropped: a caller that
+      // forgets here what it kept sees nothing of the list before the restart.
+      restarted();
       next = fetch(undefined);
       continue;
     }
