@@ -32,6 +32,20 @@ export function combined(first: PoolEvent, rest: readonly PoolEvent[]): PoolEven
   return { ...first, note };
 }
 
+/**
+ * An Event's write, caught where it starts and logged: a refused or throwing Event is never the
+ * pass's failure, and a pass that awaits its Events only later (or leaves first, on a throw) leaves
+ * no rejection unhandled meanwhile.
+ */
+export function bestEffort(write: Promise<unknown>, log: Logger, reason: string): Promise<void> {
+  return write.then(
+    () => undefined,
+    (err: unknown) => {
+      log.warn({ err, reason }, 'recording an Event failed');
+    },
+  );
+}
+
 /** Where a pass reports what its actions came to, and how it waits for the Events. */
 export interface EventLog {
   /** The Event of an action that succeeded or failed (none for some actions). */
@@ -55,11 +69,7 @@ export function eventLog(
   const record = (ev: PoolEvent): void => {
     // Caught where it starts: an action that throws leaves the pass before the Events are awaited,
     // and a rejection nobody handles would end the process.
-    writes.push(
-      kube.recordEvent(pool, ev).catch((err: unknown) => {
-        log.warn({ err, reason: ev.reason }, 'recording an Event failed');
-      }),
-    );
+    writes.push(bestEffort(kube.recordEvent(pool, ev), log, ev.reason));
   };
   const namespace = pool.metadata.namespace ?? '';
   return {
@@ -70,11 +80,7 @@ export function eventLog(
       // A claim's holder watches the claim, not the pool: its Events go on both, never combined.
       const claim = claimOfAction(a);
       if (claim !== undefined)
-        writes.push(
-          kube.recordClaimEvent(namespace, claim, ev).catch((err: unknown) => {
-            log.warn({ err, reason: ev.reason }, 'recording an Event failed');
-          }),
-        );
+        writes.push(bestEffort(kube.recordClaimEvent(namespace, claim, ev), log, ev.reason));
       const key = `${ev.type}/${ev.reason}`;
       const same = seen.get(key) ?? [];
       if (same.length === 0) seen.set(key, same);

@@ -27,6 +27,7 @@ import {
 import type { Failure, Kube, Listed, Outcome, PageRequest } from '../kube/index.js';
 import { GC_PARALLEL, PARALLEL, runBounded, sharedBound } from './batch.js';
 import { pagesOf } from './window.js';
+import { bestEffort } from './event-log.js';
 
 /** What a GC pass did. */
 export type GcOutcome =
@@ -225,7 +226,7 @@ async function deleteAll(
   let denied: Failure | undefined;
   const poolOf = new Map(pools.map((p) => [`${p.metadata.namespace ?? ''}/${nameOf(p)}`, p]));
   const events = sharedBound(GC_PARALLEL);
-  const recorded: Promise<unknown>[] = [];
+  const recorded: Promise<void>[] = [];
   const collectOne = async (c: Collect): Promise<Collect | undefined> => {
     const pre = { uid: c.uid, resourceVersion: c.resourceVersion };
     const o = await kube.deleteDisk(c.namespace, c.name, pre);
@@ -234,11 +235,11 @@ async function deleteAll(
     // Best effort, like every Event: a refused one changes nothing about the pass.
     if (pool !== undefined && event !== undefined)
       recorded.push(
-        // Caught where it starts, as every pass's Events are (event-log.ts): one that throws while
-        // deletes are still out would otherwise be a rejection nobody handles yet.
-        events(() => kube.recordEvent(pool, event)).catch((err: unknown) => {
-          log.warn({ err, reason: event.reason }, 'recording an Event failed');
-        }),
+        bestEffort(
+          events(() => kube.recordEvent(pool, event)),
+          log,
+          event.reason,
+        ),
       );
     if (o.ok)
       log.info(
