@@ -120,7 +120,16 @@ const downBy = (k: number) => ({
 });
 
 /**
- * Requests for a no-op, scale-ups and scale-downs by 1 and by 5 (each against its formula, see
+ * What starts every reconcile measured here but one: the pool's event (a scale) or a member's, which
+ * reads the claims only when the pool's status says a claim may need it (none does here).
+ */
+const NOT_A_CLAIM = { claims: false } as const;
+
+/** The scenario of a no-op started by a claim's event: the claims are read too. */
+export const CLAIM_NOOP = "no-op for a claim's event";
+
+/**
+ * Requests for a no-op (for a pool's or member's event, and for a claim's), scale-ups and scale-downs by 1 and by 5 (each against its formula, see
  * {@link Cost.formula}) and a rollout of 10 replicas. No platform runs beside it: VMs get no
  * phase and no finalizer, so a deleted VM is gone at once.
  */
@@ -138,7 +147,7 @@ export async function apiCost(plane: BenchPlane): Promise<Cost[]> {
     let last = before;
     for (; reconciles < 20; reconciles++) {
       const at = kube.counts();
-      const out = await reconcilePool(deps, ns, 'p');
+      const out = await reconcilePool(deps, ns, 'p', NOT_A_CLAIM);
       if (out.kind !== 'converged') throw new Error(`${scenario}: ${JSON.stringify(out)}`);
       const d = diff(at, kube.counts());
       if (Object.keys(d).every((k) => READS.has(k)) && out.actions === 0) break;
@@ -148,8 +157,11 @@ export async function apiCost(plane: BenchPlane): Promise<Cost[]> {
   };
   await converge('setup');
   const at = kube.counts();
-  await reconcilePool(deps, ns, 'p');
+  await reconcilePool(deps, ns, 'p', NOT_A_CLAIM);
   const noop = summarize('no-op', 1, diff(at, kube.counts()));
+  const claimAt = kube.counts();
+  await reconcilePool(deps, ns, 'p', { claims: true });
+  const claimNoop = summarize(CLAIM_NOOP, 1, diff(claimAt, kube.counts()));
   const step = async (scenario: string, to: number, formula: Cost['formula']): Promise<Cost> => {
     await c.scalePool(ns, 'p', to);
     return { ...(await converge(scenario)), ...(formula === undefined ? {} : { formula }) };
@@ -172,7 +184,7 @@ export async function apiCost(plane: BenchPlane): Promise<Cost[]> {
     setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
   );
   const rollout = await converge('rollout of 10 replicas');
-  return [noop, ...scaled, rollout];
+  return [noop, claimNoop, ...scaled, rollout];
 }
 
 /** CloudEvents and requests caused by one user action, until reconcile-pool is idle again. */

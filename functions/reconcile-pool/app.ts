@@ -15,7 +15,12 @@ import {
   resolveDeps,
   retryLater,
 } from '../../shared/http/index.js';
-import type { OwnWrites, Rechecks, ScopedOutcome } from '../../shared/reconcile/index.js';
+import type {
+  OwnWrites,
+  PoolReconciler,
+  Rechecks,
+  ScopedOutcome,
+} from '../../shared/reconcile/index.js';
 import {
   coalesce,
   createRechecks,
@@ -26,6 +31,7 @@ import {
   reconcileScope,
   recheckConverged,
   scopeOf,
+  widerCause,
 } from '../../shared/reconcile/index.js';
 
 /** Dependencies; the drain-deadline timers are injectable for tests. */
@@ -54,9 +60,12 @@ export function buildReconcileApp(input: ReconcileAppDeps): Hono<NodeEnv> {
     health: deps.health,
   });
   // One event per created object would otherwise start a herd of identical reconciles of one pool.
+  // The follow-up reads the claims when any of its waiters' events was a claim's.
+  type Args = Parameters<PoolReconciler>;
   const reconcileOne = coalesce(
-    (_deps: unknown, namespace: string, name: string) => `${namespace}/${name}`,
+    (...[, namespace, name]: Args) => `${namespace}/${name}`,
     reconcilePool,
+    ([d, namespace, name, a], [, , , b]): Args => [d, namespace, name, widerCause(a, b)],
   );
   // A pool waiting on a drain is looked at again at its deadline (the resync tick is the fallback).
   const recheck = (results: readonly ScopedOutcome[]): void => {

@@ -378,6 +378,12 @@ export const PoolStatus = z.looseObject({
     .int32()
     .optional()
     .describe('Live members bound to a VirtualMachineClaim; 0 when none is.'),
+  pendingClaims: z
+    .int32()
+    .optional()
+    .describe(
+      'Claims of this pool waiting for a member (phase Pending); 0 when none is. With claimedReplicas 0 and no binding recorded, it lets a reconcile started by anything but a claim skip reading claims.',
+    ),
   idleReplicas: z
     .int32()
     .optional()

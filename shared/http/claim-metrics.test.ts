@@ -23,4 +23,14 @@ describe('claim metrics', () => {
     );
     expect(text).toContain('vmpool_claim_bind_seconds_count{namespace="ci",pool="runners"} 2');
   });
+
+  it('a reconcile that did not read the claims updates the idle members and keeps the phases', () => {
+    const m = createFunctionMetrics();
+    m.claims.pool('ci', 'runners', { Expired: 2 }, 3);
+    m.claims.pool('ci', 'runners', undefined, 1);
+    const text = m.registry.render();
+    expect(text).toContain('vmpool_claims{namespace="ci",pool="runners",phase="Expired"} 2');
+    expect(text).toContain('vmpool_claims{namespace="ci",pool="runners",phase="Bound"} 0');
+    expect(text).toContain('vmpool_idle_members{namespace="ci",pool="runners"} 1');
+  });
 });

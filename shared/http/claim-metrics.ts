@@ -26,7 +26,7 @@ export interface ClaimMetrics extends ClaimObserver {
 export function createClaimMetrics(registry: Registry): ClaimMetrics {
   const byPhase = registry.gauge(
     'vmpool_claims',
-    'VirtualMachineClaims of a pool by phase, as its latest reconcile saw them.',
+    'VirtualMachineClaims of a pool by phase, as the latest reconcile that read them saw them.',
     ['namespace', 'pool', 'phase'],
   );
   const idle = registry.gauge(
@@ -45,7 +45,8 @@ export function createClaimMetrics(registry: Registry): ClaimMetrics {
     idle,
     bindSeconds,
     pool(namespace, pool, phases, count) {
-      for (const phase of PHASES) byPhase.set({ namespace, pool, phase }, phases[phase] ?? 0);
+      if (phases !== undefined)
+        for (const phase of PHASES) byPhase.set({ namespace, pool, phase }, phases[phase] ?? 0);
       idle.set({ namespace, pool }, count);
     },
     bound(namespace, pool, seconds) {

@@ -1,6 +1,6 @@
 /**
- * What a reconcile tells the claim metrics: each planned pass, the pool's claims by phase and its
- * idle members; each Bound status written, the time its claim waited.
+ * What a reconcile tells the claim metrics: each planned pass, the pool's claims by phase (when it
+ * read them) and its idle members; each Bound status written, the time its claim waited.
  * @module
  */
 import type { VirtualMachineClaim } from '../api/index.js';
@@ -9,11 +9,14 @@ import { claimPhases } from '../domain/index.js';
 
 /** Where a reconcile reports claims (the functions' metrics; absent: nowhere). */
 export interface ClaimObserver {
-  /** A pool's claims by phase and its idle members, as its latest plan left them. */
+  /**
+   * A pool's claims by phase and its idle members, as its latest plan left them; `phases` undefined
+   * when that plan did not read the claims (the latest one that did still stands).
+   */
   pool(
     namespace: string,
     pool: string,
-    phases: Readonly<Record<string, number>>,
+    phases: Readonly<Record<string, number>> | undefined,
     idle: number,
   ): void;
   /** A claim's Bound status was written, `seconds` after the claim was created. */
@@ -25,11 +28,12 @@ export function observeClaims(
   observer: ClaimObserver | undefined,
   namespace: string,
   pool: string,
-  claims: readonly VirtualMachineClaim[],
+  claims: readonly VirtualMachineClaim[] | undefined,
   p: Plan,
 ): ((a: Action) => void) | undefined {
   if (observer === undefined) return undefined;
-  observer.pool(namespace, pool, claimPhases(pool, claims, p.actions), p.status.idleReplicas ?? 0);
+  const phases = claims === undefined ? undefined : claimPhases(pool, claims, p.actions);
+  observer.pool(namespace, pool, phases, p.status.idleReplicas ?? 0);
   return (a) => {
     if (a.kind !== 'claimStatus' || a.phase !== 'Bound') return;
     const created = Date.parse(a.claim.metadata.creationTimestamp ?? '');

@@ -42,6 +42,29 @@ describe('coalesce', () => {
     expect(runs).toBe(2);
   });
 
+  it("runs the follow-up with every waiter's arguments merged, not only the first's", async () => {
+    const gate = deferred();
+    const ran: string[] = [];
+    type Args = [key: string, reads: readonly string[]];
+    const f = coalesce(
+      (...[k]: Args) => k,
+      async (...[k, reads]: Args) => {
+        ran.push(`${k}:${reads.join('+')}`);
+        if (ran.length === 1) await gate.promise;
+        return reads.join('+');
+      },
+      ([k, a], [, b]): Args => [k, [...new Set([...a, ...b])].sort()],
+    );
+    const first = f('a', ['vms']);
+    const later = [f('a', ['vms']), f('a', ['claims']), f('a', ['vms'])];
+    gate.resolve();
+    expect(await first).toBe('vms');
+    expect(await Promise.all(later)).toEqual(['claims+vms', 'claims+vms', 'claims+vms']);
+    // A run after the lane went idle starts from its own arguments again.
+    expect(await f('a', ['vms'])).toBe('vms');
+    expect(ran).toEqual(['a:vms', 'a:claims+vms', 'a:vms']);
+  });
+
   it('keeps keys independent', async () => {
     const gate = deferred();
     let runs = 0;

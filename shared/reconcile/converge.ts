@@ -6,7 +6,14 @@
 import type { Logger } from 'pino';
 import type { PoolStatus, VirtualMachineClaim, VirtualMachinePool } from '../api/index.js';
 import type { Observed, Plan, Rand } from '../domain/index.js';
-import { holdBlocked, plan, sameStatus, selectorOf } from '../domain/index.js';
+import {
+  claimsMayNeed,
+  holdBlocked,
+  isClaimed,
+  plan,
+  sameStatus,
+  selectorOf,
+} from '../domain/index.js';
 import type { Failure, Kube, Listed, PageRequest } from '../kube/index.js';
 import { blockMalformed, failClosedUnlessPersisted, reportRefused } from './blocked.js';
 import { execute } from './execute.js';
@@ -72,6 +79,26 @@ export function converged(passes: number, actions: number, recheckAt?: Date): Re
 
 const defaultSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** What started a reconcile, as far as it changes what the reconcile reads. */
+export interface Cause {
+  /**
+   * A claim's event (or a caller that cannot tell): the claims are read whatever the pool's status
+   * says. Otherwise they are read only when {@link claimsMayNeed} the pool or a member is marked.
+   */
+  readonly claims: boolean;
+}
+
+/** The cause of a reconcile whose caller does not know it: everything is read. */
+export const ANY_CAUSE: Cause = { claims: true };
+
+/** The cause that reads all either of `a` and `b` reads (of coalesced deliveries). */
+export function widerCause(a: Cause, b: Cause): Cause {
+  return { claims: a.claims || b.claims };
+}
+
+/** Claims not read: the pool's status says none concerns it (see {@link Cause}). */
+const NOT_READ: Listed<VirtualMachineClaim> = { ok: true, value: [], malformed: [] };
+
 /**
  * The claims of a namespace (or the cluster). A cluster without the claim CRD (404) has no claims;
  * any other failure is returned: planning without the claims would release every claimed member.
@@ -99,10 +126,11 @@ export async function reconcilePool(
   deps: ReconcileDeps,
   namespace: string,
   name: string,
+  cause: Cause = ANY_CAUSE,
 ): Promise<ReconcileOutcome> {
   const writes = deps.ownWrites?.track(deps.kube);
   try {
-    return await passes(deps, namespace, name, writes);
+    return await passes(deps, { namespace, name, cause }, writes);
   } finally {
     writes?.end();
   }
@@ -110,11 +138,12 @@ export async function reconcilePool(
 
 async function passes(
   deps: ReconcileDeps,
-  namespace: string,
-  name: string,
+  { namespace, name, cause }: { namespace: string; name: string; cause: Cause },
   writes: TrackedWrites | undefined,
 ): Promise<ReconcileOutcome> {
   const { kube, log } = deps;
+  // Once read, the claims are read by every later pass: a retried claim write is not forgotten.
+  let readClaims = cause.claims;
   const sleep = deps.sleep ?? defaultSleep;
   const maxPasses = deps.maxPasses ?? 6;
   const maxBursts = deps.maxBursts ?? 100;
@@ -145,11 +174,17 @@ async function passes(
     }
     let pool = got.value;
     const selector = selectorOf(pool);
-    const [vms, disks, claims] = await Promise.all([
+    readClaims ||= claimsMayNeed(pool);
+    const [vms, disks, listed] = await Promise.all([
       kube.listVms(namespace, selector),
       kube.listDisks(namespace, selector),
-      claimsOf(kube, namespace),
+      readClaims ? claimsOf(kube, namespace) : NOT_READ,
     ]);
+    // A member marked after the status was written (a concurrent bind) is planned with its claim:
+    // without it, the member would look released.
+    const late = listed === NOT_READ && vms.ok && vms.value.some(isClaimed);
+    const claims = late ? await claimsOf(kube, namespace) : listed;
+    readClaims ||= late;
     if (!vms.ok || !disks.ok || !claims.ok) {
       const f = !vms.ok ? vms : !disks.ok ? disks : (claims as Failure);
       if (f.reason === 'forbidden') return reportRefused(deps, pool, [f]);
@@ -199,7 +234,8 @@ async function passes(
       if (closed !== undefined) return closed;
       await Promise.all(p.events.map((e) => kube.recordEvent(pool, e)));
     }
-    const bound = observeClaims(deps.claims, namespace, name, claims.value, p);
+    const read = claims === NOT_READ ? undefined : claims.value;
+    const bound = observeClaims(deps.claims, namespace, name, read, p);
     if (p.actions.length === 0) {
       if (status !== undefined && writes !== undefined && settles(observed, pool, deps))
         writes.settled();

@@ -7,7 +7,8 @@ import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/ind
 import { byPool, malformedByPool, plan, poolKey, shardOf } from '../domain/index.js';
 import { blockMalformed } from './blocked.js';
 import type { ReconcileDeps, ReconcileOutcome } from './converge.js';
-import { converged, reconcilePool, statusToWrite } from './converge.js';
+import type { Cause } from './converge.js';
+import { ANY_CAUSE, converged, reconcilePool, statusToWrite } from './converge.js';
 import { claimKey, claimsAt, listAt, placesOf, poolPages } from './window.js';
 import type { WindowClaims } from './window.js';
 import { runBounded } from './batch.js';
@@ -35,6 +36,7 @@ export type PoolReconciler = (
   deps: ReconcileDeps,
   namespace: string,
   name: string,
+  cause: Cause,
 ) => Promise<ReconcileOutcome>;
 
 /**
@@ -73,7 +75,8 @@ export async function reconcileScope(
 ): Promise<ScopedOutcome[]> {
   if (scope.kind === 'pool') {
     const { namespace, name } = scope;
-    return [scoped({ namespace, name }, await reconcile(deps, namespace, name))];
+    const cause = { claims: scope.claims ?? true };
+    return [scoped({ namespace, name }, await reconcile(deps, namespace, name, cause))];
   }
   const out: ScopedOutcome[] = [];
   const ns = scope.kind === 'namespace' ? scope.namespace : undefined;
@@ -126,6 +129,10 @@ async function reconcileWindow(
       lists === undefined
         ? undefined
         : settled(deps, p, lists.vms.get(key) ?? [], lists.disks.get(key) ?? [], lists.claims);
-    return scoped({ namespace, name }, quiet ?? (await reconcile(deps, namespace, name)));
+    // The window read the claims, and its plan may act on one the pool's status never saw.
+    return scoped(
+      { namespace, name },
+      quiet ?? (await reconcile(deps, namespace, name, ANY_CAUSE)),
+    );
   });
 }

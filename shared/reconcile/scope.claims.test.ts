@@ -9,12 +9,13 @@ import { fakeKube } from '../../test/unit/fake-kube.js';
 import { scopeOf, scopeOfObject } from './scope.js';
 
 describe('a claim event', () => {
-  it('maps to the pool its spec.poolName names, in its namespace', async () => {
+  it('maps to the pool its spec.poolName names, in its namespace, and has its claims read', async () => {
     const c = claim('job-1', { pool: 'gpu' });
     expect(scopeOfObject(c as WatchedObject)).toEqual({
       kind: 'pool',
       namespace: 'ci',
       name: 'gpu',
+      claims: true,
     });
     const event = {
       specversion: '1.0',
@@ -27,6 +28,7 @@ describe('a claim event', () => {
       kind: 'pool',
       namespace: 'ci',
       name: 'gpu',
+      claims: true,
     });
   });
 

@@ -13,8 +13,14 @@ describe('scopeOfObject: the pool a watched object belongs to', () => {
       kind: 'pool',
       namespace: p.metadata.namespace,
       name: p.metadata.name,
+      claims: false,
     });
-    expect(scopeOfObject(member as WatchedObject)).toMatchObject({ kind: 'pool', name: 'runners' });
+    // Neither is a claim's event: a reconcile for it may skip reading claims.
+    expect(scopeOfObject(member as WatchedObject)).toMatchObject({
+      kind: 'pool',
+      name: 'runners',
+      claims: false,
+    });
   });
 
   it('maps a Delete-policy disk, controlled by its VM, to the pool by its pool label', () => {
@@ -24,6 +30,7 @@ describe('scopeOfObject: the pool a watched object belongs to', () => {
       kind: 'pool',
       namespace: p.metadata.namespace,
       name: p.metadata.name,
+      claims: false,
     });
   });
 

@@ -24,9 +24,13 @@ interface Sharded {
   readonly badShard?: string;
 }
 
-/** A pool, every pool of a namespace, or every pool (of a shard, for a tick that names one). */
+/**
+ * A pool, every pool of a namespace, or every pool (of a shard, for a tick that names one). A pool's
+ * `claims` is false when the event is not a claim's, so its reconcile may skip reading claims
+ * (absent: they are read).
+ */
 export type Scope =
-  | ({ readonly kind: 'pool' } & PoolRef)
+  | ({ readonly kind: 'pool'; readonly claims?: boolean } & PoolRef)
   | ({ readonly kind: 'namespace'; readonly namespace: string } & Sharded)
   | ({ readonly kind: 'all' } & Sharded);
 
@@ -43,14 +47,17 @@ function claimedPool(obj: WatchedObject): string | undefined {
 /** The pool a watched object belongs to, from the object alone (Resource mode). */
 export function scopeOfObject(obj: WatchedObject): Scope {
   const namespace = obj.metadata.namespace ?? '';
-  if (obj.kind === POOL_KIND) return { kind: 'pool', namespace, name: obj.metadata.name };
+  const notClaim = { kind: 'pool', namespace, claims: false } as const;
+  if (obj.kind === POOL_KIND) return { ...notClaim, name: obj.metadata.name };
   // A claim reconciles the pool it names, in its own namespace (the pool may not exist: see orphans).
   const claimed = obj.kind === CLAIM_KIND ? claimedPool(obj) : undefined;
-  if (claimed !== undefined) return { kind: 'pool', namespace, name: claimed };
+  if (claimed !== undefined) return { kind: 'pool', namespace, name: claimed, claims: true };
+  // A claim without spec.poolName, found under its owner or label, is still a claim's event.
+  const claims = obj.kind === CLAIM_KIND;
   const owner = controllerOf(obj.metadata);
-  if (owner?.kind === POOL_KIND) return { kind: 'pool', namespace, name: owner.name };
+  if (owner?.kind === POOL_KIND) return { ...notClaim, claims, name: owner.name };
   const label = obj.metadata.labels?.[keys.pool];
-  if (label !== undefined && label !== '') return { kind: 'pool', namespace, name: label };
+  if (label !== undefined && label !== '') return { ...notClaim, claims, name: label };
   return namespace === '' ? { kind: 'all' } : { kind: 'namespace', namespace };
 }
 
@@ -63,7 +70,7 @@ export async function scopeOf(event: SourceEvent, kube: Kube): Promise<Scope> {
   if (!event.type.startsWith(APISERVER_REF)) return scopeOfObject(event.data as WatchedObject);
   const ref = event.data as { kind: string; name: string; namespace?: string | undefined };
   const namespace = ref.namespace ?? '';
-  if (ref.kind === POOL_KIND) return { kind: 'pool', namespace, name: ref.name };
+  if (ref.kind === POOL_KIND) return { kind: 'pool', namespace, name: ref.name, claims: false };
   if (ref.kind === 'VirtualMachine' && invalidObjectKey(namespace, ref.name) === undefined) {
     const vm = await kube.getVm(namespace, ref.name);
     if (vm.ok)

@@ -10,7 +10,12 @@
  * finishes that binding instead of choosing another, and one that read it before loses the fence.
  * @module
  */
-import type { ClaimBinding, VirtualMachine, VirtualMachineClaim } from '../../api/index.js';
+import type {
+  ClaimBinding,
+  VirtualMachine,
+  VirtualMachineClaim,
+  VirtualMachinePool,
+} from '../../api/index.js';
 import type { ClaimMark } from '../fleet/index.js';
 import {
   claimOf,
@@ -75,6 +80,8 @@ export interface ClaimsPlan {
   readonly target: number;
   /** Live members bound to a claim after this plan. */
   readonly claimed: number;
+  /** Claims of the pool still waiting for a member after this plan. */
+  readonly pending: number;
   /** Idle members no claim took. */
   readonly idle: readonly VirtualMachine[];
   /** The earliest expiry ahead (ms). */
@@ -242,7 +249,20 @@ export function decideClaims(input: Readonly<ClaimsInput>): ClaimsPlan {
     intent,
     target,
     claimed,
+    pending: unbound.length,
     idle: idle.slice(taken),
     ...(recheck === Infinity ? {} : { recheckAt: recheck }),
   };
+}
+
+/**
+ * Whether a reconcile must read the pool's claims whatever started it. It may skip them only when the
+ * pool's last status write says no claim waits (`pendingClaims` 0), no member is bound
+ * (`claimedReplicas` 0) and no binding is recorded: then only a new claim could concern the pool, and
+ * a new claim starts its own reconcile (its event), or the resync tick lists it. An absent count
+ * (written by an older vmpool, or pruned by a served schema that lacks it) says nothing: read them.
+ */
+export function claimsMayNeed(pool: VirtualMachinePool): boolean {
+  const s = pool.status;
+  return s?.pendingClaims !== 0 || s.claimedReplicas !== 0 || (s.intent?.claims?.length ?? 0) > 0;
 }

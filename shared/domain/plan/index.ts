@@ -223,13 +223,14 @@ function paused(split: Split, pending: readonly string[], now: Date, claims: Cla
     : { ...idle(status, writeStatus), actions: statuses, batches: [statuses] };
 }
 
-/** What status reports of claims: members bound, and idle members none of `removed`. */
+/** What status reports of claims: members bound, claims waiting, idle members none of `removed`. */
 function claimCounts(
-  claims: Pick<ClaimsPlan, 'claimed' | 'idle'>,
+  claims: Pick<ClaimsPlan, 'claimed' | 'idle' | 'pending'>,
   removed: ReadonlySet<string>,
-): { claimed: number; idle: number } {
+): { claimed: number; idle: number; pending: number } {
   return {
     claimed: claims.claimed,
+    pending: claims.pending,
     idle: claims.idle.filter((m) => !removed.has(nameOf(m))).length,
   };
 }

@@ -72,8 +72,8 @@ export interface Leaving {
     readonly ready: number;
     readonly outdated: number;
   };
-  /** Claims: live members bound to a claim, and idle members a claim could take now. */
-  readonly claims?: { readonly claimed: number; readonly idle: number };
+  /** Claims: live members bound to a claim, claims waiting, idle members a claim could take now. */
+  readonly claims?: { readonly claimed: number; readonly idle: number; readonly pending: number };
   /** Self-healing, when `spec.healing` is set: unhealthy members, back-off state, condition. */
   readonly healing?: {
     readonly unhealthy: number;
@@ -213,6 +213,7 @@ export function computeStatus(input: Readonly<StatusInput>): PoolStatus {
     heldReplicas: leaving.protectedHeld,
     claimedReplicas: leaving.claims?.claimed ?? 0,
     idleReplicas: leaving.claims?.idle ?? 0,
+    pendingClaims: leaving.claims?.pending ?? 0,
     drainingReplicas: leaving.draining,
     standbyReplicas: leaving.standby?.replicas ?? 0,
     readyStandbyReplicas: leaving.standby?.ready ?? 0,

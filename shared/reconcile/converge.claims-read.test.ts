@@ -1,0 +1,197 @@
+/**
+ * When a reconcile reads the claims: always for a claim's event or a resync window that read them;
+ * for any other event only when the pool's status says a claim may need it (pendingClaims,
+ * claimedReplicas, a recorded binding, or absent counts) or a member turns out to be marked. A claim
+ * the skipping reconcile did not see is bound by its own event's reconcile or by the resync tick.
+ */
+import { describe, expect, it } from 'vitest';
+import type { VirtualMachineClaim, VirtualMachinePool } from '../api/index.js';
+import type { Kube } from '../kube/index.js';
+import { claimOf } from '../domain/index.js';
+import type { ReconcileDeps } from './converge.js';
+import { reconcilePool } from './converge.js';
+import { reconcileScope } from './resync.js';
+import { HOUR, MINUTE, NOW, at, pool, seededRandom, steady } from '../../test/unit/builders.js';
+import { claim, withClaims } from '../../test/unit/claim-builders.js';
+import type { MemoryKube } from '../../test/unit/memory-kube.js';
+import { memoryKube } from '../../test/unit/memory-kube.js';
+import { testLog } from '../../test/logs.js';
+
+/** `kube` with its claim lists counted. */
+function counting(kube: Kube): { kube: Kube; lists: () => number } {
+  let n = 0;
+  const proxy = new Proxy(kube, {
+    get(target, prop: keyof Kube): unknown {
+      if (prop === 'listClaims') n++;
+      return Reflect.get(target, prop);
+    },
+  });
+  return { kube: proxy, lists: () => n };
+}
+
+function deps(kube: Kube): ReconcileDeps {
+  return {
+    kube,
+    now: () => NOW,
+    rand: seededRandom(3),
+    log: testLog('claims-read'),
+    sleep: () => Promise.resolve(),
+  };
+}
+
+const NOT_A_CLAIM = { claims: false } as const;
+
+/** Two Running members, claims allowed (minIdle 0), and the given claims. */
+function start(claims: VirtualMachineClaim[] = []): MemoryKube {
+  const p = withClaims(pool({ replicas: 2 }), { minIdle: 0, maxReplicas: 2 });
+  const ms = [0, 1].map((i) => steady(p, `runners-m${i}xxx`, { created: at(-HOUR + i * MINUTE) }));
+  return memoryKube({
+    pool: p,
+    vms: ms.map((m) => m.vm),
+    disks: ms.flatMap((m) => m.disks),
+    claims,
+  });
+}
+
+const poolOf = (m: MemoryKube): VirtualMachinePool =>
+  [...m.store.pool.values()][0] as VirtualMachinePool;
+const claimOfStore = (m: MemoryKube, name: string): VirtualMachineClaim | undefined =>
+  m.store.claim.get(name) as VirtualMachineClaim | undefined;
+const markedMembers = (m: MemoryKube): string[] =>
+  [...m.store.vm.values()].flatMap((v) => {
+    const mark = claimOf(v);
+    return mark === undefined ? [] : [`${v.metadata.name ?? ''}=${mark.name}`];
+  });
+
+/** A converged pool whose status says no claim needs it (one reconcile that read them). */
+async function settled(claims: VirtualMachineClaim[] = []): Promise<MemoryKube> {
+  const m = start(claims);
+  expect(await reconcilePool(deps(m.kube), 'ci', 'runners')).toMatchObject({ kind: 'converged' });
+  return m;
+}
+
+describe('which reconciles read the claims', () => {
+  it('a pool whose status says no claim waits or is bound: a non-claim event reads none', async () => {
+    const m = await settled();
+    expect(poolOf(m).status).toMatchObject({ pendingClaims: 0, claimedReplicas: 0 });
+    const c = counting(m.kube);
+    expect(await reconcilePool(deps(c.kube), 'ci', 'runners', NOT_A_CLAIM)).toMatchObject({
+      kind: 'converged',
+      actions: 0,
+    });
+    expect(c.lists()).toBe(0);
+    // The same reconcile for a claim's event, or with no cause given, reads them.
+    await reconcilePool(deps(c.kube), 'ci', 'runners', { claims: true });
+    await reconcilePool(deps(c.kube), 'ci', 'runners');
+    expect(c.lists()).toBe(2);
+  });
+
+  it('a status without the counts (an older vmpool, a schema that prunes them) reads them', async () => {
+    for (const drop of ['pendingClaims', 'claimedReplicas'] as const) {
+      const m = await settled();
+      m.touch<VirtualMachinePool>('pool', 'runners', (p) => {
+        const status = { ...p.status };
+        delete status[drop];
+        return { ...p, status };
+      });
+      const c = counting(m.kube);
+      await reconcilePool(deps(c.kube), 'ci', 'runners', NOT_A_CLAIM);
+      expect(c.lists(), drop).toBe(1);
+      // That reconcile wrote the counts back: the next one reads none.
+      await reconcilePool(deps(c.kube), 'ci', 'runners', NOT_A_CLAIM);
+      expect(c.lists(), drop).toBe(1);
+    }
+  });
+
+  it('a claim made after the status said none: its own event binds it, another event does not see it', async () => {
+    const m = await settled();
+    m.store.claim.set('a', claim('a'));
+    await reconcilePool(deps(m.kube), 'ci', 'runners', NOT_A_CLAIM);
+    expect(markedMembers(m)).toEqual([]);
+    await reconcilePool(deps(m.kube), 'ci', 'runners', { claims: true });
+    expect(markedMembers(m)).toHaveLength(1);
+    expect(claimOfStore(m, 'a')?.status?.phase).toBe('Bound');
+    // Bound: every later reconcile reads the claims, whatever started it.
+    const c = counting(m.kube);
+    await reconcilePool(deps(c.kube), 'ci', 'runners', NOT_A_CLAIM);
+    expect(c.lists()).toBe(1);
+    expect(markedMembers(m)).toHaveLength(1);
+  });
+
+  it("a claim whose event was lost: the resync tick's window reads it and the pool binds it", async () => {
+    const m = await settled();
+    m.store.claim.set('a', claim('a'));
+    const out = await reconcileScope(deps(m.kube), { kind: 'namespace', namespace: 'ci' });
+    expect(out.map((o) => o.outcome.kind)).toEqual(['converged']);
+    expect(markedMembers(m)).toHaveLength(1);
+    expect(claimOfStore(m, 'a')?.status?.phase).toBe('Bound');
+  });
+
+  it("a pool scope from an event that is not a claim's reads none; from a claim's, reads them", async () => {
+    const m = await settled();
+    m.store.claim.set('a', claim('a'));
+    const c = counting(m.kube);
+    const scope = { kind: 'pool', namespace: 'ci', name: 'runners' } as const;
+    await reconcileScope(deps(c.kube), { ...scope, claims: false });
+    expect(c.lists()).toBe(0);
+    const [out] = await reconcileScope(deps(c.kube), { ...scope, claims: true });
+    // Every pass reads them (this one binds, then reads again to see it done).
+    expect(out?.outcome).toMatchObject({ kind: 'converged', passes: c.lists() });
+    expect(c.lists()).toBeGreaterThan(0);
+    expect(markedMembers(m)).toHaveLength(1);
+  });
+
+  it('a member marked after the status was written is planned with its claim, never released', async () => {
+    const m = await settled([claim('a')]);
+    // The claim bound and the member marked by a concurrent reconcile whose status write is still
+    // to come: the status says no claim is bound.
+    const boundTo = markedMembers(m);
+    expect(boundTo).toHaveLength(1);
+    m.touch<VirtualMachinePool>('pool', 'runners', (p) => ({
+      ...p,
+      status: { ...p.status, claimedReplicas: 0, pendingClaims: 0 },
+    }));
+    const c = counting(m.kube);
+    const before = m.writes.length;
+    expect(await reconcilePool(deps(c.kube), 'ci', 'runners', NOT_A_CLAIM)).toMatchObject({
+      kind: 'converged',
+    });
+    expect(c.lists()).toBe(1);
+    expect(markedMembers(m)).toEqual(boundTo);
+    expect(m.writes.slice(before).filter((w) => w.startsWith('deleteVm'))).toEqual([]);
+    expect(poolOf(m).status).toMatchObject({ claimedReplicas: 1 });
+  });
+
+  it('the same member with its claim deleted: released (deleted) once, by the late read', async () => {
+    const m = await settled([claim('a')]);
+    const [bound] = markedMembers(m);
+    m.store.claim.delete('a');
+    m.touch<VirtualMachinePool>('pool', 'runners', (p) => ({
+      ...p,
+      status: { ...p.status, claimedReplicas: 0, pendingClaims: 0 },
+    }));
+    const before = m.writes.length;
+    await reconcilePool(deps(m.kube), 'ci', 'runners', NOT_A_CLAIM);
+    const name = (bound ?? '').split('=')[0] ?? '';
+    expect(m.writes.slice(before).filter((w) => w.startsWith('deleteVm'))).toEqual([
+      `deleteVm ${name}`,
+    ]);
+  });
+
+  it('a claim left waiting is recorded (pendingClaims), so a pool event reads it and grows the pool for it', async () => {
+    const m = await settled([claim('a'), claim('b', { created: at(-30_000) })]);
+    expect(markedMembers(m).map((s) => s.split('=')[1])).toEqual(['a', 'b']);
+    m.store.claim.set('c', claim('c', { created: at(-10_000) }));
+    await reconcilePool(deps(m.kube), 'ci', 'runners', { claims: true });
+    expect(claimOfStore(m, 'c')?.status?.phase).toBe('Pending');
+    expect(poolOf(m).status).toMatchObject({ pendingClaims: 1, claimedReplicas: 2 });
+    // The pool's owner raises maxReplicas: the pool's event, not a claim's.
+    m.touch<VirtualMachinePool>('pool', 'runners', (p) => withClaims(p, { maxReplicas: 3 }));
+    const c = counting(m.kube);
+    const before = m.writes.length;
+    const out = await reconcilePool(deps(c.kube), 'ci', 'runners', NOT_A_CLAIM);
+    expect(out).toMatchObject({ kind: 'converged', passes: c.lists() });
+    expect(c.lists()).toBeGreaterThan(0);
+    expect(m.writes.slice(before).filter((w) => w.startsWith('createVm'))).toHaveLength(1);
+  });
+});
