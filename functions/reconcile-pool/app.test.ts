@@ -20,6 +20,7 @@ import {
   testKube,
 } from '../../test/functions/fixtures.js';
 import { NOW, disk, pool, seededRandom, vm } from '../../test/unit/builders.js';
+import { claim } from '../../test/unit/claim-builders.js';
 import { plan } from '../../shared/domain/index.js';
 import { buildReconcileApp } from './app.js';
 import { WINDOW, WINDOW_PAGE, ownWrites } from '../../shared/reconcile/index.js';
@@ -319,6 +320,40 @@ describe('reconcile-pool: what it answers', () => {
 
   it('a converged pool: 202, only GET pool and two lists, zero writes', async () => {
     await quiet(converged(pool({ replicas: 2 }), ['runners-aaaaa', 'runners-bbbbb']));
+  });
+
+  it("a converged pool no claim touches: its or a member's event lists no claims, a claim's event does", async () => {
+    const c = converged(pool({ replicas: 2 }), ['runners-aaaaa', 'runners-bbbbb']);
+    expect(c.pool.status).toMatchObject({ pendingClaims: 0, claimedReplicas: 0 });
+    const kube = testKube();
+    const app = buildReconcileApp({
+      kube,
+      log: testLog('test'),
+      metrics: createFunctionMetrics(),
+      now: () => NOW,
+      rand: () => 0,
+    });
+    /** Lists made for one event (the claims' list answered by noClaims). */
+    const lists = async (data: object): Promise<number> => {
+      const scope = nock(API)
+        .get(poolPath('ci', 'runners'))
+        .reply(200, c.pool)
+        .get(`${BASE}/namespaces/ci/virtualmachines`)
+        .query(true)
+        .reply(200, list(c.vms))
+        .get(`${BASE}/namespaces/ci/virtualdisks`)
+        .query(true)
+        .reply(200, list(c.disks));
+      const before = kube.counts().list ?? 0;
+      const res = await app.request('/', binaryEvent(`${RES}update`, data));
+      expect(res.status).toBe(202);
+      scope.done();
+      return (kube.counts().list ?? 0) - before;
+    };
+    expect(await lists(c.pool)).toBe(2);
+    expect(await lists(c.vms[0] ?? {})).toBe(2);
+    expect(await lists(claim('job-1', { pool: 'runners' }))).toBe(3);
+    expect(unmatched.seen).toEqual([]);
   });
 
   it('a converged pool with every lifecycle knob set: still only three GETs, zero writes (L5)', async () => {
