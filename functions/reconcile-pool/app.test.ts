@@ -294,19 +294,24 @@ describe('reconcile-pool: which pool an event points at', () => {
   });
 });
 
+/** Interceptors: a converged pool's reads (GET the pool, list its VMs and disks), once each. */
+function convergedReads(c: ReturnType<typeof converged>): nock.Scope {
+  return nock(API)
+    .get(poolPath('ci', 'runners'))
+    .reply(200, c.pool)
+    .get(`${BASE}/namespaces/ci/virtualmachines`)
+    .query(true)
+    .reply(200, list(c.vms))
+    .get(`${BASE}/namespaces/ci/virtualdisks`)
+    .query(true)
+    .reply(200, list(c.disks));
+}
+
 describe('reconcile-pool: what it answers', () => {
   /** Reconciles a converged pool: 202 with an empty body after exactly three GETs. */
   async function quiet(c: ReturnType<typeof converged>): Promise<void> {
     const methods: string[] = [];
-    const scope = nock(API)
-      .get(poolPath('ci', 'runners'))
-      .reply(200, c.pool)
-      .get(`${BASE}/namespaces/ci/virtualmachines`)
-      .query(true)
-      .reply(200, list(c.vms))
-      .get(`${BASE}/namespaces/ci/virtualdisks`)
-      .query(true)
-      .reply(200, list(c.disks));
+    const scope = convergedReads(c);
     scope.on('request', (req: { method: string }) => {
       methods.push(req.method);
     });
@@ -335,15 +340,7 @@ describe('reconcile-pool: what it answers', () => {
     });
     /** Lists made for one event (the claims' list answered by noClaims). */
     const lists = async (data: object): Promise<number> => {
-      const scope = nock(API)
-        .get(poolPath('ci', 'runners'))
-        .reply(200, c.pool)
-        .get(`${BASE}/namespaces/ci/virtualmachines`)
-        .query(true)
-        .reply(200, list(c.vms))
-        .get(`${BASE}/namespaces/ci/virtualdisks`)
-        .query(true)
-        .reply(200, list(c.disks));
+      const scope = convergedReads(c);
       const before = kube.counts().list ?? 0;
       const res = await app.request('/', binaryEvent(`${RES}update`, data));
       expect(res.status).toBe(202);
