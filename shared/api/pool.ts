@@ -382,7 +382,7 @@ export const PoolStatus = z.looseObject({
     .int32()
     .optional()
     .describe(
-      'Claims of this pool waiting for a member (phase Pending); 0 when none is. With claimedReplicas 0 and no binding recorded, it lets a reconcile started by anything but a claim skip reading claims.',
+      'Claims of this pool waiting for a member (phase Pending), and claims being ended (Expired, Lost) until their status is written; 0 when none is. With claimedReplicas 0 and no binding recorded, it lets a reconcile started by anything but a claim skip reading claims.',
     ),
   idleReplicas: z
     .int32()

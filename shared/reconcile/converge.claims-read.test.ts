@@ -29,10 +29,10 @@ function counting(kube: Kube): { kube: Kube; lists: () => number } {
   return { kube: proxy, lists: () => n };
 }
 
-function deps(kube: Kube): ReconcileDeps {
+function deps(kube: Kube, now = NOW): ReconcileDeps {
   return {
     kube,
-    now: () => NOW,
+    now: () => now,
     rand: seededRandom(3),
     log: testLog('claims-read'),
     sleep: () => Promise.resolve(),
@@ -178,20 +178,66 @@ describe('which reconciles read the claims', () => {
     ]);
   });
 
-  it('a claim left waiting is recorded (pendingClaims), so a pool event reads it and grows the pool for it', async () => {
-    const m = await settled([claim('a'), claim('b', { created: at(-30_000) })]);
-    expect(markedMembers(m).map((s) => s.split('=')[1])).toEqual(['a', 'b']);
-    m.store.claim.set('c', claim('c', { created: at(-10_000) }));
+  it('a claim left waiting is recorded (pendingClaims 1, none bound), so a pool event reads the claims', async () => {
+    const m = await settled();
+    // No member is idle (Ready 2 h, the members ran 1 h): the claim waits, nothing is bound.
+    m.touch<VirtualMachinePool>('pool', 'runners', (p) => ({
+      ...p,
+      spec: { ...p.spec, minReadySeconds: 7200 },
+    }));
+    m.store.claim.set('c', claim('c'));
     await reconcilePool(deps(m.kube), 'ci', 'runners', { claims: true });
     expect(claimOfStore(m, 'c')?.status?.phase).toBe('Pending');
-    expect(poolOf(m).status).toMatchObject({ pendingClaims: 1, claimedReplicas: 2 });
-    // The pool's owner raises maxReplicas: the pool's event, not a claim's.
-    m.touch<VirtualMachinePool>('pool', 'runners', (p) => withClaims(p, { maxReplicas: 3 }));
+    expect(poolOf(m).status).toMatchObject({ pendingClaims: 1, claimedReplicas: 0 });
+    expect(poolOf(m).status?.intent?.claims).toBeUndefined();
     const c = counting(m.kube);
-    const before = m.writes.length;
     const out = await reconcilePool(deps(c.kube), 'ci', 'runners', NOT_A_CLAIM);
     expect(out).toMatchObject({ kind: 'converged', passes: c.lists() });
     expect(c.lists()).toBeGreaterThan(0);
-    expect(m.writes.slice(before).filter((w) => w.startsWith('createVm'))).toHaveLength(1);
+  });
+
+  it.each(['Expired', 'Lost'] as const)(
+    'a claim ended (%s) by a pass that crashed before its status was written: the next member event still writes it',
+    async (end) => {
+      const m = await settled([claim('a', { ttl: '10m' })]);
+      const [bound = ''] = markedMembers(m);
+      const member = bound.split('=')[0] ?? '';
+      // Expired: its ttl passed (the member is released, Delete); Lost: a person deleted the member.
+      const later = new Date(NOW.getTime() + (end === 'Expired' ? 11 : 1) * MINUTE);
+      if (end === 'Lost') m.store.vm.delete(member);
+      const dying = new Proxy(m.kube, {
+        get(target, prop: keyof Kube): unknown {
+          if (prop === 'updateClaimStatus') return () => Promise.reject(new Error('crash'));
+          return Reflect.get(target, prop);
+        },
+      });
+      await reconcilePool(deps(dying, later), 'ci', 'runners').catch(() => undefined);
+      expect(claimOfStore(m, 'a')?.status?.phase).toBe('Bound');
+      expect(m.store.vm.has(member)).toBe(false);
+      expect(markedMembers(m)).toEqual([]);
+      // Nothing marked is left to say a claim needs work: the status does.
+      expect(poolOf(m).status).toMatchObject({ claimedReplicas: 0, pendingClaims: 1 });
+      await reconcilePool(deps(m.kube, later), 'ci', 'runners', NOT_A_CLAIM);
+      expect(claimOfStore(m, 'a')?.status?.phase).toBe(end);
+      expect(poolOf(m).status).toMatchObject({ claimedReplicas: 0, pendingClaims: 0 });
+    },
+  );
+
+  it("a quiet pool of a resync window reports its claims' phases (its own events may not read them)", async () => {
+    const m = await settled();
+    m.store.claim.set('x', claim('x', { status: { phase: 'Expired' } }));
+    const seen: string[] = [];
+    const claims = {
+      pool: (ns: string, p: string, phases: Readonly<Record<string, number>> | undefined) => {
+        seen.push(`${ns}/${p} Expired=${String(phases?.Expired)}`);
+      },
+      bound: () => undefined,
+    };
+    const out = await reconcileScope(
+      { ...deps(m.kube), claims },
+      { kind: 'namespace', namespace: 'ci' },
+    );
+    expect(out).toMatchObject([{ outcome: { kind: 'converged', passes: 1, actions: 0 } }]);
+    expect(seen).toEqual(['ci/runners Expired=1']);
   });
 });

@@ -4,14 +4,14 @@
  * @module
  */
 import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
-import { byPool, malformedByPool, plan, poolKey, shardOf } from '../domain/index.js';
+import { byPool, malformedByPool, nameOf, plan, poolKey, shardOf } from '../domain/index.js';
 import { blockMalformed } from './blocked.js';
-import type { ReconcileDeps, ReconcileOutcome } from './converge.js';
-import type { Cause } from './converge.js';
+import type { Cause, ReconcileDeps, ReconcileOutcome } from './converge.js';
 import { ANY_CAUSE, converged, reconcilePool, statusToWrite } from './converge.js';
 import { claimKey, claimsAt, listAt, placesOf, poolPages } from './window.js';
 import type { WindowClaims } from './window.js';
 import { runBounded } from './batch.js';
+import { observeClaims } from './claim-metrics.js';
 import type { PoolRef, Scope } from './scope.js';
 
 /** Pools reconciled at once during a resync. */
@@ -54,6 +54,9 @@ function settled(
   const observed = { pool, vms, disks, claims: mine ?? [], unreadableClaims: claims.unreadable };
   const p = plan(observed, deps.now(), deps.rand);
   if (p.actions.length > 0 || statusToWrite(pool, p) !== undefined) return undefined;
+  // The window read the claims: their metrics are as fresh as a reconcile's (the pool's events may
+  // not read them).
+  observeClaims(deps.claims, pool.metadata.namespace ?? '', nameOf(pool), mine ?? [], p);
   return converged(1, 0, p.recheckAt);
 }
 

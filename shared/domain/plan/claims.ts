@@ -80,7 +80,12 @@ export interface ClaimsPlan {
   readonly target: number;
   /** Live members bound to a claim after this plan. */
   readonly claimed: number;
-  /** Claims of the pool still waiting for a member after this plan. */
+  /**
+   * Claims vmpool still owes work after this plan: those waiting for a member, and those it ends
+   * (Expired, Lost) until their status is written. Recorded by the fence as `pendingClaims`, it
+   * keeps every reconcile reading the claims until that work is done, whatever event comes next: a
+   * crash after a released member's delete leaves no member marked to say so.
+   */
   readonly pending: number;
   /** Idle members no claim took. */
   readonly idle: readonly VirtualMachine[];
@@ -249,7 +254,8 @@ export function decideClaims(input: Readonly<ClaimsInput>): ClaimsPlan {
     intent,
     target,
     claimed,
-    pending: unbound.length,
+    pending:
+      unbound.length + statuses.filter((s) => s.phase === 'Expired' || s.phase === 'Lost').length,
     idle: idle.slice(taken),
     ...(recheck === Infinity ? {} : { recheckAt: recheck }),
   };
