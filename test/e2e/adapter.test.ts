@@ -135,11 +135,12 @@ describe('Knative ApiServerSource adapter against the control plane', () => {
       throw new Error(`${String(err)}\nadapter log:\n${shipped.map((a) => a.log()).join('\n')}`);
     });
     expect(forDisk.headers['ce-type']).toBe('dev.knative.apiserver.resource.add');
-    // reconcile-pool maps it to its pool from the payload alone.
+    // reconcile-pool maps it to its pool from the payload alone (not a claim's: claims unread).
     expect(scopeOfObject(JSON.parse(forDisk.body) as WatchedObject)).toEqual({
       kind: 'pool',
       namespace: ns,
       name: 'labelled',
+      claims: false,
     });
     const names = (kind: string) =>
       received.filter((r) => r.headers['ce-kind'] === kind).map((r) => r.headers['ce-name']);
