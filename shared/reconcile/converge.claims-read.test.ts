@@ -16,17 +16,12 @@ import { claim, withClaims } from '../../test/unit/claim-builders.js';
 import type { MemoryKube } from '../../test/unit/memory-kube.js';
 import { memoryKube } from '../../test/unit/memory-kube.js';
 import { testLog } from '../../test/logs.js';
+import { countingCalls } from '../../test/kube-calls.js';
 
 /** `kube` with its claim lists counted. */
 function counting(kube: Kube): { kube: Kube; lists: () => number } {
-  let n = 0;
-  const proxy = new Proxy(kube, {
-    get(target, prop: keyof Kube): unknown {
-      if (prop === 'listClaims') n++;
-      return Reflect.get(target, prop);
-    },
-  });
-  return { kube: proxy, lists: () => n };
+  const c = countingCalls(kube, 'listClaims');
+  return { kube: c.kube, lists: c.calls };
 }
 
 function deps(kube: Kube, now = NOW): ReconcileDeps {

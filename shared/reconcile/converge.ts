@@ -182,7 +182,7 @@ async function passes(
     ]);
     // A member marked after the status was written (a concurrent bind) is planned with its claim:
     // without it, the member would look released.
-    const late = listed === NOT_READ && vms.ok && vms.value.some(isClaimed);
+    const late = listed === NOT_READ && vms.ok && disks.ok && vms.value.some(isClaimed);
     const claims = late ? await claimsOf(kube, namespace) : listed;
     readClaims ||= late;
     if (!vms.ok || !disks.ok || !claims.ok) {

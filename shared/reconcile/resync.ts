@@ -40,8 +40,8 @@ export type PoolReconciler = (
 ) => Promise<ReconcileOutcome>;
 
 /**
- * What a reconcile of `pool` would do given these lists: undefined when it would neither act nor
- * write (the pool is converged), else the reason to reconcile it for real.
+ * The converged outcome when a reconcile of `pool` given these lists would neither act nor write
+ * (its claims' metrics reported, as that reconcile would), else undefined: reconcile it for real.
  */
 function settled(
   deps: ReconcileDeps,

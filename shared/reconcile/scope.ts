@@ -47,17 +47,17 @@ function claimedPool(obj: WatchedObject): string | undefined {
 /** The pool a watched object belongs to, from the object alone (Resource mode). */
 export function scopeOfObject(obj: WatchedObject): Scope {
   const namespace = obj.metadata.namespace ?? '';
-  const notClaim = { kind: 'pool', namespace, claims: false } as const;
-  if (obj.kind === POOL_KIND) return { ...notClaim, name: obj.metadata.name };
-  // A claim reconciles the pool it names, in its own namespace (the pool may not exist: see orphans).
-  const claimed = obj.kind === CLAIM_KIND ? claimedPool(obj) : undefined;
-  if (claimed !== undefined) return { kind: 'pool', namespace, name: claimed, claims: true };
-  // A claim without spec.poolName, found under its owner or label, is still a claim's event.
+  // Only a claim's event has its pool's reconcile read the claims whatever the pool's status says.
   const claims = obj.kind === CLAIM_KIND;
+  const pool = (name: string): Scope => ({ kind: 'pool', namespace, name, claims });
+  if (obj.kind === POOL_KIND) return pool(obj.metadata.name);
+  // A claim reconciles the pool it names, in its own namespace (the pool may not exist: see orphans).
+  const claimed = claims ? claimedPool(obj) : undefined;
+  if (claimed !== undefined) return pool(claimed);
   const owner = controllerOf(obj.metadata);
-  if (owner?.kind === POOL_KIND) return { ...notClaim, claims, name: owner.name };
+  if (owner?.kind === POOL_KIND) return pool(owner.name);
   const label = obj.metadata.labels?.[keys.pool];
-  if (label !== undefined && label !== '') return { ...notClaim, claims, name: label };
+  if (label !== undefined && label !== '') return pool(label);
   return namespace === '' ? { kind: 'all' } : { kind: 'namespace', namespace };
 }
 

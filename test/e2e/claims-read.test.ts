@@ -12,21 +12,18 @@ import type { Kube } from '../../shared/kube/index.js';
 import { reconcilePool, reconcileScope } from '../../shared/reconcile/index.js';
 import { smallPool } from '../../local/guide.js';
 import { testLog } from '../logs.js';
+import { countingCalls } from '../kube-calls.js';
 import { cluster, create, dropNamespace, functionKube, newNamespace, read } from './harness.js';
 
 let ns = '';
 let kube: Kube;
-let claimLists = 0;
+let claimLists: () => number = () => 0;
 
 beforeAll(async () => {
-  const real = await functionKube('reconcile-pool');
   // The deployed client, with its claim lists counted.
-  kube = new Proxy(real, {
-    get(target, prop: keyof Kube): unknown {
-      if (prop === 'listClaims') claimLists++;
-      return Reflect.get(target, prop);
-    },
-  });
+  const counted = countingCalls(await functionKube('reconcile-pool'), 'listClaims');
+  kube = counted.kube;
+  claimLists = counted.calls;
   ns = await newNamespace('claimsread');
 });
 afterAll(async () => {
@@ -48,9 +45,9 @@ async function status(): Promise<NonNullable<VirtualMachinePool['status']>> {
 
 /** Claim lists made by `run`. */
 async function listsOf(run: () => Promise<unknown>): Promise<number> {
-  const before = claimLists;
+  const before = claimLists();
   await run();
-  return claimLists - before;
+  return claimLists() - before;
 }
 
 describe('which reconciles read the claims, as deployed', () => {
