@@ -5,9 +5,9 @@
  * the skipping reconcile did not see is bound by its own event's reconcile or by the resync tick.
  */
 import { describe, expect, it } from 'vitest';
-import type { VirtualMachineClaim, VirtualMachinePool } from '../api/index.js';
+import type { VirtualMachine, VirtualMachineClaim, VirtualMachinePool } from '../api/index.js';
 import type { Kube } from '../kube/index.js';
-import { claimOf } from '../domain/index.js';
+import { claimOf, withClaimMarks } from '../domain/index.js';
 import type { ReconcileDeps } from './converge.js';
 import { reconcilePool } from './converge.js';
 import { reconcileScope } from './resync.js';
@@ -37,15 +37,21 @@ function deps(kube: Kube, now = NOW): ReconcileDeps {
 const NOT_A_CLAIM = { claims: false } as const;
 
 /** Two Running members, claims allowed (minIdle 0), and the given claims. */
-function start(claims: VirtualMachineClaim[] = []): MemoryKube {
+function start(
+  claims: VirtualMachineClaim[] = [],
+  before?: Parameters<typeof memoryKube>[1],
+): MemoryKube {
   const p = withClaims(pool({ replicas: 2 }), { minIdle: 0, maxReplicas: 2 });
   const ms = [0, 1].map((i) => steady(p, `runners-m${i}xxx`, { created: at(-HOUR + i * MINUTE) }));
-  return memoryKube({
-    pool: p,
-    vms: ms.map((m) => m.vm),
-    disks: ms.flatMap((m) => m.disks),
-    claims,
-  });
+  return memoryKube(
+    {
+      pool: p,
+      vms: ms.map((m) => m.vm),
+      disks: ms.flatMap((m) => m.disks),
+      claims,
+    },
+    before,
+  );
 }
 
 const poolOf = (m: MemoryKube): VirtualMachinePool =>
@@ -59,8 +65,11 @@ const markedMembers = (m: MemoryKube): string[] =>
   });
 
 /** A converged pool whose status says no claim needs it (one reconcile that read them). */
-async function settled(claims: VirtualMachineClaim[] = []): Promise<MemoryKube> {
-  const m = start(claims);
+async function settled(
+  claims: VirtualMachineClaim[] = [],
+  before?: Parameters<typeof memoryKube>[1],
+): Promise<MemoryKube> {
+  const m = start(claims, before);
   expect(await reconcilePool(deps(m.kube), 'ci', 'runners')).toMatchObject({ kind: 'converged' });
   return m;
 }
@@ -234,5 +243,65 @@ describe('which reconciles read the claims', () => {
     );
     expect(out).toMatchObject([{ outcome: { kind: 'converged', passes: 1, actions: 0 } }]);
     expect(seen).toEqual(['ci/runners Expired=1']);
+  });
+
+  it('L7/L9, a concurrent bind: a claim binds the victim a claims-unread scale-down chose, just before its delete lands; the victim is kept, the other member goes', async () => {
+    let bound = '';
+    const m = await settled([], (l, store) => {
+      if (l.method !== 'deleteVm' || bound !== '') return;
+      // Another reconcile, started by the claim's event, binds the victim first: the member is
+      // marked, the pool's status counts it, the claim is Bound.
+      bound = l.name;
+      const uid = `uid-${l.name}`;
+      store.touch<VirtualMachine>('vm', l.name, (v) =>
+        withClaimMarks(v, { name: 'a', uid: 'uid-a', onRelease: 'Delete' }),
+      );
+      store.touch<VirtualMachinePool>('pool', 'runners', (p) => ({
+        ...p,
+        status: { ...p.status, claimedReplicas: 1 },
+      }));
+      store.store.claim.set(
+        'a',
+        claim('a', {
+          status: { phase: 'Bound', virtualMachineName: l.name, virtualMachineUid: uid },
+        }),
+      );
+    });
+    // The owner scales to 1: the pool's event, whose reconcile reads no claims.
+    m.touch<VirtualMachinePool>('pool', 'runners', (p) => ({
+      ...p,
+      spec: { ...p.spec, replicas: 1 },
+    }));
+    const c = counting(m.kube);
+    expect(await reconcilePool(deps(c.kube), 'ci', 'runners', NOT_A_CLAIM)).toMatchObject({
+      kind: 'converged',
+    });
+    expect(bound).not.toBe('');
+    // The stale delete was refused (its member changed since it was read), then the pass after read
+    // the claims and chose the other member.
+    expect(m.conflicts).toContain(`deleteVm ${bound}`);
+    expect(c.lists()).toBeGreaterThan(0);
+    expect(markedMembers(m)).toEqual([`${bound}=a`]);
+    expect([...m.store.vm.keys()]).toEqual([bound]);
+    expect(m.writes.filter((w) => w.startsWith('deleteVm'))).toHaveLength(1);
+  });
+
+  it('a waiting claim taken back (deleted, its event lost): the next member event reads the claims, records none waiting, and the one after reads none', async () => {
+    const m = await settled();
+    m.touch<VirtualMachinePool>('pool', 'runners', (p) => ({
+      ...p,
+      spec: { ...p.spec, minReadySeconds: 7200 },
+    }));
+    m.store.claim.set('c', claim('c'));
+    await reconcilePool(deps(m.kube), 'ci', 'runners', { claims: true });
+    expect(poolOf(m).status).toMatchObject({ pendingClaims: 1 });
+    m.store.claim.delete('c');
+    const c = counting(m.kube);
+    await reconcilePool(deps(c.kube), 'ci', 'runners', NOT_A_CLAIM);
+    expect(c.lists()).toBeGreaterThan(0);
+    expect(poolOf(m).status).toMatchObject({ pendingClaims: 0, claimedReplicas: 0 });
+    const after = c.lists();
+    await reconcilePool(deps(c.kube), 'ci', 'runners', NOT_A_CLAIM);
+    expect(c.lists()).toBe(after);
   });
 });
