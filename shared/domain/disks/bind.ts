@@ -8,8 +8,8 @@
 import type { Binding, BlockDeviceRef, DiskTemplate, VirtualMachine } from '../../api/index.js';
 import type { ClaimDisk, CreateDisk, CreateVm, DeleteDisk, View } from '../plan/index.js';
 import { asStandby, newMember, nameOf } from '../fleet/index.js';
-import type { RefSlot } from './disks.js';
-import { diskRefs, newDisk, placeRef, policyOf, resolveRefs, slotsOf } from './disks.js';
+import type { Slots } from './disks.js';
+import { diskRefs, newDisk, placeRef, policyOf, resolveRefs, slotOf, slotsOf } from './disks.js';
 import { canonicalJson, deleteDiskName, isRetainDiskName } from '../formats/index.js';
 import { collisionLosers } from './collisions.js';
 import type { Rand } from '../formats/index.js';
@@ -50,7 +50,11 @@ export interface Roster {
 /** What binding reads of the view. */
 type BindView = RetainInput &
   PruneInput &
-  Pick<View, 'hash' | 'templates' | 'live' | 'diskByName' | 'recordedBindings'>;
+  Pick<View, 'hash' | 'templates' | 'live' | 'diskByName' | 'recordedBindings' | 'sharedRefs'>;
+
+// Shared by every member that loses no disk (most of them): nothing allocated per member.
+const NOTHING_LOST: ReadonlySet<string> = new Set();
+const NO_LOSERS: ReadonlyMap<string, ReadonlySet<string>> = new Map();
 
 /** What the bind step reads. */
 export interface BindInput extends BindView {
@@ -86,18 +90,21 @@ export function bindDisks(input: Readonly<BindInput>): DiskPlan {
       ? { ...create, vm: asStandby(view.pool, create.vm) }
       : create;
   });
-  // Each staying member's slots, read once for the collisions and again only for a member that
-  // gained a binding since (a repeat in the roster).
-  const slots = count.staying.map((m) => slotsOf(view.pool, m, view.diskByName, ledger.bindings));
+  const slotsFor = (m: VirtualMachine): Slots =>
+    slotsOf(view.pool, m, view.diskByName, ledger.bindings);
+  // Where a disk is referenced twice, every staying member's slots are read up front for the
+  // collisions, and again only for a member that gained a binding since (a repeat in the roster).
+  // Otherwise (a healthy pool) each member's are read as it is ensured, and dropped: no plan holds
+  // every member's slots at once.
+  const early = view.sharedRefs.size === 0 ? undefined : count.staying.map(slotsFor);
   ledger.boundFor.clear();
-  const losers = collisionLosers(count.staying, slots);
+  const losers =
+    early === undefined ? NO_LOSERS : collisionLosers(count.staying, early, view.sharedRefs);
   const refs = new Map<string, BlockDeviceRef[]>();
   count.staying.forEach((m, i) => {
     const name = nameOf(m);
-    const mine = ledger.boundFor.has(name)
-      ? slotsOf(view.pool, m, view.diskByName, ledger.bindings)
-      : (slots[i] ?? new Map<string, RefSlot>());
-    const next = ensureDisks(view, ledger, m, mine, losers.get(name) ?? new Set(), rand);
+    const mine = early === undefined || ledger.boundFor.has(name) ? slotsFor(m) : early[i];
+    const next = ensureDisks(view, ledger, m, mine ?? [], losers.get(name) ?? NOTHING_LOST, rand);
     if (next !== undefined) refs.set(name, next);
   });
   const pruned = pruneDisks(view, refs, ledger.claimed);
@@ -143,7 +150,7 @@ function ensureDisks(
   view: BindView,
   ledger: Ledger,
   m: VirtualMachine,
-  slots: ReadonlyMap<string, RefSlot>,
+  slots: Slots,
   lost: ReadonlySet<string>,
   rand: Rand,
 ): BlockDeviceRef[] | undefined {
@@ -151,7 +158,7 @@ function ensureDisks(
   const original = m.spec.blockDeviceRefs ?? [];
   let refs = original;
   for (const t of view.templates) {
-    const slot = slots.get(t.name);
+    const slot = slotOf(slots, t.name);
     if (slot !== undefined && !slot.placeholder && !lost.has(slot.disk)) {
       if (!view.diskByName.has(slot.disk)) recreate(view, ledger, m, t, slot.disk);
       continue;

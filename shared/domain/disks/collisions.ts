@@ -5,24 +5,27 @@
  */
 import type { VirtualMachine } from '../../api/index.js';
 import { BLOCK_DEVICES_READY } from '../../api/index.js';
-import type { RefSlot } from './disks.js';
+import type { Slots } from './disks.js';
 import { conditionOf, nameOf } from '../fleet/index.js';
 
 /**
  * For each member that loses a shared disk, the disks it loses. The member whose block devices are
  * ready keeps the disk (it is the one using it), then the first by name. `slots[i]` are the slots of
- * `staying[i]` (`slotsOf` in disks.ts).
+ * `staying[i]` (`slotsOf` in disks.ts); `shared` holds at least every disk referenced twice (the
+ * view's `sharedRefs`): only those can collide, so no index of every disk is built per plan.
  */
 export function collisionLosers(
   staying: readonly VirtualMachine[],
-  slots: readonly ReadonlyMap<string, RefSlot>[],
+  slots: readonly Slots[],
+  shared: ReadonlySet<string>,
 ): Map<string, Set<string>> {
-  // The first holder of each disk, and every holder of a disk held twice (the rare case).
+  if (shared.size === 0) return new Map();
+  // The first holder of each shared disk, and every holder of a disk held twice (the rare case).
   const first = new Map<string, VirtualMachine>();
   const holders = new Map<string, VirtualMachine[]>();
   staying.forEach((m, i) => {
-    for (const slot of slots[i]?.values() ?? []) {
-      if (slot.placeholder) continue;
+    for (const slot of slots[i] ?? []) {
+      if (slot.placeholder || !shared.has(slot.disk)) continue;
       const one = first.get(slot.disk);
       if (one === undefined) first.set(slot.disk, m);
       else holders.set(slot.disk, [...(holders.get(slot.disk) ?? [one]), m]);

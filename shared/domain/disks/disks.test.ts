@@ -9,6 +9,7 @@ import {
   policyOf,
   resolveRefs,
   reusable,
+  slotOf,
   slotsOf,
   templateOfDisk,
 } from './disks.js';
@@ -88,12 +89,10 @@ describe('slotsOf', () => {
 
   it('unresolved placeholders of a new VM', () => {
     const v = vm(p, member, { refs: [VD('root'), VD('cache'), ISO] });
-    expect(slotsOf(p, v, new Map(), [])).toEqual(
-      new Map([
-        ['root', { index: 0, disk: 'root', placeholder: true }],
-        ['cache', { index: 1, disk: 'cache', placeholder: true }],
-      ]),
-    );
+    expect(slotsOf(p, v, new Map(), [])).toEqual([
+      { template: 'root', index: 0, disk: 'root', placeholder: true },
+      { template: 'cache', index: 1, disk: 'cache', placeholder: true },
+    ]);
   });
 
   it('resolved refs found by the disk-template label of an existing pool disk', () => {
@@ -109,8 +108,14 @@ describe('slotsOf', () => {
       ]),
       [],
     );
-    expect(slots.get('root')).toEqual({ index: 0, disk: `${member}-root`, placeholder: false });
-    expect(slots.get('cache')).toEqual({
+    expect(slotOf(slots, 'root')).toEqual({
+      template: 'root',
+      index: 0,
+      disk: `${member}-root`,
+      placeholder: false,
+    });
+    expect(slotOf(slots, 'cache')).toEqual({
+      template: 'cache',
       index: 2,
       disk: 'runners-cache-xxxxxx',
       placeholder: false,
@@ -120,8 +125,9 @@ describe('slotsOf', () => {
   it('vanished disks recognised by name shape (Delete and Retain)', () => {
     const v = vm(p, member, { refs: [VD(`${member}-root`), VD('runners-cache-bcdfgh')] });
     const slots = slotsOf(p, v, new Map(), []);
-    expect(slots.get('root')?.disk).toBe(`${member}-root`);
-    expect(slots.get('cache')).toEqual({
+    expect(slotOf(slots, 'root')?.disk).toBe(`${member}-root`);
+    expect(slotOf(slots, 'cache')).toEqual({
+      template: 'cache',
       index: 1,
       disk: 'runners-cache-bcdfgh',
       placeholder: false,
@@ -131,12 +137,17 @@ describe('slotsOf', () => {
   it('a vanished disk known only through a recorded binding', () => {
     const v = vm(p, member, { refs: [VD(`${member}-root`), VD('odd-name')] });
     expect(
-      slotsOf(p, v, new Map(), [{ vm: member, template: 'cache', disk: 'odd-name' }]).get('cache')
-        ?.disk,
+      slotOf(
+        slotsOf(p, v, new Map(), [{ vm: member, template: 'cache', disk: 'odd-name' }]),
+        'cache',
+      )?.disk,
     ).toBe('odd-name');
     expect(
-      slotsOf(p, v, new Map(), [{ vm: 'other', template: 'cache', disk: 'odd-name' }]).has('cache'),
-    ).toBe(false);
+      slotOf(
+        slotsOf(p, v, new Map(), [{ vm: 'other', template: 'cache', disk: 'odd-name' }]),
+        'cache',
+      ),
+    ).toBeUndefined();
   });
 
   it('ignores a foreign disk (another pool) and keeps the first slot of a template', () => {
@@ -147,12 +158,9 @@ describe('slotsOf', () => {
       refs: [VD('foreign'), VD('runners-cache-first1'), VD('runners-cache-second')],
     });
     const slots = slotsOf(p, v, new Map([foreign, first, second].map((d) => [nameOf(d), d])), []);
-    expect(slots.get('cache')).toEqual({
-      index: 1,
-      disk: 'runners-cache-first1',
-      placeholder: false,
-    });
-    expect(slots.size).toBe(1);
+    expect(slots).toEqual([
+      { template: 'cache', index: 1, disk: 'runners-cache-first1', placeholder: false },
+    ]);
   });
 });
 
@@ -181,6 +189,7 @@ describe('placeRef', () => {
   it('renames the slot reference in place (position and bootOrder kept)', () => {
     const refs = [VD('runners-a-root', 1), VD('cache', 2), ISO];
     const out = placeRef(refs, 'runners-cache-abcdef', {
+      template: 'cache',
       index: 1,
       disk: 'cache',
       placeholder: true,
@@ -200,7 +209,12 @@ describe('placeRef', () => {
   });
 
   it('a slot index outside the refs appends', () => {
-    const out = placeRef([VD('runners-a-root')], 'd', { index: 7, disk: 'x', placeholder: false });
+    const out = placeRef([VD('runners-a-root')], 'd', {
+      template: 'x',
+      index: 7,
+      disk: 'x',
+      placeholder: false,
+    });
     expect(out).toEqual([VD('runners-a-root'), VD('d')]);
   });
 });

@@ -28,48 +28,74 @@ export function diskRefs(vm: VirtualMachine): string[] {
 
 /** Where a VM's reference for one template is, and whether it still names the template itself. */
 export interface RefSlot {
+  /** The template the reference is for. */
+  readonly template: string;
   readonly index: number;
   readonly disk: string;
   readonly placeholder: boolean;
 }
 
 /**
+ * A member's slots, one per template it references, in the order of its references. An array, not a
+ * map: every staying member of every plan gets one, and a member has a few templates, so a scan is
+ * cheaper than a hash table (and allocates a tenth of one).
+ */
+export type Slots = readonly RefSlot[];
+
+/** The slot of `template` among `slots`, if the member references one. */
+export function slotOf(slots: Slots, template: string): RefSlot | undefined {
+  for (const s of slots) if (s.template === template) return s;
+  return undefined;
+}
+
+/**
  * Finds, for each template, the reference a member uses for it: a disk labelled with the template, a
  * name of the template's shape (a disk that vanished), a recorded binding, or the template's own
- * name (an unresolved placeholder, as the reference implementation leaves on new VMs).
+ * name (an unresolved placeholder, as the reference implementation leaves on new VMs). The first
+ * reference of a template wins.
  */
 export function slotsOf(
   pool: VirtualMachinePool,
   vm: VirtualMachine,
   diskByName: ReadonlyMap<string, VirtualDisk>,
   bindings: readonly Binding[],
-): Map<string, RefSlot> {
-  const slots = new Map<string, RefSlot>();
-  const poolName = nameOf(pool);
-  const vmN = nameOf(vm);
-  // Needed only for a reference to a disk not read (rare): not built for every member of every plan.
-  let names: string[] | undefined;
-  const templates = (): string[] => (names ??= pool.spec.virtualDiskTemplates.map((t) => t.name));
-  (vm.spec.blockDeviceRefs ?? []).forEach((ref, index) => {
-    if (ref.kind !== 'VirtualDisk') return;
+): RefSlot[] {
+  const slots: RefSlot[] = [];
+  const refs = vm.spec.blockDeviceRefs ?? [];
+  for (let index = 0; index < refs.length; index++) {
+    const ref = refs[index] as BlockDeviceRef;
+    if (ref.kind !== 'VirtualDisk') continue;
     const disk = diskByName.get(ref.name);
     let template: string | undefined;
     let placeholder = false;
-    if (disk !== undefined && disk.metadata.labels?.[keys.poolUid] === pool.metadata.uid) {
-      template = disk.metadata.labels?.[keys.diskTemplate];
-    } else if (disk === undefined && templates().includes(ref.name)) {
-      template = ref.name;
-      placeholder = true;
-    } else if (disk === undefined) {
-      template =
-        templates().find(
-          (t) => ref.name === deleteDiskName(vmN, t) || isRetainDiskName(ref.name, poolName, t),
-        ) ?? bindings.find((b) => b.vm === vmN && b.disk === ref.name)?.template;
+    if (disk !== undefined) {
+      if (disk.metadata.labels?.[keys.poolUid] === pool.metadata.uid)
+        template = disk.metadata.labels?.[keys.diskTemplate];
+    } else {
+      // A reference to a disk not read (rare): only then are the templates' names looked at.
+      ({ template, placeholder } = unreadRef(pool, vm, ref.name, bindings));
     }
-    if (template !== undefined && !slots.has(template))
-      slots.set(template, { index, disk: ref.name, placeholder });
-  });
+    if (template !== undefined && slotOf(slots, template) === undefined)
+      slots.push({ template, index, disk: ref.name, placeholder });
+  }
   return slots;
+}
+
+/** The template of a reference to a disk that was not read: a placeholder, a name's shape, a binding. */
+function unreadRef(
+  pool: VirtualMachinePool,
+  vm: VirtualMachine,
+  ref: string,
+  bindings: readonly Binding[],
+): { template: string | undefined; placeholder: boolean } {
+  const templates = pool.spec.virtualDiskTemplates.map((t) => t.name);
+  if (templates.includes(ref)) return { template: ref, placeholder: true };
+  const vmN = nameOf(vm);
+  const poolName = nameOf(pool);
+  const template =
+    templates.find((t) => ref === deleteDiskName(vmN, t) || isRetainDiskName(ref, poolName, t)) ??
+    bindings.find((b) => b.vm === vmN && b.disk === ref)?.template;
+  return { template, placeholder: false };
 }
 
 /** Replaces the VirtualDisk placeholders of template refs with bound disk names, in place. */

@@ -75,8 +75,13 @@ export function pruneDisks(
 
 /** Whether a disk's controller is the pool or one of its members (Terminating ones included). */
 function controllers(view: PruneInput): (d: VirtualDisk) => boolean {
-  const uids = new Set(view.members.map((m) => m.metadata.uid));
-  uids.add(view.pool.metadata.uid);
-  uids.delete(undefined);
-  return (d) => uids.has(controllerOf(d.metadata)?.uid);
+  // Built on the first disk of a removed template (rare), not for every plan.
+  let uids: Set<string | undefined> | undefined;
+  const known = (): Set<string | undefined> => {
+    const out = new Set(view.members.map((m) => m.metadata.uid));
+    out.add(view.pool.metadata.uid);
+    out.delete(undefined);
+    return out;
+  };
+  return (d) => (uids ??= known()).has(controllerOf(d.metadata)?.uid);
 }

@@ -109,7 +109,8 @@ export function decideClaims(input: Readonly<ClaimsInput>): ClaimsPlan {
   const byUid = new Map(mine.map((c) => [c.metadata.uid ?? '', c]));
   // Members marked in this plan by name; the others are as observed (live is not copied per plan).
   const marked = new Map<string, VirtualMachine>();
-  const nextLive = () => [...view.live.values()].map((m) => marked.get(nameOf(m)) ?? m);
+  const nextOf = (m: VirtualMachine): VirtualMachine =>
+    marked.size === 0 ? m : (marked.get(nameOf(m)) ?? m);
   const holder = new Map<string, VirtualMachine>();
   const gone = new Set<string>();
   const binds: BindClaim[] = [];
@@ -204,9 +205,11 @@ export function decideClaims(input: Readonly<ClaimsInput>): ClaimsPlan {
     ].map((r) => r.name),
   );
   const minReadyMs = 1000 * (pool.spec.minReadySeconds ?? 0);
-  const idleOnes = nextLive().filter(
-    (m) => !leaving.has(nameOf(m)) && isIdleMember(m, view.hash, now, minReadyMs),
-  );
+  const idleOnes: VirtualMachine[] = [];
+  for (const live of view.live.values()) {
+    const m = nextOf(live);
+    if (!leaving.has(nameOf(m)) && isIdleMember(m, view.hash, now, minReadyMs)) idleOnes.push(m);
+  }
   // Only a waiting claim takes members in this order; without one, sorting is n log n for nothing.
   const idle = waiting.length === 0 ? idleOnes : runningLongestFirst(idleOnes);
   let taken = 0;
@@ -224,21 +227,31 @@ export function decideClaims(input: Readonly<ClaimsInput>): ClaimsPlan {
     recheck = Math.min(recheck, Date.parse(s.expiresAt ?? '') || Infinity);
   }
 
-  const staying = nextLive().filter((m) => !gone.has(nameOf(m)));
-  const claimed = staying.filter(isClaimed).length;
+  // One pass over the members that stay: the claimed, the protected idle, and (only when this plan
+  // marked or released one) the members as they stay.
+  const same = marked.size === 0 && gone.size === 0;
+  const staying: VirtualMachine[] = [];
+  let claimed = 0;
+  let held = 0;
+  for (const live of view.live.values()) {
+    if (gone.size > 0 && gone.has(nameOf(live))) continue;
+    const m = nextOf(live);
+    if (!same) staying.push(m);
+    if (isClaimed(m)) claimed++;
+    else if (isProtected(m)) held++;
+  }
   const replicas = pool.spec.replicas ?? 0;
   const target = effectiveTarget(replicas, pool.spec.claims, { claimed, pending: unbound.length });
   // Members that could still become idle for a claim: the cap less the claimed and the protected.
   const cap =
     pool.spec.claims === undefined ? replicas : Math.max(replicas, pool.spec.claims.maxReplicas);
-  const room = cap - claimed - staying.filter((m) => !isClaimed(m) && isProtected(m)).length;
+  const room = cap - claimed - held;
   unbound.forEach((c, i) => {
     const reason = paused ? 'PoolPaused' : i < room ? 'NoIdleMember' : 'PoolAtMaximum';
     write(c, pendingStatus(c, reason, pendingMessage(reason, nameOf(pool), cap), now));
   });
 
   const at = rfc3339(now);
-  const same = marked.size === 0 && gone.size === 0;
   return {
     members: same
       ? view.members

@@ -149,7 +149,7 @@ export function plan(obs: Observed, now: Date, rand: Rand): Plan {
   });
   const writeStatus = !sameStatus(
     status,
-    withoutDoneDeletes(pool.status, liveUids(view.live.values())),
+    withoutDoneDeletes(pool.status, () => liveUids(view.live.values())),
   );
   const fenced = actions.some(isFenced);
   const due = [
@@ -216,7 +216,7 @@ function paused(split: Split, pending: readonly string[], now: Date, claims: Cla
   const statuses = [...claims.statuses];
   const writeStatus = !sameStatus(
     status,
-    withoutDoneDeletes(prev, liveUids([...split.active.live.values(), ...split.standbyLive])),
+    withoutDoneDeletes(prev, () => liveUids([...split.active.live.values(), ...split.standbyLive])),
   );
   return statuses.length === 0
     ? idle(status, writeStatus)

@@ -19,6 +19,24 @@ describe('observe', () => {
     expect(v.busy.has('runners-ttttt-root')).toBe(true);
   });
 
+  it('names the disks a live member shares with a VM read before it, and only those', () => {
+    const p = pool();
+    const a = steady(p, 'runners-aaaaa', { cache: 'runners-cache-shared' });
+    const b = steady(p, 'runners-bbbbb', { cache: 'runners-cache-shared' });
+    const c = steady(p, 'runners-ccccc');
+    const t = steady(p, 'runners-ttttt', { terminating: true, cache: 'runners-cache-leaver' });
+    const u = steady(p, 'runners-uuuuu', { cache: 'runners-cache-leaver' });
+    expect([...observe(observed(p, [a, b, c, t, u])).sharedRefs]).toEqual(['runners-cache-shared']);
+    expect(observe(observed(p, [a, c])).sharedRefs.size).toBe(0);
+    // A VM outside the pool read first: the member after it shares its disk.
+    const stranger = vm(p, 'runners-sssss', {
+      refs: [{ kind: 'VirtualDisk', name: 'runners-ccccc-root' }],
+    });
+    stranger.metadata.ownerReferences = [];
+    const v = observe({ ...observed(p, [c]), vms: [stranger, c.vm] });
+    expect([...v.sharedRefs]).toEqual(['runners-ccccc-root']);
+  });
+
   it('keeps recorded creates not yet seen, and drops one a foreign VM holds with a warning', () => {
     const p = pool({
       status: { intent: { creates: ['runners-aaaaa', 'runners-ppppp', 'runners-fffff'] } },

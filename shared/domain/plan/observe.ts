@@ -80,6 +80,11 @@ export interface View {
    * live or Terminating member or by any other VM read, or reported attached by the platform.
    */
   readonly busy: ReadonlySet<string>;
+  /**
+   * Disks referenced by a live member and by another VM read before it (a member or not): the only
+   * disks two staying members can share (collisions.ts); empty in a healthy pool.
+   */
+  readonly sharedRefs: ReadonlySet<string>;
   /** Recorded creates not yet observed, minus those a VM outside the pool turned out to hold. */
   readonly pendingCreates: readonly string[];
   /** Recorded victims of scale-downs still live under the recorded uid and not protected since. */
@@ -115,6 +120,7 @@ export function observe(obs: Observed): View {
   const heldByTerminating = new Set<string>();
   const vmNames = new Set<string>();
   const busy = new Set<string>();
+  const sharedRefs = new Set<string>();
   // Names of VMs not labelled for the pool (read with the namespace): taken, never the pool's.
   const outside = new Set<string>();
   for (const vm of obs.vms) {
@@ -128,8 +134,12 @@ export function observe(obs: Observed): View {
     const terminating = isTerminating(vm);
     if (!terminating) live.set(nameOf(vm), vm);
     // A live member's disks go straight into busy: no index of their own (nothing reads one).
-    const refs = terminating ? heldByTerminating : busy;
-    for (const r of vm.spec.blockDeviceRefs ?? []) if (r.kind === 'VirtualDisk') refs.add(r.name);
+    for (const r of vm.spec.blockDeviceRefs ?? []) {
+      if (r.kind !== 'VirtualDisk') continue;
+      if (terminating) heldByTerminating.add(r.name);
+      else if (busy.has(r.name)) sharedRefs.add(r.name);
+      else busy.add(r.name);
+    }
   }
   const isLive = (r: MemberRef): boolean => live.get(r.name)?.metadata.uid === r.uid;
   // Protection (or a claim) wins over a recorded removal not carried out yet (a runner that took a
@@ -183,6 +193,7 @@ export function observe(obs: Observed): View {
     poolDisks,
     heldByLeaving: heldByTerminating,
     busy,
+    sharedRefs,
     pendingCreates,
     pendingDeletes: (intent.deletes ?? []).filter((d) => d.reason === undefined && mayGo(d)),
     pendingReplacements: (intent.deletes ?? []).filter(

@@ -47,17 +47,23 @@ export function countMembers(
   now: Date = new Date(0),
   minReadyMs = 0,
 ): Counts {
-  const live = members.filter((m) => !isTerminating(m));
-  return {
-    replicas: members.length,
-    ready: live.filter(isReady).length,
-    available: live.filter((m) => (availableAt(m, minReadyMs) ?? Infinity) <= now.getTime()).length,
-    updated: live.filter((m) => m.metadata.labels?.[keys.templateHash] === hash).length,
-    restartPending: live.filter(
-      (m) => m.metadata.annotations?.[keys.patchedTemplateHash] === hash && awaitingRestart(m),
-    ).length,
-    live: live.length,
-  };
+  // One pass, no arrays: every reconcile counts every member.
+  const t = now.getTime();
+  let live = 0;
+  let ready = 0;
+  let available = 0;
+  let updated = 0;
+  let restartPending = 0;
+  for (const m of members) {
+    if (isTerminating(m)) continue;
+    live++;
+    if (isReady(m)) ready++;
+    if ((availableAt(m, minReadyMs) ?? Infinity) <= t) available++;
+    if (m.metadata.labels?.[keys.templateHash] === hash) updated++;
+    if (m.metadata.annotations?.[keys.patchedTemplateHash] === hash && awaitingRestart(m))
+      restartPending++;
+  }
+  return { replicas: members.length, ready, available, updated, restartPending, live };
 }
 
 /** What the plan decided that status reports beyond the replicas' own state. */
@@ -276,14 +282,17 @@ export function membersAfterDeletes(
  * `stored` without the recorded deletes that are done (their member Terminating or gone, so no live
  * member has their uid): such an entry is inert (observe ignores it, and a uid never names a
  * newcomer), so it alone is no reason to write; the next write that happens anyway drops it.
+ * `liveUids` may be a function: it is called only when deletes are recorded (a plan of a quiet pool
+ * builds no set of every member's uid).
  */
 export function withoutDoneDeletes(
   stored: PoolStatus | undefined,
-  liveUids: ReadonlySet<string>,
+  liveUids: ReadonlySet<string> | (() => ReadonlySet<string>),
 ): PoolStatus | undefined {
   const deletes = stored?.intent?.deletes;
   if (stored === undefined || deletes === undefined) return stored;
-  const pending = deletes.filter((d) => liveUids.has(d.uid));
+  const live = typeof liveUids === 'function' ? liveUids() : liveUids;
+  const pending = deletes.filter((d) => live.has(d.uid));
   if (pending.length === deletes.length) return stored;
   const intent = normalizeIntent({ ...stored.intent, deletes: pending });
   const out: PoolStatus = { ...stored };
