@@ -231,7 +231,10 @@ function claimCounts(
   return {
     claimed: claims.claimed,
     pending: claims.pending,
-    idle: claims.idle.filter((m) => !removed.has(nameOf(m))).length,
+    idle:
+      removed.size === 0
+        ? claims.idle.length
+        : claims.idle.filter((m) => !removed.has(nameOf(m))).length,
   };
 }
 

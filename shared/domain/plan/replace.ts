@@ -77,15 +77,17 @@ export function decideReplace(input: Readonly<ReplaceInput>): Replace {
     timeoutMs !== undefined && (unhealthyAt(m, timeoutMs) ?? Infinity) <= t;
   const recorded = new Set(view.pendingReplacements.map((r) => r.name));
   // A member recorded for replacement is in progress whatever its state.
-  const others = view.members.filter((m) => !recorded.has(nameOf(m)));
+  const others =
+    recorded.size === 0 ? view.members : view.members.filter((m) => !recorded.has(nameOf(m)));
   const load = disruptionLoad(others, view.hash, sick);
   let busy = load.busy + recorded.size + input.creates;
   let broken = load.broken;
   const limit = maxUnavailableOf(pool);
   const prev = pool.status?.healing;
   const open = input.staying.filter((m) => !isKept(m));
-  const ill = open.filter(sick).sort(byTrying);
-  const unhealthy = view.members.filter(sick).length;
+  // Without healing nothing is sick: no member is walked for it.
+  const ill = timeoutMs === undefined ? [] : open.filter(sick).sort(byTrying);
+  const unhealthy = timeoutMs === undefined ? 0 : view.members.filter(sick).length;
   const tolerated = maxUnhealthyOf(pool);
   // The breaker: so many failing at once is the platform's or the template's fault, not theirs.
   const tripped = timeoutMs !== undefined && unhealthy > tolerated;
@@ -99,9 +101,7 @@ export function decideReplace(input: Readonly<ReplaceInput>): Replace {
   busy += expire.length;
 
   const healing = nextHealing(prev, heal.length, healthy(view, input, open), now);
-  const starting = open.map((m) =>
-    timeoutMs === undefined ? undefined : unhealthyAt(m, timeoutMs),
-  );
+  const starting = timeoutMs === undefined ? [] : open.map((m) => unhealthyAt(m, timeoutMs));
   // A tripped breaker waits for members to change (each change is an event), not for a deadline.
   const blocked = ill.length > heal.length && !tripped ? nextRound : undefined;
   const due = [...starting, expired.next, blocked].filter(
@@ -111,7 +111,8 @@ export function decideReplace(input: Readonly<ReplaceInput>): Replace {
   const facts = {
     timeout,
     unhealthy,
-    kept: input.staying.filter((m) => isProtected(m) && sick(m)).length,
+    kept:
+      timeoutMs === undefined ? 0 : input.staying.filter((m) => isProtected(m) && sick(m)).length,
     ...(tripped
       ? {
           tripped: {

@@ -68,7 +68,12 @@ export function rosterOf(input: Readonly<RosterInput>): Roster {
     creates: [...count.creates, ...standby.creates],
     standby: new Set(standby.creates),
     leaving: new Set(leaving.filter((n) => !standby.returned.has(n))),
-    staying: [...count.staying.filter((m) => !replaced.has(nameOf(m))), ...standby.staying],
+    staying: [
+      ...(replaced.size === 0
+        ? count.staying
+        : count.staying.filter((m) => !replaced.has(nameOf(m)))),
+      ...standby.staying,
+    ],
   };
 }
 

@@ -153,23 +153,24 @@ function diskEdit(
   inUse: ReadonlySet<string>,
   now: Date,
 ): UpdateDisk | undefined {
-  const why: DiskUpdateWhy[] = [];
+  // Most disks need nothing: the reasons' array is made for those that do.
+  let why: DiskUpdateWhy[] | undefined;
   let next: VirtualDisk = disk;
   if (policyOf(template) === 'Retain' && poolOwned(view.pool, disk)) {
     const used = inUse.has(nameOf(disk));
     const stamped = disk.metadata.annotations?.[keys.freeSince] !== undefined;
     if (used && stamped) {
-      why.push('inUse');
+      why = ['inUse'];
       next = stampFree(next, undefined);
     } else if (!used && !stamped) {
-      why.push('freeSince');
+      why = ['freeSince'];
       next = stampFree(next, rfc3339(now));
     }
   }
   const size = growthOf(template, disk);
   if (size !== undefined) {
-    why.push('grow');
+    why = [...(why ?? []), 'grow'];
     next = withSize(next, size);
   }
-  return why.length === 0 ? undefined : { kind: 'updateDisk', disk: next, why };
+  return why === undefined ? undefined : { kind: 'updateDisk', disk: next, why };
 }
