@@ -206,8 +206,8 @@ export function decideClaims(input: Readonly<ClaimsInput>): ClaimsPlan {
   );
   const minReadyMs = 1000 * (pool.spec.minReadySeconds ?? 0);
   const idleOnes: VirtualMachine[] = [];
-  for (const live of view.live.values()) {
-    const m = nextOf(live);
+  for (const seen of view.live.values()) {
+    const m = nextOf(seen);
     if (!leaving.has(nameOf(m)) && isIdleMember(m, view.hash, now, minReadyMs)) idleOnes.push(m);
   }
   // Only a waiting claim takes members in this order; without one, sorting is n log n for nothing.
@@ -232,20 +232,20 @@ export function decideClaims(input: Readonly<ClaimsInput>): ClaimsPlan {
   const same = marked.size === 0 && gone.size === 0;
   const staying: VirtualMachine[] = [];
   let claimed = 0;
-  let held = 0;
-  for (const live of view.live.values()) {
-    if (gone.size > 0 && gone.has(nameOf(live))) continue;
-    const m = nextOf(live);
+  let protectedIdle = 0;
+  for (const seen of view.live.values()) {
+    if (gone.size > 0 && gone.has(nameOf(seen))) continue;
+    const m = nextOf(seen);
     if (!same) staying.push(m);
     if (isClaimed(m)) claimed++;
-    else if (isProtected(m)) held++;
+    else if (isProtected(m)) protectedIdle++;
   }
   const replicas = pool.spec.replicas ?? 0;
   const target = effectiveTarget(replicas, pool.spec.claims, { claimed, pending: unbound.length });
   // Members that could still become idle for a claim: the cap less the claimed and the protected.
   const cap =
     pool.spec.claims === undefined ? replicas : Math.max(replicas, pool.spec.claims.maxReplicas);
-  const room = cap - claimed - held;
+  const room = cap - claimed - protectedIdle;
   unbound.forEach((c, i) => {
     const reason = paused ? 'PoolPaused' : i < room ? 'NoIdleMember' : 'PoolAtMaximum';
     write(c, pendingStatus(c, reason, pendingMessage(reason, nameOf(pool), cap), now));
