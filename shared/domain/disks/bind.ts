@@ -9,7 +9,17 @@ import type { Binding, BlockDeviceRef, DiskTemplate, VirtualMachine } from '../.
 import type { ClaimDisk, CreateDisk, CreateVm, DeleteDisk, View } from '../plan/index.js';
 import { asStandby, newMember, nameOf } from '../fleet/index.js';
 import type { Slots } from './disks.js';
-import { diskRefs, newDisk, placeRef, policyOf, resolveRefs, slotOf, slotsOf } from './disks.js';
+import {
+  diskRefs,
+  newDisk,
+  placeRef,
+  policyOf,
+  resolveRefs,
+  slotOf,
+  slotsOf,
+  templateBits,
+  whole,
+} from './disks.js';
 import { canonicalJson, deleteDiskName, isRetainDiskName } from '../formats/index.js';
 import { collisionLosers } from './collisions.js';
 import type { Rand } from '../formats/index.js';
@@ -101,10 +111,14 @@ export function bindDisks(input: Readonly<BindInput>): DiskPlan {
   const losers =
     early === undefined ? NO_LOSERS : collisionLosers(count.staying, early, view.sharedRefs);
   const refs = new Map<string, BlockDeviceRef[]>();
+  const bits = templateBits(view.templates);
   count.staying.forEach((m, i) => {
     const name = nameOf(m);
+    const lost = losers.get(name);
+    if (lost === undefined && bits !== undefined && whole(view.pool, m, view.diskByName, bits))
+      return;
     const mine = early === undefined || ledger.boundFor.has(name) ? slotsFor(m) : early[i];
-    const next = ensureDisks(view, ledger, m, mine ?? [], losers.get(name) ?? NOTHING_LOST, rand);
+    const next = ensureDisks(view, ledger, m, mine ?? [], lost ?? NOTHING_LOST, rand);
     if (next !== undefined) refs.set(name, next);
   });
   const pruned = pruneDisks(view, refs, ledger.claimed);

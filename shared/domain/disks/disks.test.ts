@@ -11,7 +11,9 @@ import {
   reusable,
   slotOf,
   slotsOf,
+  templateBits,
   templateOfDisk,
+  whole,
 } from './disks.js';
 import { nameOf } from '../fleet/index.js';
 
@@ -161,6 +163,38 @@ describe('slotsOf', () => {
     expect(slots).toEqual([
       { template: 'cache', index: 1, disk: 'runners-cache-first1', placeholder: false },
     ]);
+  });
+});
+
+describe('whole', () => {
+  const member = 'runners-bbbbb';
+  const bits = templateBits(p.spec.virtualDiskTemplates)!;
+  const root = disk(p, `${member}-root`, { template: 'root' });
+  const cache = disk(p, 'runners-cache-xxxxxx');
+  const byName = (...ds: (typeof root)[]) => new Map(ds.map((d) => [nameOf(d), d]));
+  const refs = [VD(`${member}-root`), ISO, VD('runners-cache-xxxxxx')];
+
+  it('a member whose references are pool disks covering every template needs nothing', () => {
+    expect(whole(p, vm(p, member, { refs }), byName(root, cache), bits)).toBe(true);
+  });
+
+  it('takes the long way for a missing template, a placeholder, a vanished or a foreign disk', () => {
+    const both = byName(root, cache);
+    expect(whole(p, vm(p, member, { refs: [VD(`${member}-root`)] }), both, bits)).toBe(false);
+    expect(whole(p, vm(p, member, { refs: [VD(`${member}-root`), VD('cache')] }), both, bits)).toBe(
+      false,
+    );
+    expect(whole(p, vm(p, member, { refs }), byName(root), bits)).toBe(false);
+    const foreign = disk(pool({ uid: 'other' }), 'runners-cache-xxxxxx');
+    expect(whole(p, vm(p, member, { refs }), byName(root, foreign), bits)).toBe(false);
+  });
+
+  it('gives each distinct template name one bit', () => {
+    const t = p.spec.virtualDiskTemplates;
+    expect(templateBits([...t, ...t])).toEqual(bits);
+    expect(bits.all).toBe(3);
+    const many = Array.from({ length: 31 }, (_, i) => ({ ...t[0]!, name: `t${i}` }));
+    expect(templateBits(many)).toBeUndefined();
   });
 });
 

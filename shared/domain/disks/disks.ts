@@ -81,6 +81,42 @@ export function slotsOf(
   return slots;
 }
 
+/** Each template name's bit, and all of them together: what {@link whole} checks a member against. */
+export interface TemplateBits {
+  readonly bits: ReadonlyMap<string, number>;
+  readonly all: number;
+}
+
+/** The templates' bits; undefined for more names than bits (every member then takes the long way). */
+export function templateBits(templates: readonly DiskTemplate[]): TemplateBits | undefined {
+  const bits = new Map<string, number>();
+  for (const t of templates) if (!bits.has(t.name)) bits.set(t.name, 1 << bits.size);
+  if (bits.size > 30) return undefined;
+  return { bits, all: 2 ** bits.size - 1 };
+}
+
+/**
+ * True when each disk reference of `vm` names a disk read and labelled for the pool, and together
+ * they cover every template: then each template's slot is a disk that exists, and a member that lost
+ * none of them to a collision needs nothing. Decided without building the member's slots, as for
+ * every member of a quiet pool.
+ */
+export function whole(
+  pool: VirtualMachinePool,
+  vm: VirtualMachine,
+  diskByName: ReadonlyMap<string, VirtualDisk>,
+  templates: TemplateBits,
+): boolean {
+  let mask = 0;
+  for (const r of vm.spec.blockDeviceRefs ?? []) {
+    if (r.kind !== 'VirtualDisk') continue;
+    const labels = diskByName.get(r.name)?.metadata.labels;
+    if (labels === undefined || labels[keys.poolUid] !== pool.metadata.uid) return false;
+    mask |= templates.bits.get(labels[keys.diskTemplate] ?? '') ?? 0;
+  }
+  return mask === templates.all;
+}
+
 /** The template of a reference to a disk that was not read: a placeholder, a name's shape, a binding. */
 function unreadRef(
   pool: VirtualMachinePool,

@@ -27,6 +27,25 @@ describe('plan: Delete disks, placeholders, sizes, removed templates', () => {
     });
   });
 
+  it('gives a live member a disk for a template it has none of (a template added), appended', () => {
+    const p = pool({ replicas: 1 });
+    const a = steady(p, 'runners-aaaaa', {
+      refs: [
+        { kind: 'VirtualDisk', name: 'runners-aaaaa-root' },
+        { kind: 'ClusterVirtualImage', name: 'tools-iso' },
+      ],
+    });
+    const pl = plan({ pool: p, vms: [a.vm], disks: [a.disks[0]!] }, NOW, rand());
+    const [created] = of(pl, 'createDisk');
+    expect(created?.disk.metadata.labels?.[keys.diskTemplate]).toBe('cache');
+    const [update] = of(pl, 'updateVm');
+    expect(update?.vm.spec.blockDeviceRefs).toEqual([
+      { kind: 'VirtualDisk', name: 'runners-aaaaa-root' },
+      { kind: 'ClusterVirtualImage', name: 'tools-iso' },
+      { kind: 'VirtualDisk', name: created?.disk.metadata.name },
+    ]);
+  });
+
   it('resolves the placeholders of a member made by the reference implementation', () => {
     const p = pool({ replicas: 1 });
     const hash = templateHash(p.spec.virtualMachineTemplate);
