@@ -102,10 +102,11 @@ export function bindDisks(input: Readonly<BindInput>): DiskPlan {
   });
   const slotsFor = (m: VirtualMachine): Slots =>
     slotsOf(view.pool, m, view.diskByName, ledger.bindings);
-  // Where a disk is referenced twice, every staying member's slots are read up front for the
-  // collisions, and again only for a member that gained a binding since (a repeat in the roster).
-  // Otherwise (a healthy pool) each member's are read as it is ensured, and dropped: no plan holds
-  // every member's slots at once.
+  // Where observe saw a disk shared, every staying member's slots are read up front for the
+  // collisions, and again only for a member that gained a binding since. Otherwise (a healthy pool)
+  // each member's are read as it is ensured, and dropped: no plan holds every member's slots at
+  // once. The staying members are distinct (plan's roster never repeats one): a member listed
+  // twice would not collide with itself here.
   const early = view.sharedRefs.size === 0 ? undefined : count.staying.map(slotsFor);
   ledger.boundFor.clear();
   const losers =

@@ -11,8 +11,9 @@ import { conditionOf, nameOf } from '../fleet/index.js';
 /**
  * For each member that loses a shared disk, the disks it loses. The member whose block devices are
  * ready keeps the disk (it is the one using it), then the first by name. `slots[i]` are the slots of
- * `staying[i]` (`slotsOf` in disks.ts); `shared` holds at least every disk referenced twice (the
- * view's `sharedRefs`): only those can collide, so no index of every disk is built per plan.
+ * `staying[i]` (`slotsOf` in disks.ts); `shared` holds at least every disk two of them reference
+ * (the view's `sharedRefs` holds every disk two live members do): only those can collide, so no
+ * index of every disk is built per plan.
  */
 export function collisionLosers(
   staying: readonly VirtualMachine[],

@@ -75,7 +75,7 @@ export function pruneDisks(
 
 /** Whether a disk's controller is the pool or one of its members (Terminating ones included). */
 function controllers(view: PruneInput): (d: VirtualDisk) => boolean {
-  // Built on the first disk of a removed template (rare), not for every plan.
+  // Built for the first disk of a removed template that nothing uses (rare), not for every plan.
   let uids: Set<string | undefined> | undefined;
   const known = (): Set<string | undefined> => {
     const out = new Set(view.members.map((m) => m.metadata.uid));

@@ -81,8 +81,9 @@ export interface View {
    */
   readonly busy: ReadonlySet<string>;
   /**
-   * Disks referenced by a live member and by another VM read before it (a member or not): the only
-   * disks two staying members can share (collisions.ts); empty in a healthy pool.
+   * Disks a live member references that a live member or a VM outside the pool read before it (or
+   * the same member, twice) referenced already: every disk two staying members share is here
+   * (collisions.ts), and more does no harm; empty in a healthy pool.
    */
   readonly sharedRefs: ReadonlySet<string>;
   /** Recorded creates not yet observed, minus those a VM outside the pool turned out to hold. */

@@ -85,7 +85,7 @@ export function decideReplace(input: Readonly<ReplaceInput>): Replace {
   const limit = maxUnavailableOf(pool);
   const prev = pool.status?.healing;
   const open = input.staying.filter((m) => !isKept(m));
-  // Without healing nothing is sick: no member is walked for it.
+  // Without a startupTimeout (unset or unparsable) nothing is sick: no member is walked for it.
   const ill = timeoutMs === undefined ? [] : open.filter(sick).sort(byTrying);
   const unhealthy = timeoutMs === undefined ? 0 : view.members.filter(sick).length;
   const tolerated = maxUnhealthyOf(pool);
