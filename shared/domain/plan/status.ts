@@ -282,8 +282,8 @@ export function membersAfterDeletes(
  * `stored` without the recorded deletes that are done (their member Terminating or gone, so no live
  * member has their uid): such an entry is inert (observe ignores it, and a uid never names a
  * newcomer), so it alone is no reason to write; the next write that happens anyway drops it.
- * `liveUids` may be a function: it is called only when the intent has a deletes list (a plan of a quiet pool
- * builds no set of every member's uid).
+ * `liveUids` may be a function: it is called only when the intent has a deletes list (a plan of a
+ * quiet pool builds no set of every member's uid).
  */
 export function withoutDoneDeletes(
   stored: PoolStatus | undefined,
