@@ -74,6 +74,21 @@ async function settled(
   return m;
 }
 
+/**
+ * A settled pool with claim `c` left waiting: no member is idle (Ready for 2 h asked, the members
+ * ran 1 h), and the claim's own event reconciled it.
+ */
+async function withWaitingClaim(): Promise<MemoryKube> {
+  const m = await settled();
+  m.touch<VirtualMachinePool>('pool', 'runners', (p) => ({
+    ...p,
+    spec: { ...p.spec, minReadySeconds: 7200 },
+  }));
+  m.store.claim.set('c', claim('c'));
+  await reconcilePool(deps(m.kube), 'ci', 'runners', { claims: true });
+  return m;
+}
+
 describe('which reconciles read the claims', () => {
   it('a pool whose status says no claim waits or is bound: a non-claim event reads none', async () => {
     const m = await settled();
@@ -183,14 +198,7 @@ describe('which reconciles read the claims', () => {
   });
 
   it('a claim left waiting is recorded (pendingClaims 1, none bound), so a pool event reads the claims', async () => {
-    const m = await settled();
-    // No member is idle (Ready 2 h, the members ran 1 h): the claim waits, nothing is bound.
-    m.touch<VirtualMachinePool>('pool', 'runners', (p) => ({
-      ...p,
-      spec: { ...p.spec, minReadySeconds: 7200 },
-    }));
-    m.store.claim.set('c', claim('c'));
-    await reconcilePool(deps(m.kube), 'ci', 'runners', { claims: true });
+    const m = await withWaitingClaim();
     expect(claimOfStore(m, 'c')?.status?.phase).toBe('Pending');
     expect(poolOf(m).status).toMatchObject({ pendingClaims: 1, claimedReplicas: 0 });
     expect(poolOf(m).status?.intent?.claims).toBeUndefined();
@@ -287,13 +295,7 @@ describe('which reconciles read the claims', () => {
   });
 
   it('a waiting claim taken back (deleted, its event lost): the next member event reads the claims, records none waiting, and the one after reads none', async () => {
-    const m = await settled();
-    m.touch<VirtualMachinePool>('pool', 'runners', (p) => ({
-      ...p,
-      spec: { ...p.spec, minReadySeconds: 7200 },
-    }));
-    m.store.claim.set('c', claim('c'));
-    await reconcilePool(deps(m.kube), 'ci', 'runners', { claims: true });
+    const m = await withWaitingClaim();
     expect(poolOf(m).status).toMatchObject({ pendingClaims: 1 });
     m.store.claim.delete('c');
     const c = counting(m.kube);
