@@ -90,19 +90,34 @@ export function freeCandidate(disk: VirtualDisk): boolean {
 export function gcDisk(disk: VirtualDisk): VirtualDisk {
   const { name, namespace, uid, resourceVersion, labels, annotations } = disk.metadata;
   const owner = controllerOf(disk.metadata);
-  const kept = (from: Record<string, string> | undefined, names: readonly string[]) =>
-    Object.fromEntries(names.flatMap((k) => (from?.[k] === undefined ? [] : [[k, from[k]]])));
   return {
     metadata: {
       name,
       namespace,
       uid,
       resourceVersion,
-      labels: kept(labels, [keys.poolUid, keys.diskTemplate]),
-      annotations: kept(annotations, [keys.freeSince]),
+      labels: kept(labels, keys.poolUid, keys.diskTemplate),
+      annotations: kept(annotations, keys.freeSince),
       ...(owner === undefined ? {} : { ownerReferences: [owner] }),
     },
     spec: {},
     ...(disk.status?.phase === undefined ? {} : { status: { phase: disk.status.phase } }),
   };
+}
+
+/**
+ * Of `from`, the entries named, and none other. Written out, not mapped: a pass calls it twice for
+ * each of 20,000 disks.
+ */
+function kept(
+  from: Readonly<Record<string, string>> | undefined,
+  ...names: readonly string[]
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (from === undefined) return out;
+  for (const k of names) {
+    const v = from[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
 }
