@@ -6,19 +6,20 @@
  * list calls counted.
  * @module
  */
+import { join } from 'node:path';
 import { GROUP, VERSION, VirtualMachinePool, keys } from '../shared/api/index.js';
 import type { DiskTemplate } from '../shared/api/index.js';
 import { newDisk } from '../shared/domain/index.js';
 import { createKube } from '../shared/kube/index.js';
 import { createSend } from '../shared/kube/transport.js';
 import type { Send } from '../shared/kube/transport.js';
-import type { Kube, Listed, PageRequest } from '../shared/kube/index.js';
-import { collectDisks, runBounded } from '../shared/reconcile/index.js';
+import { runBounded } from '../shared/reconcile/index.js';
 import { prepareDeletes, rawDeletes } from './gc-raw.js';
 import type { DeletePoint } from './gc-raw.js';
 import type { BenchPlane } from './plane.js';
 import { benchPool, clients, cpuReading, cpuSince, median, quietBefore } from './objects.js';
-import { silentLog } from './stack.js';
+import { shippedPasses } from './gc-shipped.js';
+import { ROOT } from '../scripts/bundle-options.js';
 
 /** One GC pass. */
 export interface GcPass {
@@ -26,7 +27,7 @@ export interface GcPass {
   readonly lists: number;
   readonly deleted: number;
   readonly requests: Record<string, number>;
-  /** CPU this process spent in the pass (parsing, planning): the rest of its time is waiting. */
+  /** CPU the pass's process spent in it (parsing, planning, logging): the rest is waiting. */
   readonly cpuMs: number;
   /** CPU the kube-apiserver and etcd spent meanwhile (serving the lists, taking the writes). */
   readonly serverCpuMs: { readonly apiserver: number; readonly etcd: number };
@@ -155,58 +156,23 @@ export async function gcTick(
     if (!o.ok) throw new Error(o.message);
   });
   const setupMs = performance.now() - t0;
-  // One funnel for every pass, as the floor keeps one connection: both list on a warm connection.
-  const funnel = createKube(plane.kc);
   const servers: Servers = {
     apiserver: [plane.cp.pids['kube-apiserver'] ?? 0],
     etcd: [plane.cp.pids.etcd ?? 0],
   };
+  // Every pass in one process started as the image starts disk-gc-tick (gc-shipped.ts), on one
+  // funnel: one warm connection, as the floor keeps.
+  const shipped = await shippedPasses(
+    plane.cp.kubeconfigPath,
+    join(ROOT, 'bench-results', 'build'),
+  );
   const pass = async (at: Date): Promise<GcPass> => {
-    const before = funnel.counts();
-    // Pages each list needed for what it returned (the cluster holds other benchmarks' objects too).
-    let expectedLists = 0;
-    // A list read whole in pages of k (a window's) may end with an empty page: ⌊n/k⌋ + 1 requests;
-    // a page asked for alone is one.
-    const counted =
-      <T>(list: (ns: string | undefined, sel: string, page?: PageRequest) => Promise<Listed<T>>) =>
-      async (ns: string | undefined, sel: string, page?: PageRequest): Promise<Listed<T>> => {
-        const r = await list(ns, sel, page);
-        const whole = page === undefined || page.all === true;
-        const k = page?.limit ?? 500;
-        if (r.ok) expectedLists += whole ? Math.floor(r.value.length / k) + 1 : 1;
-        return r;
-      };
-    const kube: Kube = {
-      ...funnel,
-      listDisks: counted((ns, sel, page) => funnel.listDisks(ns, sel, page)),
-      listPools: async (ns?: string, page?: PageRequest) => {
-        const r = await funnel.listPools(ns, page);
-        if (r.ok) expectedLists++;
-        return r;
-      },
-      listVms: counted((ns, sel, page) => funnel.listVms(ns, sel, page)),
-    };
     const server0 = cpuReading(servers);
-    const s = performance.now();
-    const cpu0 = process.cpuUsage();
-    const out = await collectDisks(kube, at, silentLog('gc'));
-    const cpu = process.cpuUsage(cpu0);
-    const ms = performance.now() - s;
+    const figures = await shipped.pass(at);
     const server = cpuSince(server0, cpuReading(servers));
-    if (out.kind !== 'done') throw new Error(`GC pass: ${out.reason}`);
-    const requests = Object.fromEntries(
-      Object.entries(funnel.counts())
-        .filter(([k]) => !k.includes(':'))
-        .map(([k, v]) => [k, v - (before[k] ?? 0)]),
-    );
     return {
-      ms,
-      lists: requests.list ?? 0,
-      deleted: out.deleted.length,
-      requests,
-      cpuMs: (cpu.user + cpu.system) / 1000,
+      ...figures,
       serverCpuMs: { apiserver: server.apiserver ?? 0, etcd: server.etcd ?? 0 },
-      expectedLists,
     };
   };
   // The tick as it usually runs: nothing due. Then the GC's clock two hours on: one disk per pool is
@@ -225,24 +191,30 @@ export async function gcTick(
       },
       before,
     );
-  for (let r = 0; r < ROUNDS; r++) {
-    await quiet(`floor ${r + 1}`);
-    floors.push(await bareLists(send, servers));
-    await quiet(`pass ${r + 1}`);
-    quiets.push(await pass(new Date()));
-  }
   const middle = <T extends { ms: number }>(xs: T[]): T => {
     const m = median(xs.map((x) => x.ms));
     return xs.find((x) => x.ms === m) ?? (xs[0] as T);
   };
-  // The due pass's floor deletes as many disks of the same shape (one per pool), in namespaces the
-  // pass does not read, created before the pass so that their creation does not load it.
-  const sets = await prepareDeletes(
-    plane,
-    disks.filter((_, i) => i % disksPerPool === 0),
-  );
-  await quiet('the due pass');
-  const due = await pass(new Date(Date.now() + 2 * hour));
+  let due: GcPass;
+  let sets: Awaited<ReturnType<typeof prepareDeletes>>;
+  try {
+    for (let r = 0; r < ROUNDS; r++) {
+      await quiet(`floor ${r + 1}`);
+      floors.push(await bareLists(send, servers));
+      await quiet(`pass ${r + 1}`);
+      quiets.push(await pass(new Date()));
+    }
+    // The due pass's floor deletes as many disks of the same shape (one per pool), in namespaces the
+    // pass does not read, created before the pass so that their creation does not load it.
+    sets = await prepareDeletes(
+      plane,
+      disks.filter((_, i) => i % disksPerPool === 0),
+    );
+    await quiet('the due pass');
+    due = await pass(new Date(Date.now() + 2 * hour));
+  } finally {
+    shipped.stop();
+  }
   await quiet('the raw delete loop');
   const raw = await rawDeletes(plane, sets);
   // The pools were never reconciled: left in place, a later resync tick (the bounded-memory
