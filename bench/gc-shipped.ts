@@ -15,6 +15,9 @@ import { FUNCTION_BUNDLE, ROOT } from '../scripts/bundle-options.js';
 import { RUNTIME_ENV, RUNTIME_FLAGS } from '../scripts/image-start.js';
 import type { PassFigures } from './gc-pass.js';
 
+/** How long the pass process may take to start and make its connection. */
+const READY_MS = 60_000;
+
 /** A disk-gc pass process: one pass per call, on its one funnel. */
 export interface ShippedPasses {
   /** Runs a pass with the GC's clock at `at` and returns what the process measured. */
@@ -54,19 +57,33 @@ export async function shippedPasses(
     tail = (tail + c.toString('utf8')).slice(-2000);
   });
   const lines = createInterface({ input: figures })[Symbol.asyncIterator]();
+  // 'close', not 'exit': stderr is read to its end first, so the error carries the last words.
   const exited = new Promise<never>((_, fail) =>
-    child.on('exit', (code, signal) => {
+    child.on('close', (code, signal) => {
       fail(new Error(`gc-pass exited (${String(code ?? signal)}): ${tail}`));
     }),
   );
   exited.catch(() => undefined);
+  // A child that died between passes breaks the pipe: `next` reports why, not an uncaught EPIPE.
+  stdin.on('error', () => undefined);
   const next = async (): Promise<string> => {
     const line = await Promise.race([lines.next(), exited]);
     if (line.done === true) throw new Error(`gc-pass closed its figures: ${tail}`);
     return line.value;
   };
   // Its connection made before the first pass is timed, whose server CPU would count it otherwise.
-  await next();
+  // A child that never gets there is not left behind.
+  const ready = new Promise<never>((_, fail) =>
+    setTimeout(() => {
+      fail(new Error(`gc-pass not ready after ${READY_MS / 1000} s: ${tail}`));
+    }, READY_MS).unref(),
+  );
+  try {
+    await Promise.race([next(), ready]);
+  } catch (err) {
+    child.kill();
+    throw err;
+  }
   return {
     async pass(at: Date): Promise<PassFigures> {
       stdin.write(`${at.toISOString()}\n`);

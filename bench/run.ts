@@ -359,7 +359,7 @@ function gcRows(gc: GcResult): Row[] {
     },
     {
       bench: '',
-      figure: `floor: the same objects listed bare, median of 3 (${gc.floor.pages} pages of 500, ${(gc.floor.bytes / 1048576).toFixed(0)} MB, not parsed; CPU as above)`,
+      figure: `floor: the same objects listed bare, median of 3 (${gc.floor.pages} pages of 500, ${(gc.floor.bytes / 1048576).toFixed(0)} MB, not parsed; CPU of the bench process, then as above)`,
       value: `${ms(gc.floor.ms)} (${ms(gc.floor.cpuMs)}; ${ms(gc.floor.serverCpuMs.apiserver)}, ${ms(gc.floor.serverCpuMs.etcd)})`,
       goal: '',
     },
