@@ -117,7 +117,8 @@ export async function replacement(
   // The trials start on a quiet control plane, not on the work the scale-ups before left behind,
   // and take turns, a vmpool trial then a ReplicaSet one: whatever slows the host for a while
   // slows both, where 100 of one then 100 of the other put it all in one of them (in the run of
-  // dde9c38, 23 vmpool trials in a row took 150–380 ms, the others 51–104 ms).
+  // dde9c38, 19 of the 23 vmpool trials from the 72nd to the 94th took 152–378 ms, the other 81
+  // 52–104 ms).
   await quietBefore(plane.planePids(), log, 'the trials');
   const metrics0 = await stack.metrics();
   const vmpool: number[] = [];
