@@ -10,8 +10,7 @@ import { spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { build } from 'esbuild';
-import { FUNCTION_BUNDLE, ROOT } from '../scripts/bundle-options.js';
+import { bundleAsShipped } from './bundle.js';
 import { RUNTIME_ENV, RUNTIME_FLAGS } from '../scripts/image-start.js';
 import type { PassFigures } from './gc-pass.js';
 
@@ -31,14 +30,7 @@ export async function shippedPasses(
   outdir: string,
 ): Promise<ShippedPasses> {
   const file = join(outdir, 'gc-pass.mjs');
-  const result = await build({
-    absWorkingDir: ROOT,
-    entryPoints: [join(ROOT, 'bench', 'gc-pass.ts')],
-    outfile: file,
-    ...FUNCTION_BUNDLE,
-    minify: true,
-  });
-  if (result.errors.length > 0) throw new Error('esbuild failed for bench/gc-pass.ts');
+  await bundleAsShipped('bench/gc-pass.ts', file);
   const child = spawn(process.execPath, [...RUNTIME_FLAGS, file], {
     env: {
       ...RUNTIME_ENV,

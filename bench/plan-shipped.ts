@@ -9,8 +9,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { build } from 'esbuild';
-import { FUNCTION_BUNDLE, ROOT } from '../scripts/bundle-options.js';
+import { bundleAsShipped } from './bundle.js';
 import type { PlanFigures } from './plan.js';
 
 /**
@@ -19,18 +18,9 @@ import type { PlanFigures } from './plan.js';
  */
 export async function shippedPlanBench(outdir: string): Promise<PlanFigures> {
   const file = join(outdir, 'plan-bench.mjs');
-  const result = await build({
-    absWorkingDir: ROOT,
-    entryPoints: [join(ROOT, 'bench', 'plan.ts')],
-    outfile: file,
-    ...FUNCTION_BUNDLE,
-    // As the function bundles, but for the names: the profile reports functions by name, and by
-    // the source file the map beside the bundle (as the functions ship one) says they are in.
-    minifySyntax: true,
-    minifyWhitespace: true,
-    sourcemap: true,
-  });
-  if (result.errors.length > 0) throw new Error('esbuild failed for bench/plan.ts');
+  // As the function bundles, but for the names: the profile reports functions by name, and by
+  // the source file the map beside the bundle (as the functions ship one) says they are in.
+  await bundleAsShipped('bench/plan.ts', file, true);
   const { stdout } = await promisify(execFile)(process.execPath, [file, '--json'], {
     maxBuffer: 16 * 2 ** 20,
   });
