@@ -25,6 +25,8 @@ export interface Counter<L extends string> {
 export interface Gauge<L extends string> {
   set(labels: Labels<L>, value: number): void;
   get(labels: Labels<L>): number;
+  /** Drops the series of `labels` (its object is gone), so it is no longer rendered. */
+  remove(labels: Labels<L>): void;
 }
 
 /** A distribution of observed values (seconds, usually) per label set. */
@@ -32,6 +34,8 @@ export interface Histogram<L extends string> {
   observe(labels: Labels<L>, value: number): void;
   /** Starts a timer; calling the result observes the elapsed seconds and returns them. */
   startTimer(labels: Labels<L>): () => number;
+  /** Drops the series of `labels` (its object is gone), so it is no longer rendered. */
+  remove(labels: Labels<L>): void;
 }
 
 /** Metrics of one process. */
@@ -79,6 +83,11 @@ export function createRegistry(): Registry {
     return labelNames.map((n) => labels[n] ?? '');
   }
 
+  /** The key of the series of `labels`. */
+  function keyOf(labelNames: readonly string[], labels: Readonly<Record<string, string>>) {
+    return JSON.stringify(valuesOf(labelNames, labels));
+  }
+
   /** One number per label set, rendered as `type`: a counter's or a gauge's store. */
   function scalar(
     type: 'counter' | 'gauge',
@@ -105,8 +114,11 @@ export function createRegistry(): Registry {
       return s;
     };
     const get = (labels: Readonly<Record<string, string>>): number =>
-      series.get(JSON.stringify(valuesOf(labelNames, labels)))?.count ?? 0;
-    return { at, get };
+      series.get(keyOf(labelNames, labels))?.count ?? 0;
+    const remove = (labels: Readonly<Record<string, string>>): void => {
+      series.delete(keyOf(labelNames, labels));
+    };
+    return { at, get, remove };
   }
 
   return {
@@ -128,6 +140,7 @@ export function createRegistry(): Registry {
           s.at(labels).count = value;
         },
         get: s.get,
+        remove: s.remove,
       };
     },
 
@@ -182,6 +195,9 @@ export function createRegistry(): Registry {
             observe(labels, seconds);
             return seconds;
           };
+        },
+        remove(labels) {
+          series.delete(keyOf(labelNames, labels));
         },
       };
     },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { NOW } from '../../test/unit/builders.js';
-import { claim } from '../../test/unit/claim-builders.js';
+import { NOW, pool } from '../../test/unit/builders.js';
+import { claim, withClaims } from '../../test/unit/claim-builders.js';
 import type { Plan } from '../domain/index.js';
 import { pendingStatus, statusWrite } from '../domain/index.js';
 import type { ClaimObserver } from './claim-metrics.js';
@@ -14,11 +14,14 @@ function recorder(): ClaimObserver & { pools: unknown[]; bounds: unknown[] } {
     bounds,
     pool: (...a) => void pools.push(a),
     bound: (...a) => void bounds.push(a),
+    gone: (...a) => void pools.push(['gone', ...a]),
   };
 }
 
-const planOf = (actions: Plan['actions'], idle: number): Plan =>
-  ({ actions, status: { idleReplicas: idle } }) as unknown as Plan;
+const planOf = (actions: Plan['actions'], idle: number, status: Plan['status'] = {}): Plan =>
+  ({ actions, status: { ...status, idleReplicas: idle } }) as unknown as Plan;
+
+const runners = withClaims(pool(), { minIdle: 0, maxReplicas: 2 });
 
 describe('observeClaims', () => {
   it('reports the phases and idle members of each pass, and the wait of each Bound status written', () => {
@@ -31,8 +34,10 @@ describe('observeClaims', () => {
       boundAt: '2025-01-01T12:00:00Z',
     });
     if (bound === undefined) throw new Error('no write');
-    const hook = observeClaims(r, 'ci', 'runners', [waiting, claim('b')], planOf([bound], 2));
-    expect(r.pools).toEqual([['ci', 'runners', { Pending: 1, Bound: 1, Expired: 0, Lost: 0 }, 2]]);
+    const hook = observeClaims(r, runners, [waiting, claim('b')], planOf([bound], 2));
+    expect(r.pools).toEqual([
+      ['ci', 'runners', { Pending: 1, Bound: 1, Expired: 0, Lost: 0 }, 2, true],
+    ]);
     hook?.(bound);
     const pending = statusWrite(waiting, pendingStatus(waiting, 'NoIdleMember', 'm', NOW));
     if (pending !== undefined) hook?.(pending);
@@ -40,6 +45,22 @@ describe('observeClaims', () => {
   });
 
   it('does nothing without an observer', () => {
-    expect(observeClaims(undefined, 'ci', 'runners', [], planOf([], 0))).toBeUndefined();
+    expect(observeClaims(undefined, runners, [], planOf([], 0))).toBeUndefined();
+  });
+
+  it('says a pool uses claims when it configures them, a claim names it, or its plan counts one', () => {
+    const uses = (p = pool(), claims = [claim('x', { pool: 'desktops' })], status = {}) => {
+      const r = recorder();
+      observeClaims(r, p, claims, planOf([], 1, status));
+      return (r.pools[0] as unknown[])[4];
+    };
+    expect(uses()).toBe(false);
+    expect(uses(pool(), [])).toBe(false);
+    expect(uses(runners)).toBe(true);
+    expect(uses(pool(), [claim('x')])).toBe(true);
+    expect(uses(pool(), [], { claimedReplicas: 1 })).toBe(true);
+    expect(uses(pool(), [], { pendingClaims: 1 })).toBe(true);
+    // A claim being deleted is not counted in any phase: it does not make the pool use claims.
+    expect(uses(pool(), [claim('x', { deleting: true })])).toBe(false);
   });
 });

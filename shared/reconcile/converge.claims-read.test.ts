@@ -16,6 +16,7 @@ import { claim, withClaims } from '../../test/unit/claim-builders.js';
 import type { MemoryKube } from '../../test/unit/memory-kube.js';
 import { memoryKube } from '../../test/unit/memory-kube.js';
 import { testLog } from '../../test/logs.js';
+import { createFunctionMetrics } from '../http/index.js';
 import { countingCalls } from '../../test/kube-calls.js';
 
 /** `kube` with its claim lists counted. */
@@ -244,6 +245,7 @@ describe('which reconciles read the claims', () => {
         seen.push(`${ns}/${p} Expired=${String(phases?.Expired)}`);
       },
       bound: () => undefined,
+      gone: () => undefined,
     };
     const out = await reconcileScope(
       { ...deps(m.kube), claims },
@@ -251,6 +253,30 @@ describe('which reconciles read the claims', () => {
     );
     expect(out).toMatchObject([{ outcome: { kind: 'converged', passes: 1, actions: 0 } }]);
     expect(seen).toEqual(['ci/runners Expired=1']);
+  });
+
+  it('a quiet pool of a resync window that uses no claims reports no claim series; one that does reports every phase', async () => {
+    const plain = pool({ replicas: 2 });
+    const ms = [0, 1].map((i) => steady(plain, `runners-m${i}xxx`, { created: at(-HOUR) }));
+    const m = memoryKube({
+      pool: plain,
+      vms: ms.map((x) => x.vm),
+      disks: ms.flatMap((x) => x.disks),
+      // Another pool's claim: it does not make this pool one that uses claims.
+      claims: [claim('other', { pool: 'desktops' })],
+    });
+    const metrics = createFunctionMetrics();
+    const scope = { kind: 'namespace', namespace: 'ci' } as const;
+    expect(await reconcilePool(deps(m.kube), 'ci', 'runners')).toMatchObject({ kind: 'converged' });
+    const out = await reconcileScope({ ...deps(m.kube), claims: metrics.claims }, scope);
+    expect(out).toMatchObject([{ outcome: { kind: 'converged', passes: 1, actions: 0 } }]);
+    expect(metrics.registry.render()).not.toMatch(/^vmpool_(claims|idle_members)\{/m);
+    // A claim of its own names it: from then on its series are reported.
+    m.store.claim.set('x', claim('x', { status: { phase: 'Expired' } }));
+    await reconcileScope({ ...deps(m.kube), claims: metrics.claims }, scope);
+    const text = metrics.registry.render();
+    expect(text).toContain('vmpool_claims{namespace="ci",pool="runners",phase="Expired"} 1');
+    expect(text).toContain('vmpool_claims{namespace="ci",pool="runners",phase="Pending"} 0');
   });
 
   it('L7/L9, a concurrent bind: a claim binds the victim a claims-unread scale-down chose, just before its delete lands; the victim is kept, the other member goes', async () => {

@@ -112,7 +112,7 @@ describe('claims through reconciles', () => {
     expect(poolOf(m).status).toMatchObject({ claimedReplicas: 0 });
   });
 
-  it('tells the claim metrics: phases and idle members each pass, the wait of each binding', async () => {
+  it('tells the claim metrics: phases and idle members each pass, the wait of each binding, the pool gone', async () => {
     const m = start();
     const seen: string[] = [];
     const claims = {
@@ -124,6 +124,7 @@ describe('claims through reconciles', () => {
       bound: (ns: string, p: string, seconds: number) => {
         seen.push(`${ns}/${p} bound after ${seconds}s`);
       },
+      gone: (ns: string, p: string) => void seen.push(`${ns}/${p} gone`),
     };
     await reconcilePool({ ...deps(m.kube), claims }, 'ci', 'runners');
     // The claim was created a minute before it was bound.
@@ -132,6 +133,11 @@ describe('claims through reconciles', () => {
       'ci/runners bound after 60s',
       'ci/runners Pending=0 Bound=1 idle=1',
     ]);
+    m.store.pool.delete('runners');
+    expect(await reconcilePool({ ...deps(m.kube), claims }, 'ci', 'runners')).toEqual({
+      kind: 'gone',
+    });
+    expect(seen.at(-1)).toBe('ci/runners gone');
   });
 
   it('a crash after any write of the bind: a fresh reconcile finishes it, bound once', async () => {

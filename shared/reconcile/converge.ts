@@ -163,6 +163,7 @@ async function passes(
     if (!got.ok) {
       if (got.reason === 'notFound') {
         await settleOrphanClaims(deps, namespace, name);
+        deps.claims?.gone(namespace, name);
         return { kind: 'gone' };
       }
       // A missing grant, or a pool its model cannot read, does not heal by retrying: say so once
@@ -235,7 +236,7 @@ async function passes(
       await Promise.all(p.events.map((e) => kube.recordEvent(pool, e)));
     }
     const read = claims === NOT_READ ? undefined : claims.value;
-    const bound = observeClaims(deps.claims, namespace, name, read, p);
+    const bound = observeClaims(deps.claims, pool, read, p);
     if (p.actions.length === 0) {
       if (status !== undefined && writes !== undefined && settles(observed, pool, deps))
         writes.settled();

@@ -4,7 +4,7 @@
  * @module
  */
 import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/index.js';
-import { byPool, malformedByPool, nameOf, plan, poolKey, shardOf } from '../domain/index.js';
+import { byPool, malformedByPool, plan, poolKey, shardOf } from '../domain/index.js';
 import { blockMalformed } from './blocked.js';
 import type { Cause, ReconcileDeps, ReconcileOutcome } from './converge.js';
 import { ANY_CAUSE, converged, reconcilePool, statusToWrite } from './converge.js';
@@ -56,7 +56,7 @@ function settled(
   if (p.actions.length > 0 || statusToWrite(pool, p) !== undefined) return undefined;
   // The window read the claims: their metrics are as fresh as a reconcile's (the pool's events may
   // not read them).
-  observeClaims(deps.claims, pool.metadata.namespace ?? '', nameOf(pool), mine ?? [], p);
+  observeClaims(deps.claims, pool, mine ?? [], p);
   return converged(1, 0, p.recheckAt);
 }
 
