@@ -124,6 +124,25 @@ describe('reads', () => {
     expect(last.ok && [last.value.length, 'next' in last]).toEqual([1, false]);
     expect(k.counts()).toEqual({ list: 2, 'list:ok': 2 });
   });
+  it('parses a lean page without its managedFields, and keeps them otherwise', async () => {
+    const fields = [{ manager: 'kubectl', operation: 'Update', fieldsV1: { 'f:spec': {} } }];
+    const withFields = pool({
+      metadata: { ...(pool().metadata as object), managedFields: fields },
+    });
+    const scope = nock(API)
+      .get(`${BASE}/namespaces/ns/virtualmachinepools`)
+      .query({ limit: '2' })
+      .times(2)
+      .reply(200, { items: [withFields], metadata: { continue: '' } });
+    const k = kube();
+    const lean = await k.listPools('ns', { limit: 2, lean: true });
+    const whole = await k.listPools('ns', { limit: 2 });
+    scope.done();
+    expect(lean.ok && lean.value[0]?.metadata).toEqual(pool().metadata);
+    expect(lean.ok && lean.value[0]?.spec).toMatchObject({ unknownSpecField: 'keep me' });
+    expect(whole.ok && whole.value[0]?.metadata).toMatchObject({ managedFields: fields });
+  });
+
   it('reads every page in pages of the limit asked for when the request says all', async () => {
     const scope = nock(API)
       .get(`${BASE}/namespaces/ns/virtualdisks`)

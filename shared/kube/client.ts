@@ -27,6 +27,7 @@ import { NO_HTTP_STATUS, classify, failure, refusal } from './failure.js';
 import { backoffMs, defaultRetryPolicy, sleep } from './retry.js';
 import type { RetryPolicy } from './retry.js';
 import { createSend, query } from './transport.js';
+import { withoutManagedFields } from './lean.js';
 import type { Credentials, HttpAnswer, HttpCall } from './transport.js';
 import { warningTexts } from './warnings.js';
 import type {
@@ -201,6 +202,7 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
     req: HttpCall,
     parse: (raw: unknown, answer: HttpAnswer) => Outcome<T>,
     read?: (text: string) => void,
+    prepare?: (text: string) => string,
   ): Promise<{ outcome: Outcome<T>; retryAfterMs?: number }> {
     const started = performance.now();
     let result: { outcome: Outcome<T>; retryAfterMs?: number };
@@ -208,7 +210,7 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
       const answer = await send({ ...req, signal: requestSignal(timeoutMs) });
       if (answer.status >= 200 && answer.status < 300) {
         read?.(answer.text);
-        result = { outcome: parseBody(answer, parse) };
+        result = { outcome: parseBody(answer, parse, prepare) };
       } else {
         const r = refusal(answer.status, answer.headers, answer.text);
         result =
@@ -234,13 +236,14 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
     parse: (raw: unknown, answer: HttpAnswer) => Outcome<T>,
     attempts: number = policy.attempts,
     read?: (text: string) => void,
+    prepare?: (text: string) => string,
   ): Promise<Outcome<T>> {
     const budget = activeBudget();
     const limit = Math.min(attempts, budget?.attempts ?? attempts);
     for (let attempt = 1; ; attempt++) {
       const spent = overBudget(budget);
       if (spent !== undefined) return spent;
-      const r = await once(verb, req, parse, read);
+      const r = await once(verb, req, parse, read, prepare);
       if (r.outcome.ok || r.outcome.reason !== 'transient') return r.outcome;
       const wait = backoffMs(policy, attempt - 1, random, r.retryAfterMs);
       const stop = overBudget(budget, r.outcome.message, performance.now() + wait);
@@ -311,6 +314,7 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
         },
         policy.attempts,
         early,
+        page?.lean === true ? withoutManagedFields : undefined,
       );
       if (!r.ok) return r;
       if (r.value.next !== undefined && page?.all !== true) page?.ahead?.(r.value.next);
@@ -580,14 +584,18 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
   };
 }
 
-/** A 2xx body as JSON (empty: undefined) through `parse`; text that is not JSON is `invalid`. */
+/**
+ * A 2xx body as JSON (empty: undefined), `prepare`d first if given, through `parse`; text that is
+ * not JSON is `invalid`.
+ */
 function parseBody<T>(
   answer: HttpAnswer,
   parse: (raw: unknown, answer: HttpAnswer) => Outcome<T>,
+  prepare: (text: string) => string = (t) => t,
 ): Outcome<T> {
   let raw: unknown;
   try {
-    raw = answer.text === '' ? undefined : JSON.parse(answer.text);
+    raw = answer.text === '' ? undefined : JSON.parse(prepare(answer.text));
   } catch {
     return failure('invalid', NO_HTTP_STATUS, 'API server returned a body that is not JSON');
   }

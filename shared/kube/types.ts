@@ -61,6 +61,11 @@ export interface PageRequest {
    * API server serves it while this one is parsed.
    */
   readonly ahead?: (next: string) => void;
+  /**
+   * Drop the items' `managedFields` before parsing (`withoutManagedFields`): for a caller that keeps
+   * facts of what it lists and never writes an item back, parsing them is most of its CPU.
+   */
+  readonly lean?: boolean;
 }
 
 /** Preconditions for a delete: the object must still be this uid (and this resourceVersion). */

@@ -47,7 +47,10 @@ async function holdersIn(kube: Kube, namespace: string): Promise<Listed<VirtualM
   const malformed: Malformed[] = [];
   let cont: string | undefined;
   do {
-    const page = await kube.listVms(namespace, '', cont === undefined ? {} : { continue: cont });
+    const page = await kube.listVms(namespace, '', {
+      lean: true,
+      ...(cont === undefined ? {} : { continue: cont }),
+    });
     if (!page.ok) return page;
     for (const vm of page.value) value.push(diskHolder(vm));
     malformed.push(...(page.malformed ?? []));
@@ -72,7 +75,8 @@ interface Facts {
 
 /**
  * Every pool that may collect and every free pool disk of the cluster, listed side by side, page by
- * page. A list restarted after an expired token starts its facts afresh ({@link keep}).
+ * page, lean (the pass keeps facts, never the objects). A list restarted after an expired token
+ * starts its facts afresh ({@link keep}).
  */
 async function factsOf(kube: Kube, limit: number): Promise<Outcome<Facts>> {
   const pools = new Map<string, GcPool>();
@@ -83,13 +87,13 @@ async function factsOf(kube: Kube, limit: number): Promise<Outcome<Facts>> {
   const failed = (
     await Promise.all([
       keep(
-        (p) => kube.listPools(undefined, p),
+        (p) => kube.listPools(undefined, { ...p, lean: true }),
         limit,
         pools,
         (p) => (mayCollect(p) ? gcPool(p) : undefined),
       ),
       keep(
-        (p) => kube.listDisks(undefined, keys.poolUid, p),
+        (p) => kube.listDisks(undefined, keys.poolUid, { ...p, lean: true }),
         limit,
         disks,
         (d) => (freeCandidate(d) ? gcDisk(d) : undefined),
