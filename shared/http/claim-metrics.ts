@@ -22,10 +22,13 @@ export interface ClaimMetrics extends ClaimObserver {
   readonly bindSeconds: Histogram<'namespace' | 'pool'>;
 }
 
+/** Uids of deleted pools remembered at most, so a report read before a delete is ignored. */
+const GONE_MEMORY = 10_000;
+
 /**
  * Registers the claim metrics in `registry`. A pool has series from the first report that says it
- * uses claims until it is gone: a cluster of pools without claims holds none (at 10,000 pools,
- * five series each would hold 11 MiB of a resync tick's memory and triple each scrape).
+ * uses claims until it is gone, or created again under its name: a cluster of pools without claims
+ * holds none (docs/performance.md measured what five series a pool cost at 10,000 pools).
  */
 export function createClaimMetrics(registry: Registry): ClaimMetrics {
   const byPhase = registry.gauge(
@@ -44,28 +47,47 @@ export function createClaimMetrics(registry: Registry): ClaimMetrics {
     ['namespace', 'pool'],
     BIND_BUCKETS,
   );
-  /** `namespace/pool` of each pool that has series. */
-  const reported = new Set<string>();
+  /** Each pool that has series, by `namespace/pool`, with the uid they are of. */
+  const reported = new Map<string, { namespace: string; pool: string; uid: string }>();
+  const gone = new Set<string>();
+  const drop = (key: string): void => {
+    const r = reported.get(key);
+    if (r === undefined) return;
+    reported.delete(key);
+    const { namespace, pool } = r;
+    for (const phase of PHASES) byPhase.remove({ namespace, pool, phase });
+    idle.remove({ namespace, pool });
+    bindSeconds.remove({ namespace, pool });
+  };
   return {
     byPhase,
     idle,
     bindSeconds,
-    pool(namespace, pool, phases, count, uses) {
+    pool(namespace, pool, uid, phases, count, uses) {
+      if (gone.has(uid)) return;
       const key = `${namespace}/${pool}`;
+      if (reported.get(key)?.uid !== uid) drop(key);
       if (!uses && !reported.has(key)) return;
-      reported.add(key);
+      reported.set(key, { namespace, pool, uid });
       if (phases !== undefined)
         for (const phase of PHASES) byPhase.set({ namespace, pool, phase }, phases[phase] ?? 0);
       idle.set({ namespace, pool }, count);
     },
     bound(namespace, pool, seconds) {
+      if (!reported.has(`${namespace}/${pool}`)) return;
       bindSeconds.observe({ namespace, pool }, Math.max(0, seconds));
     },
     gone(namespace, pool) {
-      reported.delete(`${namespace}/${pool}`);
-      for (const phase of PHASES) byPhase.remove({ namespace, pool, phase });
-      idle.remove({ namespace, pool });
-      bindSeconds.remove({ namespace, pool });
+      const key = `${namespace}/${pool}`;
+      const uid = reported.get(key)?.uid;
+      if (uid !== undefined && uid !== '') {
+        if (gone.size >= GONE_MEMORY) gone.clear();
+        gone.add(uid);
+      }
+      drop(key);
+    },
+    retain(pools) {
+      for (const key of [...reported.keys()]) if (!pools.has(key)) drop(key);
     },
   };
 }

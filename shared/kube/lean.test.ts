@@ -86,6 +86,28 @@ describe('withoutManagedFields', () => {
     for (const t of texts) expect(withoutManagedFields(t)).toBe(t);
   });
 
+  it('leaves members written with whitespace around them: valid JSON in, the same JSON out', () => {
+    fc.assert(
+      fc.property(value, (v) => {
+        const pretty = JSON.stringify(v, null, 1);
+        expect(JSON.parse(withoutManagedFields(pretty))).toEqual(JSON.parse(pretty));
+      }),
+      { numRuns: 500 },
+    );
+    const spaced = [
+      '{"a":1, "managedFields":[]}',
+      '{"managedFields":[] ,"a":1}',
+      '{"a":1,"managedFields":[] }',
+    ];
+    for (const t of spaced) expect(withoutManagedFields(t)).toBe(t);
+  });
+
+  it('a key given twice: one member goes, the text stays valid', () => {
+    const twice = '{"managedFields":[],"managedFields":[1],"x":1}';
+    expect(JSON.parse(withoutManagedFields(twice))).toEqual({ managedFields: [1], x: 1 });
+    expect(withoutManagedFields('{"a":0,"managedFields":[],"managedFields":[]}')).toBe('{"a":0}');
+  });
+
   it('gives text that ends inside the array back unchanged, for the parse to refuse', () => {
     const cut = '{"metadata":{"name":"a","managedFields":[{"manager":"m"';
     expect(withoutManagedFields(cut)).toBe(cut);

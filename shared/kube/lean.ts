@@ -2,10 +2,8 @@
  * A list's body without its `managedFields`, before it is parsed. The API server writes each
  * object's field-ownership records (server-side apply's bookkeeping, a map per field written) into
  * its metadata: about 40 % of a pool's or disk's bytes and most of its small objects. A reader that
- * keeps facts of what it lists never reads them, yet parsing allocated them. The 50 pages of a
- * disk-GC pass over 5,000 pools and 20,000 disks (37 MB), parsed and modelled from memory under the
- * image's 1 MiB young generation: about 600 ms of CPU a pass with them, 390 ms without them (this
- * scan included). The whole pass on a real API server: 1,528 against 1,210 ms of CPU.
+ * keeps facts of what it lists never reads them, yet parsing allocated them, and under the image's
+ * 1 MiB young generation collecting them was most of a disk-GC pass's CPU (docs/performance.md).
  * @module
  */
 
@@ -37,41 +35,39 @@ function endOfValue(text: string, start: number): number {
   return -1;
 }
 
-/** Whether the quote at `at` is escaped (an odd run of backslashes before it). */
-function escaped(text: string, at: number): boolean {
-  let n = 0;
-  while (at - 1 - n >= 0 && text.charCodeAt(at - 1 - n) === BACKSLASH) n++;
-  return n % 2 === 1;
-}
-
 /**
- * `text`, a JSON document, with every array-valued `managedFields` member removed from the objects
- * that hold one, at any depth; the same text when it has none, or when it is not well formed where
- * one starts (the parse then fails on the text as it came).
+ * `text`, a JSON document, with the array-valued `managedFields` members of its objects removed, at
+ * any depth. A member is removed only when written compactly between `{` or `,` and `,` or `}` (as
+ * the API server writes), otherwise left: the result is valid JSON whenever `text` is, and parses
+ * as `text` does but for the members removed. A member that does not end in the text is left too.
  *
- * A match is a key, never a string's content: inside a JSON string every quote is escaped, so an
- * unescaped `"managedFields":` can only be a key token. Only for readers that keep facts of what they
- * list and write none of it back: a nested `managedFields` (a template's metadata) goes too.
+ * A match is a key, never a string's content: inside a JSON string every quote is escaped, so a
+ * quote after `{` or `,` followed by `managedFields":` can only open a key. Only for readers that
+ * keep facts of what they list and write none of it back: a nested `managedFields` (a template's
+ * metadata) goes too.
  */
 export function withoutManagedFields(text: string): string {
   let out = '';
   let from = 0;
-  let at = text.indexOf(KEY);
-  while (at !== -1) {
+  for (let at = text.indexOf(KEY); at !== -1;) {
     const value = at + KEY.length;
-    const end =
-      !escaped(text, at) && text.charCodeAt(value) === OPEN_ARRAY ? endOfValue(text, value) : -1;
-    if (end === -1) {
+    // Before the key, a character not removed already (a key given twice); an escaped quote, one
+    // inside a string, has a backslash there.
+    const before = at - 1 >= from ? text.charCodeAt(at - 1) : -1;
+    const opens = before === COMMA || before === OPEN_OBJECT;
+    const end = opens && text.charCodeAt(value) === OPEN_ARRAY ? endOfValue(text, value) : -1;
+    const after = end === -1 ? -1 : text.charCodeAt(end);
+    if (after !== COMMA && after !== CLOSE_OBJECT) {
       at = text.indexOf(KEY, value);
       continue;
     }
     // The member and one comma beside it: the one before it, or after it when it comes first.
-    if (text.charCodeAt(at - 1) === COMMA) {
+    if (before === COMMA) {
       out += text.slice(from, at - 1);
       from = end;
     } else {
       out += text.slice(from, at);
-      from = text.charCodeAt(end) === COMMA ? end + 1 : end;
+      from = after === COMMA ? end + 1 : end;
     }
     at = text.indexOf(KEY, from);
   }

@@ -15,6 +15,7 @@ function recorder(): ClaimObserver & { pools: unknown[]; bounds: unknown[] } {
     pool: (...a) => void pools.push(a),
     bound: (...a) => void bounds.push(a),
     gone: (...a) => void pools.push(['gone', ...a]),
+    retain: () => undefined,
   };
 }
 
@@ -36,7 +37,7 @@ describe('observeClaims', () => {
     if (bound === undefined) throw new Error('no write');
     const hook = observeClaims(r, runners, [waiting, claim('b')], planOf([bound], 2));
     expect(r.pools).toEqual([
-      ['ci', 'runners', { Pending: 1, Bound: 1, Expired: 0, Lost: 0 }, 2, true],
+      ['ci', 'runners', 'pool-uid-1', { Pending: 1, Bound: 1, Expired: 0, Lost: 0 }, 2, true],
     ]);
     hook?.(bound);
     const pending = statusWrite(waiting, pendingStatus(waiting, 'NoIdleMember', 'm', NOW));
@@ -52,7 +53,7 @@ describe('observeClaims', () => {
     const uses = (p = pool(), claims = [claim('x', { pool: 'desktops' })], status = {}) => {
       const r = recorder();
       observeClaims(r, p, claims, planOf([], 1, status));
-      return (r.pools[0] as unknown[])[4];
+      return (r.pools[0] as unknown[])[5];
     };
     expect(uses()).toBe(false);
     expect(uses(pool(), [])).toBe(false);

@@ -6,41 +6,36 @@
  */
 import type { VirtualMachineClaim, VirtualMachinePool } from '../api/index.js';
 import type { Action, Plan } from '../domain/index.js';
-import { claimPhases, nameOf } from '../domain/index.js';
+import { claimPhases, nameOf, usesClaims } from '../domain/index.js';
 
 /** Where a reconcile reports claims (the functions' metrics; absent: nowhere). */
 export interface ClaimObserver {
   /**
    * A pool's claims by phase and its idle members, as its latest plan left them; `phases` undefined
-   * when that plan did not read the claims (the latest one that did still stands). `uses` says
-   * whether the pool uses claims now: one that never did has no series to report.
+   * when that plan did not read the claims (the latest one that did still stands). `uid` tells a
+   * pool created again under the same name from the one before; `uses` whether the pool uses claims
+   * now (one that never did has no series to report).
    */
   pool(
     namespace: string,
     pool: string,
+    uid: string,
     phases: Readonly<Record<string, number>> | undefined,
     idle: number,
     uses: boolean,
   ): void;
   /** A claim's Bound status was written, `seconds` after the claim was created. */
   bound(namespace: string, pool: string, seconds: number): void;
-  /** The pool is gone: whatever was reported of it goes too. */
+  /**
+   * The pool is gone: whatever was reported of it goes too, and a report of it read before it went
+   * (a resync window's list) is ignored.
+   */
   gone(namespace: string, pool: string): void;
-}
-
-/**
- * Whether a pool uses claims: it configures them, or a claim names it, or its plan counts a claimed
- * member or a waiting claim. A claim binds idle members of any pool, so the configuration alone
- * does not say.
- */
-function usesClaims(
-  pool: VirtualMachinePool,
-  phases: Readonly<Record<string, number>> | undefined,
-  p: Plan,
-): boolean {
-  if (pool.spec.claims !== undefined) return true;
-  if ((p.status.claimedReplicas ?? 0) > 0 || (p.status.pendingClaims ?? 0) > 0) return true;
-  return phases !== undefined && Object.values(phases).some((n) => n > 0);
+  /**
+   * The pools of the whole cluster, as a complete listing saw them (`namespace/name`): the series of
+   * any other pool go, for a pool deleted while another instance took its events.
+   */
+  retain(pools: ReadonlySet<string>): void;
 }
 
 /** Reports a planned pass; returns the hook that reports the Bound statuses its actions write. */
@@ -54,7 +49,8 @@ export function observeClaims(
   const namespace = pool.metadata.namespace ?? '';
   const name = nameOf(pool);
   const phases = claims === undefined ? undefined : claimPhases(name, claims, p.actions);
-  observer.pool(namespace, name, phases, p.status.idleReplicas ?? 0, usesClaims(pool, phases, p));
+  const uses = usesClaims(pool, phases, p.status);
+  observer.pool(namespace, name, pool.metadata.uid ?? '', phases, p.status.idleReplicas ?? 0, uses);
   return (a) => {
     if (a.kind !== 'claimStatus' || a.phase !== 'Bound') return;
     const created = Date.parse(a.claim.metadata.creationTimestamp ?? '');

@@ -241,11 +241,17 @@ describe('which reconciles read the claims', () => {
     m.store.claim.set('x', claim('x', { status: { phase: 'Expired' } }));
     const seen: string[] = [];
     const claims = {
-      pool: (ns: string, p: string, phases: Readonly<Record<string, number>> | undefined) => {
+      pool: (
+        ns: string,
+        p: string,
+        _uid: string,
+        phases: Readonly<Record<string, number>> | undefined,
+      ) => {
         seen.push(`${ns}/${p} Expired=${String(phases?.Expired)}`);
       },
       bound: () => undefined,
       gone: () => undefined,
+      retain: () => undefined,
     };
     const out = await reconcileScope(
       { ...deps(m.kube), claims },
@@ -253,6 +259,22 @@ describe('which reconciles read the claims', () => {
     );
     expect(out).toMatchObject([{ outcome: { kind: 'converged', passes: 1, actions: 0 } }]);
     expect(seen).toEqual(['ci/runners Expired=1']);
+  });
+
+  it("a tick over the whole cluster drops the claim series of pools it did not list; a namespace's or a shard's keeps them", async () => {
+    const m = await settled();
+    const metrics = createFunctionMetrics();
+    const run = (scope: Parameters<typeof reconcileScope>[1]) =>
+      reconcileScope({ ...deps(m.kube), claims: metrics.claims }, scope);
+    metrics.claims.pool('ci', 'deleted', 'uid-d', { Bound: 1 }, 0, true);
+    await run({ kind: 'namespace', namespace: 'ci' });
+    expect(metrics.registry.render()).toContain('pool="deleted"');
+    await run({ kind: 'all', shard: { index: 0, count: 1 } });
+    expect(metrics.registry.render()).toContain('pool="deleted"');
+    await run({ kind: 'all' });
+    const text = metrics.registry.render();
+    expect(text).not.toContain('pool="deleted"');
+    expect(text).toContain('vmpool_idle_members{namespace="ci",pool="runners"}');
   });
 
   it('a quiet pool of a resync window that uses no claims reports no claim series; one that does reports every phase', async () => {

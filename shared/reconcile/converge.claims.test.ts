@@ -116,7 +116,13 @@ describe('claims through reconciles', () => {
     const m = start();
     const seen: string[] = [];
     const claims = {
-      pool: (ns: string, p: string, phases: Readonly<Record<string, number>>, idle: number) => {
+      pool: (
+        ns: string,
+        p: string,
+        _uid: string,
+        phases: Readonly<Record<string, number>>,
+        idle: number,
+      ) => {
         seen.push(
           `${ns}/${p} Pending=${phases.Pending ?? 0} Bound=${phases.Bound ?? 0} idle=${idle}`,
         );
@@ -125,6 +131,7 @@ describe('claims through reconciles', () => {
         seen.push(`${ns}/${p} bound after ${seconds}s`);
       },
       gone: (ns: string, p: string) => void seen.push(`${ns}/${p} gone`),
+      retain: () => undefined,
     };
     await reconcilePool({ ...deps(m.kube), claims }, 'ci', 'runners');
     // The claim was created a minute before it was bound.

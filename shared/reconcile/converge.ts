@@ -162,8 +162,8 @@ async function passes(
     const got = await kube.getPool(namespace, name);
     if (!got.ok) {
       if (got.reason === 'notFound') {
-        await settleOrphanClaims(deps, namespace, name);
         deps.claims?.gone(namespace, name);
+        await settleOrphanClaims(deps, namespace, name);
         return { kind: 'gone' };
       }
       // A missing grant, or a pool its model cannot read, does not heal by retrying: say so once

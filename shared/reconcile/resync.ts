@@ -84,17 +84,24 @@ export async function reconcileScope(
   const out: ScopedOutcome[] = [];
   const ns = scope.kind === 'namespace' ? scope.namespace : undefined;
   const { shard } = scope;
+  // Every pool of the cluster, when this tick lists them all: the claim metrics of any other are
+  // of a pool deleted while another instance took its events.
+  const seen = scope.kind === 'all' && shard === undefined ? new Set<string>() : undefined;
   for await (const page of poolPages(deps.kube, ns, deps.window)) {
     if (!page.ok) {
       out.push({ pool: '*', outcome: { kind: 'retry', reason: page.message } });
-      break;
+      return out;
     }
+    for (const p of page.value) seen?.add(`${p.metadata.namespace ?? ''}/${p.metadata.name ?? ''}`);
+    // A pool that does not parse is there all the same: its series stay until it is deleted.
+    for (const m of page.malformed ?? []) seen?.add(`${m.namespace}/${m.name}`);
     const mine =
       shard === undefined
         ? page.value
         : page.value.filter((p) => shardOf(p.metadata.uid ?? '', shard.count) === shard.index);
     if (mine.length > 0) out.push(...(await reconcileWindow(deps, mine, reconcile)));
   }
+  if (seen !== undefined) deps.claims?.retain(seen);
   return out;
 }
 

@@ -156,6 +156,22 @@ export function claimPhases(
   return out;
 }
 
+/**
+ * Whether `pool` uses claims: it configures them, a claim names it (`phases`, as
+ * {@link claimPhases} counts them; undefined when the claims were not read), or its planned
+ * `status` counts a claimed member or a waiting claim. A claim binds idle members of any pool, so
+ * the configuration alone does not say.
+ */
+export function usesClaims(
+  pool: VirtualMachinePool,
+  phases: Readonly<Record<string, number>> | undefined,
+  status: Readonly<{ claimedReplicas?: number; pendingClaims?: number }>,
+): boolean {
+  if (pool.spec.claims !== undefined) return true;
+  if ((status.claimedReplicas ?? 0) > 0 || (status.pendingClaims ?? 0) > 0) return true;
+  return phases !== undefined && Object.values(phases).some((n) => n > 0);
+}
+
 /** The words of each pending reason, for the claim's condition. */
 export function pendingMessage(reason: PendingReason, pool: string, cap: number): string {
   switch (reason) {
