@@ -143,6 +143,37 @@ describe('reads', () => {
     expect(whole.ok && whole.value[0]?.metadata).toMatchObject({ managedFields: fields });
   });
 
+  it('reports an item that does not parse on a lean page as on any other, with what it claims', async () => {
+    const fields = [{ manager: 'm', operation: 'Update', fieldsV1: { 'f:spec': {} } }];
+    const bad = {
+      metadata: {
+        name: 'bad',
+        namespace: 'ns',
+        uid: 'u-bad',
+        resourceVersion: '7',
+        labels: { 'vmpool.virtualization.deckhouse.io/pool-uid': 'u-p1' },
+        managedFields: fields,
+      },
+      spec: { blockDeviceRefs: 'not a list' },
+    };
+    const scope = nock(API)
+      .get(`${BASE}/namespaces/ns/virtualmachines`)
+      .query(true)
+      .reply(200, {
+        items: [{ ...vm('ok'), metadata: { name: 'ok', managedFields: fields } }, bad],
+      });
+    const r = await kube().listVms('ns', '', { lean: true });
+    scope.done();
+    expect(r.ok && r.value.map((v) => v.metadata)).toEqual([{ name: 'ok' }]);
+    expect(r.ok && r.malformed).toMatchObject([
+      {
+        name: 'bad',
+        uid: 'u-bad',
+        labels: { 'vmpool.virtualization.deckhouse.io/pool-uid': 'u-p1' },
+      },
+    ]);
+  });
+
   it('reads every page in pages of the limit asked for when the request says all', async () => {
     const scope = nock(API)
       .get(`${BASE}/namespaces/ns/virtualdisks`)
