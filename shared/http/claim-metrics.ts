@@ -22,6 +22,9 @@ export interface ClaimMetrics extends ClaimObserver {
   readonly bindSeconds: Histogram<'namespace' | 'pool'>;
 }
 
+/** A pool's key, as `ClaimObserver.retain` is given them (`claimKey`: `namespace/name`). */
+const keyOf = (namespace: string, pool: string): string => `${namespace}/${pool}`;
+
 /** Uids of deleted pools remembered at most, so a report read before a delete is ignored. */
 const GONE_MEMORY = 10_000;
 
@@ -65,7 +68,7 @@ export function createClaimMetrics(registry: Registry): ClaimMetrics {
     bindSeconds,
     pool(namespace, pool, uid, phases, count, uses) {
       if (gone.has(uid)) return;
-      const key = `${namespace}/${pool}`;
+      const key = keyOf(namespace, pool);
       if (reported.get(key)?.uid !== uid) drop(key);
       if (!uses && !reported.has(key)) return;
       reported.set(key, { namespace, pool, uid });
@@ -74,11 +77,11 @@ export function createClaimMetrics(registry: Registry): ClaimMetrics {
       idle.set({ namespace, pool }, count);
     },
     bound(namespace, pool, seconds) {
-      if (!reported.has(`${namespace}/${pool}`)) return;
+      if (!reported.has(keyOf(namespace, pool))) return;
       bindSeconds.observe({ namespace, pool }, Math.max(0, seconds));
     },
     gone(namespace, pool) {
-      const key = `${namespace}/${pool}`;
+      const key = keyOf(namespace, pool);
       const uid = reported.get(key)?.uid;
       if (uid !== undefined && uid !== '') {
         if (gone.size >= GONE_MEMORY) gone.clear();

@@ -37,6 +37,15 @@ function vm(name: string, rv = '5'): Record<string, unknown> {
   };
 }
 
+/** The metadata of a VM that does not parse: what a list still reports of it. */
+const BAD_METADATA = {
+  name: 'bad',
+  namespace: 'ns',
+  uid: 'u-bad',
+  resourceVersion: '7',
+  labels: { 'vmpool.virtualization.deckhouse.io/pool-uid': 'u-p1' },
+};
+
 function status(code: number, reason: string, message = reason): Record<string, unknown> {
   return { kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message };
 }
@@ -146,14 +155,7 @@ describe('reads', () => {
   it('reports an item that does not parse on a lean page as on any other, with what it claims', async () => {
     const fields = [{ manager: 'm', operation: 'Update', fieldsV1: { 'f:spec': {} } }];
     const bad = {
-      metadata: {
-        name: 'bad',
-        namespace: 'ns',
-        uid: 'u-bad',
-        resourceVersion: '7',
-        labels: { 'vmpool.virtualization.deckhouse.io/pool-uid': 'u-p1' },
-        managedFields: fields,
-      },
+      metadata: { ...BAD_METADATA, managedFields: fields },
       spec: { blockDeviceRefs: 'not a list' },
     };
     const scope = nock(API)
@@ -268,11 +270,7 @@ describe('reads', () => {
     const bad = {
       ...vm('bad', '7'),
       metadata: {
-        name: 'bad',
-        namespace: 'ns',
-        uid: 'u-bad',
-        resourceVersion: '7',
-        labels: { 'vmpool.virtualization.deckhouse.io/pool-uid': 'u-p1' },
+        ...BAD_METADATA,
         ownerReferences: [
           {
             apiVersion: 'v',

@@ -591,11 +591,12 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
 function parseBody<T>(
   answer: HttpAnswer,
   parse: (raw: unknown, answer: HttpAnswer) => Outcome<T>,
-  prepare: (text: string) => string = (t) => t,
+  prepare?: (text: string) => string,
 ): Outcome<T> {
   let raw: unknown;
   try {
-    raw = answer.text === '' ? undefined : JSON.parse(prepare(answer.text));
+    const text = prepare === undefined ? answer.text : prepare(answer.text);
+    raw = text === '' ? undefined : JSON.parse(text);
   } catch {
     return failure('invalid', NO_HTTP_STATUS, 'API server returned a body that is not JSON');
   }

@@ -92,9 +92,9 @@ export async function reconcileScope(
       out.push({ pool: '*', outcome: { kind: 'retry', reason: page.message } });
       return out;
     }
-    for (const p of page.value) seen?.add(`${p.metadata.namespace ?? ''}/${p.metadata.name ?? ''}`);
+    for (const p of page.value) seen?.add(claimKey(p.metadata.namespace, p.metadata.name));
     // A pool that does not parse is there all the same: its series stay until it is deleted.
-    for (const m of page.malformed ?? []) seen?.add(`${m.namespace}/${m.name}`);
+    for (const m of page.malformed ?? []) seen?.add(claimKey(m.namespace, m.name));
     const mine =
       shard === undefined
         ? page.value
