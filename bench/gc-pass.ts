@@ -26,6 +26,11 @@ export interface PassFigures {
   readonly cpuMs: number;
   /** List requests the pass's lists may need for what they returned (see `GcPass.expectedLists`). */
   readonly expectedLists: number;
+  /**
+   * From the first delete sent to the last write answered (a delete or its Event), ms; 0 when the
+   * pass wrote nothing. The rest of the pass is its reads and plans.
+   */
+  readonly writeMs: number;
 }
 
 /**
@@ -45,8 +50,22 @@ export async function timedPass(funnel: Kube, at: Date): Promise<PassFigures> {
       if (r.ok) expectedLists += whole ? Math.floor(r.value.length / k) + 1 : 1;
       return r;
     };
+  let firstWrite: number | undefined;
+  let lastAnswer = 0;
+  const timed =
+    <A extends unknown[], R>(write: (...a: A) => Promise<R>) =>
+    async (...a: A): Promise<R> => {
+      firstWrite ??= performance.now();
+      try {
+        return await write(...a);
+      } finally {
+        lastAnswer = performance.now();
+      }
+    };
   const kube: Kube = {
     ...funnel,
+    deleteDisk: timed((ns: string, name: string, pre) => funnel.deleteDisk(ns, name, pre)),
+    recordEvent: timed((on, event) => funnel.recordEvent(on, event)),
     listDisks: counted((ns, sel, page) => funnel.listDisks(ns, sel, page)),
     listPools: async (ns?: string, page?: PageRequest) => {
       const r = await funnel.listPools(ns, page);
@@ -74,6 +93,7 @@ export async function timedPass(funnel: Kube, at: Date): Promise<PassFigures> {
     requests,
     cpuMs: (cpu.user + cpu.system) / 1000,
     expectedLists,
+    writeMs: firstWrite === undefined ? 0 : lastAnswer - firstWrite,
   };
 }
 

@@ -33,6 +33,8 @@ export interface GcPass {
   readonly serverCpuMs: { readonly apiserver: number; readonly etcd: number };
   /** List requests the pass's lists may need for what they returned: 1 per page of pools, ⌊n/500⌋ + 1 per list of n. */
   readonly expectedLists: number;
+  /** From its first delete sent to its last write answered, ms (0: nothing written). */
+  readonly writeMs: number;
 }
 
 /** The floor of a pass: the same objects listed bare (pages of 500, bodies read, nothing parsed). */

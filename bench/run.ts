@@ -401,6 +401,15 @@ function gcRows(gc: GcResult): Row[] {
       goal: '≥ 0.90×',
       pass: passRate / rawRate >= 0.9,
     },
+    {
+      bench: '',
+      figure: `where the pass's time goes: reads and plans before its first delete, ms; then writes/s from the first delete sent to the last write answered (${String(writes)} writes in ${ms(gc.due.writeMs)}) / the raw loop's at its best`,
+      value:
+        gc.due.writeMs > 0
+          ? `${ms(gc.due.ms - gc.due.writeMs)}; ${ratio(perSecond(writes, gc.due.writeMs) / rawRate)}`
+          : 'nothing written',
+      goal: 'where it goes',
+    },
   ];
 }
 
