@@ -14,7 +14,7 @@ import {
   ttl30Pool as ttl30,
   collectedNames as names,
 } from '../../../test/unit/builders.js';
-import { collectNamespaces, planGc, usedDisks } from './gc.js';
+import { collectNamespaces, planGc, referencedByNamespace, usedBy } from './gc.js';
 import { freeCandidate, gcDisk, gcPool, mayCollect } from './gc-facts.js';
 import { diskHolder } from './in-use.js';
 
@@ -64,7 +64,7 @@ describe('planGc', () => {
     expect(planGc([ttl30], [], [foreign], NOW).collect).toEqual([]);
   });
 
-  it('usedDisks: every VM of the namespace, Terminating or a stranger, plus intent bindings', () => {
+  it('usedBy: every VM of the namespace, Terminating or a stranger, plus intent bindings', () => {
     const p: VirtualMachinePool = {
       ...ttl30,
       status: { intent: { bindings: [{ vm: 'n', template: 'cache', disk: 'bound' }] } },
@@ -86,7 +86,41 @@ describe('planGc', () => {
       stranger,
       afar,
     ];
-    expect([...usedDisks(p, vms)].sort()).toEqual(['bound', 'leaving', 'live', 'strange']);
+    const used = usedBy(p, referencedByNamespace(vms));
+    const names = ['bound', 'far', 'free', 'iso', 'leaving', 'live', 'strange'];
+    expect(names.filter(used)).toEqual(['bound', 'leaving', 'live', 'strange']);
+    // Another pool of the namespace shares the VMs' references, not this pool's bindings.
+    const other = usedBy({ ...ttl30, status: {} }, referencedByNamespace(vms));
+    expect(names.filter(other)).toEqual(['leaving', 'live', 'strange']);
+  });
+});
+
+describe('planGc at scale', () => {
+  it("reads each VM's references once, however many pools share its namespace", () => {
+    // Every pool of a namespace read every VM of it before: a namespace of 5,000 pools and 15,000
+    // VMs planned in 16 s, against 12 ms with the references read once per namespace.
+    const pools = Array.from({ length: 20 }, (_, i) => ({
+      ...ttl30,
+      metadata: { ...ttl30.metadata, name: `p${i}`, uid: `u${i}` },
+    }));
+    const disks = pools.map((p, i) => disk(p, `p${i}-cache-a`, { freeSince: at(-5 * HOUR) }));
+    let reads = 0;
+    const vms = Array.from({ length: 30 }, (_, i) => {
+      const v = vm(pools[i % 20] ?? ttl30, `v${i}`, {
+        refs: [{ kind: 'VirtualDisk', name: i === 0 ? 'p3-cache-a' : `x${i}` }],
+      });
+      return new Proxy(v, {
+        get: (t, k, r): unknown => {
+          if (k === 'spec') reads++;
+          return Reflect.get(t, k, r) as unknown;
+        },
+      });
+    });
+    const plan = planGc(pools, vms, disks, NOW);
+    // Every pool's free disk goes, but the one a VM references (whichever pool's VM it is).
+    expect(names(plan)).toHaveLength(19);
+    expect(names(plan)).not.toContain('p3-cache-a');
+    expect(reads).toBeLessThanOrEqual(vms.length);
   });
 });
 

@@ -45,21 +45,16 @@ export function planGc(
 ): GcPlan {
   const collect: Collect[] = [];
   let nextWakeMs: number | undefined;
-  // Grouped once: a pool's disks and VMs are then found without scanning the cluster's per pool.
+  // Grouped once: a pool's disks, and the disks its namespace's VMs reference, are then found
+  // without a scan per pool (a namespace of P pools and V VMs cost P × V when each pool read them).
   const disksByPool = byPool(disks);
-  const vmsByNamespace = new Map<string, VirtualMachine[]>();
-  for (const vm of vms) {
-    const ns = vm.metadata.namespace ?? '';
-    const group = vmsByNamespace.get(ns);
-    if (group === undefined) vmsByNamespace.set(ns, [vm]);
-    else group.push(vm);
-  }
+  const referenced = referencedByNamespace(vms);
   for (const pool of pools) {
     const poolDisks = disksByPool.get(poolKey(pool));
     if (poolDisks === undefined || pool.metadata.deletionTimestamp !== undefined) continue;
     // Paused means nothing of the pool is deleted, its free disks included.
     if (pool.spec.paused === true) continue;
-    const used = usedDisks(pool, vmsByNamespace.get(pool.metadata.namespace ?? '') ?? []);
+    const used = usedBy(pool, referenced);
     for (const t of pool.spec.virtualDiskTemplates) {
       if (policyOf(t) !== 'Retain' || t.reclaim?.ttl === undefined) continue;
       const ttl = parseDuration(t.reclaim.ttl);
@@ -70,7 +65,7 @@ export function planGc(
             poolOwned(pool, d) &&
             d.metadata.labels?.[keys.diskTemplate] === t.name &&
             !isTerminating(d) &&
-            !used.has(nameOf(d)) &&
+            !used(nameOf(d)) &&
             !attached(d) &&
             freedAt(d) !== undefined,
         )
@@ -100,13 +95,35 @@ export function planGc(
 }
 
 /**
- * Disks referenced by any of `vms` (the VMs of the pool's namespace: members, Terminating ones and
- * strangers alike) or bound by the pool's recorded intent.
+ * The disks the VMs of each namespace reference (members, Terminating ones and strangers alike), by
+ * namespace: read once, for every pool of the namespace.
  */
-export function usedDisks(pool: GcPool, vms: readonly VirtualMachine[]): Set<string> {
-  const used = referencedBy(vms.filter((vm) => vm.metadata.namespace === pool.metadata.namespace));
-  for (const b of pool.status?.intent?.bindings ?? []) used.add(b.disk);
-  return used;
+export function referencedByNamespace(
+  vms: readonly VirtualMachine[],
+): ReadonlyMap<string, ReadonlySet<string>> {
+  const byNamespace = new Map<string, VirtualMachine[]>();
+  for (const vm of vms) {
+    const ns = vm.metadata.namespace ?? '';
+    const group = byNamespace.get(ns);
+    if (group === undefined) byNamespace.set(ns, [vm]);
+    else group.push(vm);
+  }
+  return new Map([...byNamespace].map(([ns, group]) => [ns, referencedBy(group)]));
+}
+
+const NONE: ReadonlySet<string> = new Set();
+
+/**
+ * Whether a disk of `pool` is in use: referenced by a VM of the pool's namespace (`referenced`, from
+ * {@link referencedByNamespace}) or bound by the pool's recorded intent.
+ */
+export function usedBy(
+  pool: GcPool,
+  referenced: ReadonlyMap<string, ReadonlySet<string>>,
+): (disk: string) => boolean {
+  const inNamespace = referenced.get(pool.metadata.namespace ?? '') ?? NONE;
+  const bound = new Set((pool.status?.intent?.bindings ?? []).map((b) => b.disk));
+  return (disk) => inNamespace.has(disk) || bound.has(disk);
 }
 
 /**
