@@ -7,9 +7,9 @@
  * vmpool does.
  *
  * It runs on the clients' CPUs beside the function, so its own cost is taken from the function and
- * the adapters: it is kept to what a delivery needs. Knative's broker runs in pods of its own; a
- * stand-in on the web `fetch` and a web `Request` per event cost the bench process about 1 ms of CPU
- * per event in a 0→1000 scale-up (docs/performance.md).
+ * the adapters: it is kept to what a delivery needs. Knative's broker runs in pods of its own. The
+ * stand-in it replaced, on the web `fetch` and a web `Request` per event, cost the bench process
+ * 1.1 to 1.6 s more CPU in a 0→1000 scale-up (3,004 events; docs/performance.md).
  * @module
  */
 import { Agent, createServer, request } from 'node:http';
