@@ -9,6 +9,7 @@ import { GROUP, VERSION } from '../shared/api/index.js';
 import type { BenchPlane } from './plane.js';
 import { benchPool, benchReplicaSet, clients, paths, quietBefore, sleep } from './objects.js';
 import type { Mark, Stack } from './stack.js';
+import { apiMsSince } from './ticks.js';
 import { watchCollection } from './watch.js';
 
 /** Namespace of the vmpool trials (the stack's adapters must watch it). */
@@ -51,31 +52,6 @@ function breakdownOf(marks: readonly Mark[], t0: number, seen: number): Breakdow
   const answered = marks.find((m) => m.event === ev.event && m.what === 'answered')?.at;
   if (answered === undefined) return undefined;
   return { event: ev.at - t0, reconcile: seen - ev.at, answered: answered - ev.at };
-}
-
-/** Sum and count of `vmpool_api_request_duration_seconds` by verb, from a /metrics page. */
-function apiSeconds(page: string): Map<string, { sum: number; count: number }> {
-  const out = new Map<string, { sum: number; count: number }>();
-  for (const m of page.matchAll(
-    /^vmpool_api_request_duration_seconds_(sum|count)\{verb="([^"]*)"\} (\S+)/gm,
-  )) {
-    const [, part = '', verb = '', value = '0'] = m;
-    const v = out.get(verb) ?? { sum: 0, count: 0 };
-    v[part === 'sum' ? 'sum' : 'count'] = Number(value);
-    out.set(verb, v);
-  }
-  return out;
-}
-
-/** Mean latency in ms by verb between two /metrics pages. */
-function apiMsSince(before: string, after: string): Record<string, number> {
-  const b = apiSeconds(before);
-  const out: Record<string, number> = {};
-  for (const [verb, a] of apiSeconds(after)) {
-    const n = a.count - (b.get(verb)?.count ?? 0);
-    if (n > 0) out[verb] = ((a.sum - (b.get(verb)?.sum ?? 0)) / n) * 1000;
-  }
-  return out;
 }
 
 const pick = (names: ReadonlySet<string>): string => {

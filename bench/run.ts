@@ -50,7 +50,7 @@ import { claimsBench, claimsNamespaces, claimsRows } from './claims.js';
 import type { ClaimsResult } from './claims.js';
 import { memoryAtScale, memoryRows, PEAK_RSS_GOAL_MIB } from './memory.js';
 import { imageStarts } from './ticks.js';
-import type { Start } from './ticks.js';
+import type { Start, VerbTime } from './ticks.js';
 import type { MemoryResult } from './memory.js';
 import { cpuModes, placeProcesses } from './cpus.js';
 import type { CpuMode, Placement } from './cpus.js';
@@ -165,6 +165,11 @@ interface ScaleSummary {
     readonly vmpool: { requests: number; watchEvents: number };
     readonly raw: { requests: number; watchEvents: number };
   };
+  /** The creates' mean round trip (ms) and how many were in flight on average (medians). */
+  readonly creates: {
+    readonly vmpool: { meanMs: number; inFlight: number };
+    readonly raw: { meanMs: number; inFlight: number };
+  };
 }
 
 function apiserverWork(runs: ReadonlyArray<Record<string, number>>) {
@@ -181,6 +186,15 @@ function apiserverWork(runs: ReadonlyArray<Record<string, number>>) {
 function medianCpu(runs: ReadonlyArray<Record<string, number>>): Record<string, number> {
   const keys = Object.keys(runs[0] ?? {});
   return Object.fromEntries(keys.map((k) => [k, median(runs.map((r) => r[k] ?? 0))]));
+}
+
+/** Medians of the creates' mean round trip and of their mean number in flight over the window. */
+function createWork(runs: ReadonlyArray<{ creates: VerbTime; windowMs: number }>) {
+  const timed = runs.filter((r) => r.creates.count > 0);
+  return {
+    meanMs: median(timed.map((r) => r.creates.ms / r.creates.count)),
+    inFlight: median(timed.map((r) => r.creates.ms / r.windowMs)),
+  };
 }
 
 function summarize({ placed, result: r }: Placed<ScaleResult>): ScaleSummary {
@@ -203,6 +217,10 @@ function summarize({ placed, result: r }: Placed<ScaleResult>): ScaleSummary {
     apiserver: {
       vmpool: apiserverWork(r.runs.map((x) => x.apiserver.vmpool)),
       raw: apiserverWork(r.runs.map((x) => x.apiserver.raw)),
+    },
+    creates: {
+      vmpool: createWork(r.runs.map((x) => ({ creates: x.creates.vmpool, windowMs: x.vmpool }))),
+      raw: createWork(r.runs.map((x) => ({ creates: x.creates.raw, windowMs: x.raw }))),
     },
   };
 }
@@ -309,6 +327,12 @@ function scaleRows(s: ScaleSummary): Row[] {
       bench: '',
       figure: 'API server, vmpool / raw: requests served, watch events sent',
       value: `${s.apiserver.vmpool.requests}/${s.apiserver.raw.requests}, ${s.apiserver.vmpool.watchEvents}/${s.apiserver.raw.watchEvents}`,
+      goal: 'what bounds it',
+    },
+    {
+      bench: '',
+      figure: `creates, vmpool / raw loop: mean round trip; mean in flight (round trips summed over the window; vmpool's executor keeps at most ${PARALLEL})`,
+      value: `${s.creates.vmpool.meanMs.toFixed(1)}/${s.creates.raw.meanMs.toFixed(1)} ms; ${s.creates.vmpool.inFlight.toFixed(1)}/${s.creates.raw.inFlight.toFixed(1)}`,
       goal: 'what bounds it',
     },
   ];

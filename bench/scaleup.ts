@@ -25,6 +25,8 @@ import {
   sleep,
 } from './objects.js';
 import type { Stack } from './stack.js';
+import { apiTimeSince } from './ticks.js';
+import type { VerbTime } from './ticks.js';
 import { watchCollection } from './watch.js';
 import { profileWindow } from './profile.js';
 import type { SelfTime } from './profile.js';
@@ -72,6 +74,17 @@ export interface ScaleRun {
     readonly vmpool: Record<string, number>;
     readonly raw: Record<string, number>;
   };
+  /**
+   * The creates' round trips, summed: reconcile-pool's from its /metrics (t0 until idle), the raw
+   * loop's timed around each call. Summed over the window, how many were in flight on average.
+   */
+  readonly creates: { readonly vmpool: VerbTime; readonly raw: VerbTime };
+}
+
+/** A run of the raw loop: its time, and its creates' round trips. */
+export interface RawRun {
+  readonly ms: number;
+  readonly creates: VerbTime;
 }
 
 /** The CPU group of reconcile-pool: its process, as the image starts it. */
@@ -102,6 +115,7 @@ export async function vmpoolRun(
   const disks = await watchCollection(plane.kc, paths.disks(ns));
   const ev0 = stack.delivered();
   const req0 = total(await stack.counts());
+  const metrics0 = await stack.metrics();
   await probe('start');
   const fnCpu0 = processCpuMs(stack.functionPid);
   // BENCH_PROFILE=1 prints where this process's CPU went during the timed window (not a figure);
@@ -125,6 +139,7 @@ export async function vmpoolRun(
     functionCpuMs,
     events: stack.delivered() - ev0,
     requests: total(await stack.counts()) - req0,
+    creates: apiTimeSince(metrics0, await stack.metrics()).create ?? { count: 0, ms: 0 },
   };
 }
 
@@ -139,7 +154,7 @@ export async function rawRun(
   concurrency: number,
   probe: Probe = noProbe,
   watched = true,
-): Promise<number> {
+): Promise<RawRun> {
   const c = clients(plane.kc);
   const pool = VirtualMachinePool.parse(await c.createPool(benchPool(ns, 'p', 0)));
   // All n at once: the loop is the floor, with no create burst (vmpool records 500 per pass).
@@ -162,13 +177,22 @@ export async function rawRun(
   const vw = watched ? await watchCollection(plane.kc, paths.vms(ns)) : undefined;
   const dw = watched ? await watchCollection(plane.kc, paths.disks(ns)) : undefined;
   type Task = () => Promise<void>;
+  // Each create's round trip, as reconcile-pool's /metrics times its own.
+  const creates = { count: 0, ms: 0 };
+  const timed = async <T>(call: () => Promise<T>): Promise<T> => {
+    const t = performance.now();
+    const out = await call();
+    creates.count++;
+    creates.ms += performance.now() - t;
+    return out;
+  };
   const tasks: Task[] = [
     ...retain.map((d) => async () => {
-      const o = await kube.createDisk(ns, d);
+      const o = await timed(() => kube.createDisk(ns, d));
       if (!o.ok) throw new Error(o.message);
     }),
     ...vms.map((vm) => async () => {
-      const o = await kube.createVm(ns, vm);
+      const o = await timed(() => kube.createVm(ns, vm));
       if (!o.ok) throw new Error(o.message);
       const disk = late.get(vm.metadata.name ?? '');
       if (disk === undefined) return;
@@ -180,7 +204,7 @@ export async function rawRun(
           ownerReferences: (disk.metadata.ownerReferences ?? []).map((r) => ({ ...r, uid })),
         },
       };
-      const d = await kube.createDisk(ns, owned);
+      const d = await timed(() => kube.createDisk(ns, owned));
       if (!d.ok) throw new Error(d.message);
     }),
   ];
@@ -197,7 +221,7 @@ export async function rawRun(
   await probe('end');
   vw?.stop();
   dw?.stop();
-  return Math.max(t1, t2) - t0;
+  return { ms: Math.max(t1, t2) - t0, creates };
 }
 
 /** The ReplicaSet controller 0→n pods. */
@@ -261,7 +285,7 @@ export async function scaleUp(
     const ns = `bench-sweep-${n}${tag}-${k}`;
     await c.namespace(ns);
     await quiet(`raw loop, ${k} in flight`);
-    const ms = await rawRun(plane, ns, n, k);
+    const { ms } = await rawRun(plane, ns, n, k);
     sweep.push({ concurrency: k, ms });
     log(`scale-up N=${n}: raw loop, ${k} in flight: ${ms.toFixed(0)} ms`);
   }
@@ -300,7 +324,8 @@ export async function scaleUp(
     const vw = window();
     convergedReplicas = (await c.getPool(up, 'p')).status?.replicas ?? 0;
     await quiet('the raw loop');
-    const rawMs = await rawRun(plane, raw, n, best, probe);
+    const rawRan = await rawRun(plane, raw, n, best, probe);
+    const rawMs = rawRan.ms;
     const rw = window();
     await quiet('the raw loop alone');
     // The raw client's CPU without the watches that time the run (they see 3n objects too).
@@ -330,6 +355,7 @@ export async function scaleUp(
       loopAloneCpuMs,
       cpu: { vmpool: vw.cpu, raw: rw.cpu },
       apiserver: { vmpool: vw.api, raw: rw.api },
+      creates: { vmpool: v.creates, raw: rawRan.creates },
     };
     log(
       `scale-up N=${n} rep ${r + 1}/${reps}: vmpool ${v.ms.toFixed(0)} ms, raw (${best} in flight) ${rawMs.toFixed(0)} ms, ReplicaSet ${rsMs.toFixed(0)} ms (${v.events} events, ${v.requests} requests); CPU ms reconcile-pool to idle ${run.functionCpuMs}, raw loop alone ${loopAloneCpuMs}; CPU ms vmpool ${JSON.stringify(run.cpu.vmpool)} raw ${JSON.stringify(run.cpu.raw)}; API server vmpool ${JSON.stringify(run.apiserver.vmpool)} raw ${JSON.stringify(run.apiserver.raw)}`,

@@ -166,6 +166,44 @@ export function requestsByVerb(page: string): Record<string, number> {
   return out;
 }
 
+/** Calls of one verb between two /metrics pages: how many, and their latencies summed (ms). */
+export interface VerbTime {
+  readonly count: number;
+  readonly ms: number;
+}
+
+/** Sum and count of `vmpool_api_request_duration_seconds` by verb, from a /metrics page. */
+function apiSeconds(page: string): Map<string, { sum: number; count: number }> {
+  const out = new Map<string, { sum: number; count: number }>();
+  for (const m of page.matchAll(
+    /^vmpool_api_request_duration_seconds_(sum|count)\{verb="([^"]*)"\} (\S+)/gm,
+  )) {
+    const [, part = '', verb = '', value = '0'] = m;
+    const v = out.get(verb) ?? { sum: 0, count: 0 };
+    v[part === 'sum' ? 'sum' : 'count'] = Number(value);
+    out.set(verb, v);
+  }
+  return out;
+}
+
+/** A function's API calls by verb between two of its /metrics pages. */
+export function apiTimeSince(before: string, after: string): Record<string, VerbTime> {
+  const b = apiSeconds(before);
+  const out: Record<string, VerbTime> = {};
+  for (const [verb, a] of apiSeconds(after)) {
+    const count = a.count - (b.get(verb)?.count ?? 0);
+    if (count > 0) out[verb] = { count, ms: (a.sum - (b.get(verb)?.sum ?? 0)) * 1000 };
+  }
+  return out;
+}
+
+/** Mean latency in ms by verb between two /metrics pages. */
+export function apiMsSince(before: string, after: string): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(apiTimeSince(before, after)).map(([verb, t]) => [verb, t.ms / t.count]),
+  );
+}
+
 const minus = (a: Record<string, number>, b: Record<string, number>): Record<string, number> =>
   Object.fromEntries(
     Object.entries(a)
