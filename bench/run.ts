@@ -41,7 +41,7 @@ import type { PlanRow, ScaleDownRow } from './plan.js';
 import { resyncTick } from './resync.js';
 import type { ResyncResult } from './resync.js';
 import { BENCH_GROUP, FUNCTION_GROUP, scaleNamespaces, scaleUp } from './scaleup.js';
-import type { ScaleResult } from './scaleup.js';
+import type { ScaleResult, SweepPoint } from './scaleup.js';
 import { startStack } from './stack.js';
 import type { StandbyRun } from './standby.js';
 import { standbyBench, standbyNamespaces, standbyRows } from './standby.js';
@@ -169,6 +169,8 @@ interface ScaleSummary {
   readonly creates: {
     readonly vmpool: { meanMs: number; inFlight: number };
     readonly raw: { meanMs: number; inFlight: number };
+    /** The raw loop of the sweep at vmpool's own concurrency, if the sweep ran it. */
+    readonly rawAtParallel?: { meanMs: number; inFlight: number; ms: number };
   };
 }
 
@@ -197,6 +199,14 @@ function createWork(runs: ReadonlyArray<{ creates: VerbTime; windowMs: number }>
   };
 }
 
+/** The sweep's raw loop at vmpool's concurrency ({@link PARALLEL}): its time and its creates. */
+function atParallel(sweep: readonly SweepPoint[]): Pick<ScaleSummary['creates'], 'rawAtParallel'> {
+  const p = sweep.find((x) => x.concurrency === PARALLEL);
+  if (p === undefined || p.creates.count === 0) return {};
+  const w = createWork([{ creates: p.creates, windowMs: p.ms }]);
+  return { rawAtParallel: { ...w, ms: p.ms } };
+}
+
 function summarize({ placed, result: r }: Placed<ScaleResult>): ScaleSummary {
   return {
     n: r.n,
@@ -221,6 +231,7 @@ function summarize({ placed, result: r }: Placed<ScaleResult>): ScaleSummary {
     creates: {
       vmpool: createWork(r.runs.map((x) => ({ creates: x.creates.vmpool, windowMs: x.vmpool }))),
       raw: createWork(r.runs.map((x) => ({ creates: x.creates.raw, windowMs: x.raw }))),
+      ...atParallel(r.sweep),
     },
   };
 }
@@ -331,8 +342,16 @@ function scaleRows(s: ScaleSummary): Row[] {
     },
     {
       bench: '',
-      figure: `creates, vmpool / raw loop: mean round trip; mean in flight (round trips summed over the window; vmpool's executor keeps at most ${PARALLEL})`,
-      value: `${s.creates.vmpool.meanMs.toFixed(1)}/${s.creates.raw.meanMs.toFixed(1)} ms; ${s.creates.vmpool.inFlight.toFixed(1)}/${s.creates.raw.inFlight.toFixed(1)}`,
+      figure: `creates: mean round trip, mean in flight (round trips summed over the window; vmpool's executor keeps at most ${PARALLEL}): vmpool; the best raw loop${s.creates.rawAtParallel === undefined ? '' : `; the sweep's raw loop at ${PARALLEL} in flight (its time)`}`,
+      value: [
+        `${s.creates.vmpool.meanMs.toFixed(1)} ms, ${s.creates.vmpool.inFlight.toFixed(1)}`,
+        `${s.creates.raw.meanMs.toFixed(1)} ms, ${s.creates.raw.inFlight.toFixed(1)}`,
+        ...(s.creates.rawAtParallel === undefined
+          ? []
+          : [
+              `${s.creates.rawAtParallel.meanMs.toFixed(1)} ms, ${s.creates.rawAtParallel.inFlight.toFixed(1)} (${ms(s.creates.rawAtParallel.ms)})`,
+            ]),
+      ].join('; '),
       goal: 'what bounds it',
     },
   ];

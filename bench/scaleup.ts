@@ -244,6 +244,8 @@ export const SWEEP = [8, 16, 32, 64, 128] as const;
 export interface SweepPoint {
   readonly concurrency: number;
   readonly ms: number;
+  /** Its creates' round trips. */
+  readonly creates: VerbTime;
 }
 
 /** Everything measured for one N. */
@@ -285,8 +287,8 @@ export async function scaleUp(
     const ns = `bench-sweep-${n}${tag}-${k}`;
     await c.namespace(ns);
     await quiet(`raw loop, ${k} in flight`);
-    const { ms } = await rawRun(plane, ns, n, k);
-    sweep.push({ concurrency: k, ms });
+    const { ms, creates } = await rawRun(plane, ns, n, k);
+    sweep.push({ concurrency: k, ms, creates });
     log(`scale-up N=${n}: raw loop, ${k} in flight: ${ms.toFixed(0)} ms`);
   }
   const best = [...sweep].sort((a, b) => a.ms - b.ms)[0]?.concurrency ?? 16;
