@@ -8,7 +8,8 @@
 import { GROUP, VERSION } from '../shared/api/index.js';
 import type { BenchPlane } from './plane.js';
 import { benchPool, benchReplicaSet, clients, paths, quietBefore, sleep } from './objects.js';
-import type { Mark, Stack } from './stack.js';
+import type { Mark } from './broker.js';
+import type { Stack } from './stack.js';
 import { apiMsSince } from './ticks.js';
 import { watchCollection } from './watch.js';
 

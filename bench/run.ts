@@ -190,12 +190,20 @@ function medianCpu(runs: ReadonlyArray<Record<string, number>>): Record<string, 
   return Object.fromEntries(keys.map((k) => [k, median(runs.map((r) => r[k] ?? 0))]));
 }
 
-/** Medians of the creates' mean round trip and of their mean number in flight over the window. */
+/** The creates' mean round trip and their mean number in flight over a window of `windowMs`. */
+const createFigures = (creates: VerbTime, windowMs: number) => ({
+  meanMs: creates.ms / creates.count,
+  inFlight: creates.ms / windowMs,
+});
+
+/** Medians of {@link createFigures} over the runs that made creates. */
 function createWork(runs: ReadonlyArray<{ creates: VerbTime; windowMs: number }>) {
-  const timed = runs.filter((r) => r.creates.count > 0);
+  const figures = runs
+    .filter((r) => r.creates.count > 0)
+    .map((r) => createFigures(r.creates, r.windowMs));
   return {
-    meanMs: median(timed.map((r) => r.creates.ms / r.creates.count)),
-    inFlight: median(timed.map((r) => r.creates.ms / r.windowMs)),
+    meanMs: median(figures.map((f) => f.meanMs)),
+    inFlight: median(figures.map((f) => f.inFlight)),
   };
 }
 
@@ -203,8 +211,7 @@ function createWork(runs: ReadonlyArray<{ creates: VerbTime; windowMs: number }>
 function atParallel(sweep: readonly SweepPoint[]): Pick<ScaleSummary['creates'], 'rawAtParallel'> {
   const p = sweep.find((x) => x.concurrency === PARALLEL);
   if (p === undefined || p.creates.count === 0) return {};
-  const w = createWork([{ creates: p.creates, windowMs: p.ms }]);
-  return { rawAtParallel: { ...w, ms: p.ms } };
+  return { rawAtParallel: { ...createFigures(p.creates, p.ms), ms: p.ms } };
 }
 
 function summarize({ placed, result: r }: Placed<ScaleResult>): ScaleSummary {

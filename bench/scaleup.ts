@@ -25,7 +25,7 @@ import {
   sleep,
 } from './objects.js';
 import type { Stack } from './stack.js';
-import { apiTimeSince } from './ticks.js';
+import { apiTimeSince, requestsByVerb } from './ticks.js';
 import type { VerbTime } from './ticks.js';
 import { watchCollection } from './watch.js';
 import { profileWindow } from './profile.js';
@@ -114,7 +114,7 @@ export async function vmpoolRun(
   const vms = await watchCollection(plane.kc, paths.vms(ns));
   const disks = await watchCollection(plane.kc, paths.disks(ns));
   const ev0 = stack.delivered();
-  const req0 = total(await stack.counts());
+  // One /metrics page each side: the requests and the creates' round trips both come from it.
   const metrics0 = await stack.metrics();
   await probe('start');
   const fnCpu0 = processCpuMs(stack.functionPid);
@@ -134,12 +134,13 @@ export async function vmpoolRun(
   // The events of n×3 creates trail the creates: wait until their reconciles are done.
   await stack.idle(300, 300_000);
   const functionCpuMs = processCpuMs(stack.functionPid) - fnCpu0;
+  const metrics1 = await stack.metrics();
   return {
     ms: Math.max(t1, t2) - t0,
     functionCpuMs,
     events: stack.delivered() - ev0,
-    requests: total(await stack.counts()) - req0,
-    creates: apiTimeSince(metrics0, await stack.metrics()).create ?? { count: 0, ms: 0 },
+    requests: total(requestsByVerb(metrics1)) - total(requestsByVerb(metrics0)),
+    creates: apiTimeSince(metrics0, metrics1).create ?? { count: 0, ms: 0 },
   };
 }
 

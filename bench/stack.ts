@@ -2,8 +2,8 @@
  * reconcile-pool as deployed: its own process, started as the image starts it (its snapshot, its
  * flags; see ticks.ts), fed by the real ApiServerSource adapter as knative/ configures it (pools;
  * VMs and disks with a pool-uid label) in Resource mode for the benchmark's namespaces, through a
- * stand-in Broker in this process (broker.ts) — the wiring of test/e2e/stack.ts without vitest, the simulator
- * or a resync tick (every reaction measured is event-driven). Counts deliveries, reads the
+ * stand-in Broker in this process (broker.ts) — the wiring of test/e2e/stack.ts without vitest, the
+ * simulator or a resync tick (every reaction measured is event-driven). Counts deliveries, reads the
  * function's API requests from its /metrics, and knows when it is idle.
  * @module
  */
@@ -19,8 +19,6 @@ import { startBroker } from './broker.js';
 import type { Mark } from './broker.js';
 import { listeningPort, requestsByVerb } from './ticks.js';
 import type { Start } from './ticks.js';
-
-export type { Mark } from './broker.js';
 
 /** A running reconcile-pool with its event sources. */
 export interface Stack {
@@ -89,11 +87,10 @@ export async function startStack(
     throw err;
   }
   const broker = await startBroker(fn);
-  const sink = broker.sink;
   const adapters = await startPoolSources({
     kubeconfigPath,
     binDir: knativeBinDir,
-    sink,
+    sink: broker.sink,
     namespaces,
     name: 'bench',
   });
