@@ -1,33 +1,28 @@
 /**
  * One disk-GC pass over the whole cluster: every pool and every pool-labelled disk, each listed once
- * page by page and kept as GC facts; then, only where a disk is due, every VM of its namespace; then
- * preconditioned deletes.
+ * page by page and kept as GC facts; namespace by namespace as the lists pass it, every VM of the
+ * namespace where a disk is due, then preconditioned deletes.
  * @module
  */
 import type { Logger } from 'pino';
-import type { Malformed, VirtualDisk, VirtualMachine } from '../api/index.js';
-import { keys } from '../api/index.js';
+import type { Malformed, VirtualMachine } from '../api/index.js';
 import type { Collect, GcPool } from '../domain/index.js';
 import {
-  collectNamespaces,
   diskHolder,
   eventFor,
   forbiddenMessage,
-  freeCandidate,
-  gcDisk,
-  gcPool,
   heldByMalformed,
   malformedByPool,
   malformedMessage,
-  mayCollect,
   nameOf,
   planGc,
   poolKey,
 } from '../domain/index.js';
-import type { Failure, Kube, Listed, Outcome, PageRequest } from '../kube/index.js';
-import { GC_PARALLEL, PARALLEL, runBounded, sharedBound } from './batch.js';
-import { pagesOf } from './window.js';
+import type { Failure, Kube, Listed, Outcome } from '../kube/index.js';
+import { GC_PARALLEL, PARALLEL, sharedBound } from './batch.js';
 import { bestEffort } from './event-log.js';
+import type { NamespaceFacts } from './gc-facts.js';
+import { streamFacts } from './gc-facts.js';
 
 /** What a GC pass did. */
 export type GcOutcome =
@@ -65,79 +60,11 @@ async function holdersIn(kube: Kube, namespace: string): Promise<Listed<VirtualM
  */
 export const GC_PAGE = 500;
 
-/** What a pass keeps of the cluster: the facts of its pools and free disks, by uid. */
-interface Facts {
-  readonly pools: GcPool[];
-  readonly disks: VirtualDisk[];
-  /** Pool-labelled disks that do not parse: each holds back the pools it claims. */
-  readonly malformed: Malformed[];
-}
-
-/**
- * Every pool that may collect and every free pool disk of the cluster, listed side by side, page by
- * page, lean (the pass keeps facts, never the objects). A list restarted after an expired token
- * starts its facts afresh ({@link keep}).
- */
-async function factsOf(kube: Kube, limit: number): Promise<Outcome<Facts>> {
-  const pools = new Map<string, GcPool>();
-  const disks = new Map<string, VirtualDisk>();
-  const malformed = new Map<string, Malformed>();
-  // Existence, not `in (<uids>)`: the API server tests a set requirement value by value, against
-  // every disk, for every list that names uids (1.2 s of its CPU in a 5,000-pool pass when it did).
-  const failed = (
-    await Promise.all([
-      keep(
-        (p) => kube.listPools(undefined, { ...p, lean: true }),
-        limit,
-        pools,
-        (p) => (mayCollect(p) ? gcPool(p) : undefined),
-      ),
-      keep(
-        (p) => kube.listDisks(undefined, keys.poolUid, { ...p, lean: true }),
-        limit,
-        disks,
-        (d) => (freeCandidate(d) ? gcDisk(d) : undefined),
-        malformed,
-      ),
-    ])
-  ).find((f) => f !== undefined);
-  if (failed !== undefined) return failed;
-  return {
-    ok: true,
-    value: {
-      pools: [...pools.values()],
-      disks: [...disks.values()],
-      malformed: [...malformed.values()],
-    },
-  };
-}
-
-/**
- * Reads a list page by page into `into`, by uid, the facts `fact` gives of each item (none: the
- * item is not kept), and into `malformed` what does not parse.
- * A list restarted after an expired token reads every object again: what was kept before is
- * forgotten, so an object deleted in between is not kept from its old read.
- */
-async function keep<T extends { metadata: { uid?: string | undefined } }, F>(
-  read: (page: PageRequest) => Promise<Listed<T>>,
-  limit: number,
-  into: Map<string, F>,
-  fact: (item: T) => F | undefined,
-  malformed?: Map<string, Malformed>,
-): Promise<Failure | undefined> {
-  const restarted = (): void => {
-    into.clear();
-    malformed?.clear();
-  };
-  for await (const page of pagesOf(read, limit, restarted)) {
-    if (!page.ok) return page;
-    for (const item of page.value) {
-      const f = fact(item);
-      if (f !== undefined) into.set(item.metadata.uid ?? '', f);
-    }
-    for (const m of page.malformed ?? []) malformed?.set(m.uid, m);
-  }
-  return undefined;
+/** What a pass did in one namespace. */
+interface Tally {
+  readonly deleted: Collect[];
+  readonly skipped: number;
+  readonly nextWakeMs: number | undefined;
 }
 
 const diskKey = (d: { metadata: { namespace?: string; name?: string } }): string =>
@@ -146,12 +73,15 @@ const diskKey = (d: { metadata: { namespace?: string; name?: string } }): string
 /**
  * A pass lists every pool and every pool-labelled disk once, page by page, and keeps of them only
  * GC facts (`gc-facts.ts`): the pools that may collect and the disks that are free, a few hundred
- * bytes each, whatever the cluster's size. Its disks are listed before any VM: a disk claimed or
- * stamped after that list changes its resourceVersion, so the preconditioned delete of the old one
- * fails; bindings and references made before it are seen by the VM lists that follow. A pass none
- * of whose disks is due reads no VM; one that would delete something reads every VM of those disks'
- * namespaces, a pool's or not, and plans again, so a VM outside every pool keeps what it references
- * (L3).
+ * bytes each, whatever the cluster's size. A namespace is planned as soon as both lists are past it
+ * (`streamFacts`), so its deletes go out while the lists read on: the reads of a pass with much to
+ * delete no longer all come before its first write. Its disks are listed before any of its VMs: a
+ * disk claimed or stamped after that list changes its resourceVersion, so the preconditioned delete
+ * of the old one fails; bindings and references made before it are seen by the VM list that follows.
+ * A namespace none of whose disks is due reads no VM; one where a disk would go reads every VM of
+ * the namespace, a pool's or not, and plans again, so a VM outside every pool keeps what it
+ * references (L3). A failed list or VM read fails the pass (it is retried) once what was under way
+ * is done; namespaces planned before it keep what they deleted, each delete made on its own facts.
  */
 export async function collectDisks(
   kube: Kube,
@@ -166,35 +96,68 @@ export async function collectDisks(
   };
   const failed = (f: Failure): GcOutcome =>
     f.reason === 'forbidden' ? refused(f) : { kind: 'retry', reason: f.message };
-  const facts = await factsOf(kube, limit);
-  if (!facts.ok) return failed(facts);
-  const { pools, disks, malformed } = facts.value;
-  // A VM only ever keeps a disk: planned as if no VM held any, the pass collects a superset of what
-  // it would knowing its VMs and wakes no later (planGc's laws). When even that is nothing, no VM
-  // can make it something, and the pass reads none: the usual pass, nothing due, reads pools and
-  // disks only.
+  const reads = sharedBound(PARALLEL);
+  const deleter = deleterOf(kube, log);
+  const passes: Promise<Outcome<Tally>>[] = [];
+  const listed = await streamFacts(kube, limit, (namespace, facts) =>
+    passes.push(collectIn(namespace, facts, { kube, now, log, reads, deleter })),
+  );
+  const tallies = await Promise.all(passes);
+  const denied = await deleter.settled();
+  if (listed !== undefined) return failed(listed);
+  const deleted: Collect[] = [];
+  let skipped = 0;
+  let nextWakeMs: number | undefined;
+  for (const t of tallies) {
+    if (!t.ok) return failed(t);
+    deleted.push(...t.value.deleted);
+    skipped += t.value.skipped;
+    if (t.value.nextWakeMs !== undefined)
+      nextWakeMs = Math.min(nextWakeMs ?? t.value.nextWakeMs, t.value.nextWakeMs);
+  }
+  if (denied !== undefined) return failed(denied);
+  return { kind: 'done', deleted, skipped, nextWakeMs };
+}
+
+/** What planning one namespace needs of its pass. */
+interface PassDeps {
+  readonly kube: Kube;
+  readonly now: Date;
+  readonly log: Logger;
+  /** The pass's bound on VM lists in flight, across namespaces. */
+  readonly reads: <R>(fn: () => Promise<R>) => Promise<R>;
+  readonly deleter: Deleter;
+}
+
+/** Plans one namespace from its facts, reads its VMs where a disk is due, and deletes. */
+async function collectIn(
+  namespace: string,
+  facts: NamespaceFacts,
+  { kube, now, log, reads, deleter }: PassDeps,
+): Promise<Outcome<Tally>> {
+  const { pools, disks, malformed } = facts;
+  // A VM only ever keeps a disk: planned as if no VM held any, the namespace collects a superset of
+  // what it would knowing its VMs and wakes no later (planGc's laws). When even that is nothing, no
+  // VM can make it something, and the namespace reads none: the usual pass, nothing due, reads
+  // pools and disks only.
   const unheld = planGc(pools, [], disks, now);
-  if (unheld.collect.length === 0) return done([], 0, unheld.nextWakeMs);
+  if (unheld.collect.length === 0)
+    return { ok: true, value: { deleted: [], skipped: 0, nextWakeMs: unheld.nextWakeMs } };
   // An empty selector: every VM of the namespace, a pool's or not, a page at a time, keeping of each
   // only the disks it names and its pool label.
-  const read = await runBounded(collectNamespaces(unheld), PARALLEL, (ns) => holdersIn(kube, ns));
-  const vms: VirtualMachine[] = [];
-  const skipped: Malformed[] = [];
-  for (const l of read) {
-    if (!l.ok) return failed(l);
-    vms.push(...l.value);
-    skipped.push(...(l.malformed ?? []));
-  }
+  const read = await reads(() => holdersIn(kube, namespace));
+  if (!read.ok) return read;
+  const vms = read.value;
+  const skipped = read.malformed ?? [];
   // A pool an unparseable VM or disk claims keeps its disks this pass: that VM may reference them,
   // as may one whose references cannot be read (its whole namespace); named ones are in use.
   const unseen = malformedByPool([...skipped, ...malformed], vms);
   const held = heldByMalformed(skipped);
-  const due = new Set(unheld.collect.map((c) => `${c.namespace}/${c.pool}`));
+  const due = new Set(unheld.collect.map((c) => c.pool));
   const collectable = pools.filter((p) => {
-    const ns = p.metadata.namespace ?? '';
-    const claims = unseen.get(poolKey(p)) ?? held.namespaces.get(ns);
-    if (claims !== undefined && due.has(`${ns}/${nameOf(p)}`))
-      log.warn({ pool: `${ns}/${nameOf(p)}` }, malformedMessage(claims));
+    const claims = unseen.get(poolKey(p)) ?? held.namespaces.get(namespace);
+    if (claims !== undefined && due.has(nameOf(p)))
+      log.warn({ pool: `${namespace}/${nameOf(p)}` }, malformedMessage(claims));
     return claims === undefined;
   });
   const gc = planGc(
@@ -203,38 +166,36 @@ export async function collectDisks(
     disks.filter((d) => !held.disks.has(diskKey(d))),
     now,
   );
-  const out = await deleteAll(kube, gc.collect, pools, log);
-  if (!out.ok) return failed(out);
-  return done(out.value, gc.collect.length - out.value.length, gc.nextWakeMs);
+  const deleted = await deleter.all(gc.collect, pools);
+  return {
+    ok: true,
+    value: { deleted, skipped: gc.collect.length - deleted.length, nextWakeMs: gc.nextWakeMs },
+  };
 }
 
-const done = (deleted: Collect[], skipped: number, nextWakeMs: number | undefined): GcOutcome => ({
-  kind: 'done',
-  deleted,
-  skipped,
-  nextWakeMs,
-});
+/** A pass's deletes, bounded together across its namespaces. */
+interface Deleter {
+  /** Deletes what a plan collects; gives those deleted. */
+  all(collect: readonly Collect[], pools: readonly GcPool[]): Promise<Collect[]>;
+  /** Once every Event recorded is done: the first refused grant among the deletes, if any. */
+  settled(): Promise<Failure | undefined>;
+}
 
 /**
- * Deletes what a plan collects, each under the uid and resourceVersion it was planned from, and
- * records a DiskCollected Event on its pool. The deletes are bounded by {@link GC_PARALLEL}, the
- * Events by as many again of their own: a delete's slot is free once the delete is answered, so
- * the Events do not halve the pass's delete rate. A refused grant fails the pass once all are done.
+ * Deletes what plans collect, each under the uid and resourceVersion it was planned from, and
+ * records a DiskCollected Event on its pool. The deletes of every namespace of the pass share
+ * {@link GC_PARALLEL} slots, the Events as many of their own: a delete's slot is free once the
+ * delete is answered, so the Events do not halve the pass's delete rate. A refused grant fails the
+ * pass once all are done.
  */
-async function deleteAll(
-  kube: Kube,
-  collect: readonly Collect[],
-  pools: readonly GcPool[],
-  log: Logger,
-): Promise<Outcome<Collect[]>> {
+function deleterOf(kube: Kube, log: Logger): Deleter {
   let denied: Failure | undefined;
-  const poolOf = new Map(pools.map((p) => [`${p.metadata.namespace ?? ''}/${nameOf(p)}`, p]));
+  const deletes = sharedBound(GC_PARALLEL);
   const events = sharedBound(GC_PARALLEL);
   const recorded: Promise<void>[] = [];
-  const collectOne = async (c: Collect): Promise<Collect | undefined> => {
+  const collectOne = async (c: Collect, pool: GcPool | undefined): Promise<boolean> => {
     const pre = { uid: c.uid, resourceVersion: c.resourceVersion };
-    const o = await kube.deleteDisk(c.namespace, c.name, pre);
-    const pool = poolOf.get(`${c.namespace}/${c.pool}`);
+    const o = await deletes(() => kube.deleteDisk(c.namespace, c.name, pre));
     const event = eventFor({ kind: 'deleteDisk', name: c.name, ...pre, why: 'gc' }, o.ok);
     // Best effort, like every Event: a refused one changes nothing about the pass.
     if (pool !== undefined && event !== undefined)
@@ -255,11 +216,18 @@ async function deleteAll(
         'collected free disk',
       );
     if (!o.ok && o.reason === 'forbidden') denied ??= o;
-    return o.ok ? c : undefined;
+    return o.ok;
   };
-  const results = await runBounded(collect, GC_PARALLEL, collectOne);
-  // Nothing of the pass writes after it answered.
-  await Promise.all(recorded);
-  if (denied !== undefined) return denied;
-  return { ok: true, value: results.filter((c): c is Collect => c !== undefined) };
+  return {
+    async all(collect, pools) {
+      const poolOf = new Map(pools.map((p) => [nameOf(p), p]));
+      const done = await Promise.all(collect.map((c) => collectOne(c, poolOf.get(c.pool))));
+      return collect.filter((_, i) => done[i]);
+    },
+    async settled() {
+      // Nothing of the pass writes after it answered.
+      await Promise.all(recorded);
+      return denied;
+    },
+  };
 }

@@ -180,6 +180,93 @@ describe('a GC pass a window at a time (L3)', () => {
   });
 });
 
+describe('a GC pass namespace by namespace as its lists pass them', () => {
+  it("plans a namespace once both lists are past it, in the API server's key order (x-b/ before x/ before x0/), each keep counting every free disk", async () => {
+    const base = await newNamespace('wgk');
+    // Namespaces whose names sort otherwise than their keys: "x-b" < "x" < "x0" only with the
+    // slash. One more after them, so the list reads on past the last asserted on.
+    const more = [`${base}-b`, `${base}0`, `${base}1`];
+    for (const name of more)
+      // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment
+      await cluster().core.createNamespace({ body: { metadata: { name } } });
+    spaces.push(base, ...more);
+    const ours = [`${base}-b`, base, `${base}0`, `${base}1`];
+    for (const ns of ours) {
+      const pool = await create(
+        'virtualmachinepools',
+        ns,
+        smallPool(ns, 'keep1', (p) => {
+          p.spec.replicas = 0;
+          p.spec.virtualDiskTemplates[1]!.reclaim = { onScaleDown: 'Retain', keep: 1, ttl: '1s' };
+        }),
+      );
+      // Two free disks each, on pages of their own: the newer stays warm, the older goes.
+      for (const [name, hoursAgo] of [
+        ['older', 2],
+        ['newer', 1],
+      ] as const)
+        await create('virtualdisks', ns, {
+          kind: 'VirtualDisk',
+          metadata: {
+            name: `keep1-cache-${name}`,
+            labels: {
+              [keys.poolUid]: pool.metadata.uid,
+              [keys.pool]: 'keep1',
+              [keys.diskTemplate]: 'cache',
+            },
+            annotations: {
+              [keys.freeSince]: new Date(Date.now() - hoursAgo * 3_600_000).toISOString(),
+            },
+            ownerReferences: [
+              {
+                apiVersion: API_VERSION,
+                kind: 'VirtualMachinePool',
+                name: 'keep1',
+                uid: pool.metadata.uid as string,
+                controller: true,
+                blockOwnerDeletion: true,
+              },
+            ],
+          },
+          spec: { persistentVolumeClaim: { size: '1Gi' } },
+        });
+    }
+    const gc = await functionKube('disk-gc-tick');
+    // The calls the pass makes, in order: which namespace's VMs it read, and each disk page asked.
+    const calls: string[] = [];
+    const recorded = new Proxy(gc, {
+      get: (target, prop: keyof Kube) => {
+        const method: unknown = Reflect.get(target, prop);
+        if (typeof method !== 'function') return method;
+        return (...args: unknown[]) => {
+          calls.push(prop === 'listVms' ? `listVms ${String(args[0])}` : prop);
+          return Reflect.apply(method, target, args) as unknown;
+        };
+      },
+    });
+    const out = await collectDisks(recorded, new Date(), testLog('window-gc'), 1);
+    expect(out.kind).toBe('done');
+    const deleted = out.kind === 'done' ? out.deleted : [];
+    expect(
+      deleted
+        .filter((c) => ours.includes(c.namespace))
+        .map((c) => `${c.namespace}/${c.name}`)
+        .sort(),
+    ).toEqual(ours.map((ns) => `${ns}/keep1-cache-older`).sort());
+    for (const ns of ours) {
+      expect(await read('virtualdisks', ns, 'keep1-cache-newer')).toBeDefined();
+      expect(await read('virtualdisks', ns, 'keep1-cache-older')).toBeUndefined();
+    }
+    // Each of the first two in key order is planned while the disk list still reads on (two pages
+    // of each namespace after it).
+    const lastDiskPage = calls.lastIndexOf('listDisks');
+    for (const ns of ours.slice(0, 2)) {
+      expect(calls.indexOf(`listVms ${ns}`)).toBeGreaterThan(-1);
+      expect(calls.indexOf(`listVms ${ns}`)).toBeLessThan(lastDiskPage);
+    }
+  });
+});
+
 async function firstSpacePools(): Promise<VirtualMachinePool[]> {
   const got = await kube.listPools(spaces[0] ?? '');
   return got.ok ? got.value : [];

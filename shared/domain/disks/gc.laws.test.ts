@@ -14,7 +14,7 @@ import {
   ttl30Pool as ttl30,
   collectedNames as names,
 } from '../../../test/unit/builders.js';
-import { collectNamespaces, planGc, referencedByNamespace, usedBy } from './gc.js';
+import { planGc, referencedByNamespace, usedBy } from './gc.js';
 import { freeCandidate, gcDisk, gcPool, mayCollect } from './gc-facts.js';
 import { diskHolder } from './in-use.js';
 
@@ -30,7 +30,7 @@ describe('planGc', () => {
       metadata: { ...member.metadata, labels: {}, ownerReferences: [] },
     };
     expect(planGc([ttl30], [detached], [d], NOW).collect).toEqual([]);
-    expect(collectNamespaces(planGc([ttl30], [], [d], NOW))).toEqual(['ci']);
+    expect(planGc([ttl30], [], [d], NOW).collect.map((c) => c.namespace)).toEqual(['ci']);
   });
 
   it('a disk the platform reports attached (status.attachedToVirtualMachines) is never collected', () => {

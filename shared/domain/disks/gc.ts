@@ -35,7 +35,7 @@ export interface GcPlan {
  * Plans a GC pass over the cluster-wide lists of pools, VMs and pool disks. Only disks stamped
  * `free-since` are considered: the reconcile stamps them once nothing uses them. Every VM in `vms`
  * keeps the disks it references in its namespace, whoever it belongs to: the pool-labelled VMs, and
- * the namespace's other VMs where a disk would go ({@link collectNamespaces}).
+ * the namespace's other VMs where a disk would go (a pass reads them only where one would).
  */
 export function planGc(
   pools: readonly GcPool[],
@@ -124,13 +124,4 @@ export function usedBy(
   const inNamespace = referenced.get(pool.metadata.namespace ?? '') ?? NONE;
   const bound = new Set((pool.status?.intent?.bindings ?? []).map((b) => b.disk));
   return (disk) => inNamespace.has(disk) || bound.has(disk);
-}
-
-/**
- * The namespaces whose VMs a pass must read before deleting what `plan` collects: the pool-labelled
- * list it was planned from does not show a VM outside every pool (a detached member, a VM a disk was
- * hot-plugged into).
- */
-export function collectNamespaces(plan: GcPlan): string[] {
-  return [...new Set(plan.collect.map((c) => c.namespace))].sort();
 }
