@@ -21,8 +21,8 @@ import {
 import type { Failure, Kube, Listed, Outcome } from '../kube/index.js';
 import { GC_PARALLEL, PARALLEL, sharedBound } from './batch.js';
 import { bestEffort } from './event-log.js';
-import type { NamespaceFacts } from './gc-facts.js';
-import { streamFacts } from './gc-facts.js';
+import type { NamespaceFacts } from './gc-stream.js';
+import { streamFacts } from './gc-stream.js';
 
 /** What a GC pass did. */
 export type GcOutcome =
@@ -72,16 +72,17 @@ const diskKey = (d: { metadata: { namespace?: string; name?: string } }): string
 
 /**
  * A pass lists every pool and every pool-labelled disk once, page by page, and keeps of them only
- * GC facts (`gc-facts.ts`): the pools that may collect and the disks that are free, a few hundred
- * bytes each, whatever the cluster's size. A namespace is planned as soon as both lists are past it
- * (`streamFacts`), so its deletes go out while the lists read on: the reads of a pass with much to
- * delete no longer all come before its first write. Its disks are listed before any of its VMs: a
- * disk claimed or stamped after that list changes its resourceVersion, so the preconditioned delete
- * of the old one fails; bindings and references made before it are seen by the VM list that follows.
- * A namespace none of whose disks is due reads no VM; one where a disk would go reads every VM of
- * the namespace, a pool's or not, and plans again, so a VM outside every pool keeps what it
- * references (L3). A failed list or VM read fails the pass (it is retried) once what was under way
- * is done; namespaces planned before it keep what they deleted, each delete made on its own facts.
+ * GC facts (domain/disks/gc-facts.ts): the pools that may collect and the disks that are free, a
+ * few hundred bytes each, whatever the cluster's size. A namespace is planned as soon as both lists
+ * are past it (`streamFacts`), so its deletes go out while the lists read on: in a cluster of many
+ * namespaces the reads of a pass with much to delete no longer all come before its first write.
+ * Its disks are listed before any of its VMs: a disk claimed or stamped after that list changes its
+ * resourceVersion, so the preconditioned delete of the old one fails; bindings and references made
+ * before it are seen by the VM list that follows. A namespace none of whose disks is due reads no
+ * VM; one where a disk would go reads every VM of the namespace, a pool's or not, and plans again,
+ * so a VM outside every pool keeps what it references (L3). A failed list or VM read fails the pass
+ * (it is retried) once what was under way is done; the namespaces planned before it keep what they
+ * deleted, each delete decided from that namespace's whole facts.
  */
 export async function collectDisks(
   kube: Kube,

@@ -33,12 +33,12 @@ const sortKey = (namespace: string): string => `${namespace}/`;
 const START = '';
 
 /**
- * Reads every pool and every pool-labelled disk, lean, `limit` a page, and calls `complete` once for
- * each namespace where a pool may collect or a disk is free, with its facts, once both lists are
- * past it (in the API server's key order), or at the end. A list seen out of that order hands over
- * nothing more until both lists end. A failed list hands over nothing more; what was handed over
- * stays so. A list restarted after an expired token forgets what it gave of the namespaces not
- * handed over yet, and what it gives again of those handed over is ignored.
+ * Reads every pool and every pool-labelled disk, lean, `limit` a page, and calls `complete` once
+ * for each namespace where a pool may collect or a disk is free, with its facts, once both lists
+ * are past it (in the API server's key order), or at the end. A list seen out of that order hands
+ * over nothing more until both lists end. A failed list hands over nothing more; what was handed
+ * over stays so. A list restarted after an expired token forgets what it gave of the namespaces
+ * not handed over yet, and what it gives again of those handed over is ignored.
  */
 export async function streamFacts(
   kube: Kube,
