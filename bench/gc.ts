@@ -52,6 +52,8 @@ export interface GcFloor {
 export interface GcResult {
   readonly pools: number;
   readonly disks: number;
+  /** Namespaces the pools are spread over, round robin. */
+  readonly namespaces: number;
   readonly setupMs: number;
   /** Deleting the benchmark's namespace afterwards, so later benchmarks see a cluster without it. */
   readonly cleanupMs: number;
@@ -121,22 +123,31 @@ function gcPool(ns: string, name: string, disksPerPool: number) {
   return p;
 }
 
-/** Creates the pools and disks, then runs two passes. */
+/**
+ * Creates the pools and disks, in one namespace or spread round robin over `namespaces` (a pass
+ * plans a namespace as its lists pass it: with one, it reads all before its first delete), then
+ * runs the passes.
+ */
 export async function gcTick(
   plane: BenchPlane,
   pools: number,
   disksPerPool: number,
   log: (l: string) => void = () => undefined,
+  namespaces = 1,
 ): Promise<GcResult> {
-  const ns = 'bench-gc';
+  const spaces = Array.from({ length: namespaces }, (_, k) =>
+    namespaces === 1 ? 'bench-gc' : `bench-gc-ns${String(k)}`,
+  );
+  const nsOf = (i: number): string => spaces[i % spaces.length] ?? 'bench-gc';
   const c = clients(plane.kc);
-  await c.namespace(ns);
+  for (const ns of spaces) await c.namespace(ns);
   const setup = createKube(plane.kc);
   const t0 = performance.now();
   const created = await runBounded(
     Array.from({ length: pools }, (_, i) => i),
     64,
-    async (i) => VirtualMachinePool.parse(await c.createPool(gcPool(ns, `p${i}`, disksPerPool))),
+    async (i) =>
+      VirtualMachinePool.parse(await c.createPool(gcPool(nsOf(i), `p${i}`, disksPerPool))),
   );
   const hour = 3600_000;
   const now = Date.now();
@@ -154,7 +165,7 @@ export async function gcTick(
     });
   });
   await runBounded(disks, 64, async (d) => {
-    const o = await setup.createDisk(ns, d);
+    const o = await setup.createDisk(d.metadata.namespace ?? '', d);
     if (!o.ok) throw new Error(o.message);
   });
   const setupMs = performance.now() - t0;
@@ -223,12 +234,13 @@ export async function gcTick(
   // benchmark's) would reconcile every one of them instead of measuring a quiet tick (the recorded
   // run at d29216e failed in that tick, 'fetch failed', after building its 10,000 pools).
   const t = performance.now();
-  await c.dropNamespace(ns);
+  for (const ns of spaces) await c.dropNamespace(ns);
   const cleanupMs = performance.now() - t;
   return {
     cleanupMs,
     pools,
     disks: disks.length,
+    namespaces,
     setupMs,
     quiet: middle(quiets),
     floor: middle(floors),
