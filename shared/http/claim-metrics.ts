@@ -4,6 +4,7 @@
  * a VM start).
  * @module
  */
+import { namespacedKey } from '../domain/index.js';
 import type { ClaimObserver } from '../reconcile/claim-metrics.js';
 import type { Gauge, Histogram, Registry } from './metrics.js';
 
@@ -23,7 +24,7 @@ export interface ClaimMetrics extends ClaimObserver {
 }
 
 /** A pool's key, as `ClaimObserver.retain` is given them (`claimKey`: `namespace/name`). */
-const keyOf = (namespace: string, pool: string): string => `${namespace}/${pool}`;
+const keyOf = (namespace: string, pool: string): string => namespacedKey(namespace, pool);
 
 /** Uids of deleted pools remembered at most, so a report read before a delete is ignored. */
 const GONE_MEMORY = 10_000;

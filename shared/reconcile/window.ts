@@ -7,7 +7,7 @@
  */
 import type { VirtualMachineClaim, VirtualMachinePool } from '../api/index.js';
 import { keys } from '../api/index.js';
-import { sizeOf } from '../domain/index.js';
+import { namespacedKey, sizeOf } from '../domain/index.js';
 import type { Kube, Listed, Outcome, PageRequest } from '../kube/index.js';
 import { claimsOf } from './converge.js';
 
@@ -214,7 +214,7 @@ export interface WindowClaims {
 
 /** The key a claim and its pool share: a claim names its pool by name, in its own namespace. */
 export const claimKey = (namespace: string | undefined, pool: string | undefined): string =>
-  `${namespace ?? ''}/${pool ?? ''}`;
+  namespacedKey(namespace, pool);
 
 /**
  * The claims of the window's namespaces, grouped by the window's pool each names (a claim names its

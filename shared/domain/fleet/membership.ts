@@ -36,14 +36,19 @@ export function isMember(pool: VirtualMachinePool, vm: VirtualMachine): boolean 
   return vm.metadata.labels?.[keys.poolUid] === uid && ownedBy(vm, uid);
 }
 
-const groupKey = (namespace: string | undefined, uid: string | undefined): string =>
-  `${namespace ?? ''}/${uid ?? ''}`;
+/**
+ * `<namespace>/<name or uid>`: the one shape of every key that files an object by namespace (a
+ * pool's objects under {@link poolKey}, claims and their metrics under the pool's name), so keys
+ * made in different places meet.
+ */
+export const namespacedKey = (namespace: string | undefined, id: string | undefined): string =>
+  `${namespace ?? ''}/${id ?? ''}`;
 
 /** The key {@link byPool} files a pool's VMs and disks under: its namespace and uid. */
 export function poolKey(pool: {
   readonly metadata: { readonly namespace?: string | undefined; readonly uid?: string | undefined };
 }): string {
-  return groupKey(pool.metadata.namespace, pool.metadata.uid);
+  return namespacedKey(pool.metadata.namespace, pool.metadata.uid);
 }
 
 /**
@@ -57,7 +62,7 @@ export function byPool<T extends VirtualMachine | VirtualDisk>(
   for (const o of objs) {
     const uid = o.metadata.labels?.[keys.poolUid];
     if (uid === undefined || uid === '') continue;
-    const key = groupKey(o.metadata.namespace, uid);
+    const key = namespacedKey(o.metadata.namespace, uid);
     const group = out.get(key);
     if (group === undefined) out.set(key, [o]);
     else group.push(o);

@@ -5,6 +5,7 @@
  */
 import type { Malformed, VirtualMachine } from '../../api/index.js';
 import { keys } from '../../api/index.js';
+import { namespacedKey } from '../fleet/index.js';
 
 /**
  * `Synced=False` reason: an object that claims the pool does not parse, so vmpool cannot see the
@@ -14,8 +15,6 @@ export const MALFORMED_MEMBER = 'MalformedMember';
 
 const POOL_KIND = 'VirtualMachinePool';
 const VM_KIND = 'VirtualMachine';
-
-const keyOf = (namespace: string | undefined, uid: string): string => `${namespace ?? ''}/${uid}`;
 
 /**
  * The pools (as `poolKey`: `<namespace>/<uid>`) a malformed object claims: the one its pool-uid
@@ -29,15 +28,16 @@ export function claimedPools(
 ): string[] {
   const out = new Set<string>();
   const label = item.labels[keys.poolUid];
-  if (label !== undefined && label !== '') out.add(keyOf(item.namespace, label));
+  if (label !== undefined && label !== '') out.add(namespacedKey(item.namespace, label));
   const owner = item.ownerReferences.find((r) => r.controller === true);
-  if (owner?.kind === POOL_KIND && owner.uid !== '') out.add(keyOf(item.namespace, owner.uid));
+  if (owner?.kind === POOL_KIND && owner.uid !== '')
+    out.add(namespacedKey(item.namespace, owner.uid));
   if (owner?.kind === VM_KIND) {
     const vm = vms.find((v) => v.metadata.uid === owner.uid);
     const pool =
       vm?.metadata.labels?.[keys.poolUid] ??
       malformed.find((m) => m.kind === VM_KIND && m.uid === owner.uid)?.labels[keys.poolUid];
-    if (pool !== undefined && pool !== '') out.add(keyOf(item.namespace, pool));
+    if (pool !== undefined && pool !== '') out.add(namespacedKey(item.namespace, pool));
   }
   return [...out];
 }
