@@ -27,6 +27,7 @@ import {
   read,
   res,
 } from './harness.js';
+import type { Obj } from './harness.js';
 import { listObjects } from './members.js';
 
 const spaces: string[] = [];
@@ -180,6 +181,73 @@ describe('a GC pass a window at a time (L3)', () => {
   });
 });
 
+/** A pool of no replicas keeping `keep` free cache disks warm, collecting the rest after 1 s. */
+async function keepPool(ns: string, keep: number) {
+  return create(
+    'virtualmachinepools',
+    ns,
+    smallPool(ns, `keep${String(keep)}`, (p) => {
+      p.spec.replicas = 0;
+      p.spec.virtualDiskTemplates[1]!.reclaim = { onScaleDown: 'Retain', keep, ttl: '1s' };
+    }),
+  );
+}
+
+/** A cache disk of `pool`, stamped free `hoursAgo` hours ago. */
+async function freeDisk(
+  ns: string,
+  pool: Awaited<ReturnType<typeof keepPool>>,
+  name: string,
+  hoursAgo: number,
+) {
+  const poolName = pool.metadata.name as string;
+  return create('virtualdisks', ns, {
+    kind: 'VirtualDisk',
+    metadata: {
+      name,
+      labels: {
+        [keys.poolUid]: pool.metadata.uid,
+        [keys.pool]: poolName,
+        [keys.diskTemplate]: 'cache',
+      },
+      annotations: { [keys.freeSince]: new Date(Date.now() - hoursAgo * 3_600_000).toISOString() },
+      ownerReferences: [
+        {
+          apiVersion: API_VERSION,
+          kind: 'VirtualMachinePool',
+          name: poolName,
+          uid: pool.metadata.uid as string,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
+    },
+    spec: { persistentVolumeClaim: { size: '1Gi' } },
+  });
+}
+
+/**
+ * disk-gc-tick's Kube, recording its calls in order (`listVms <namespace>` or the method), and
+ * running `before` ahead of each.
+ */
+async function recordingKube(
+  calls: string[],
+  before: (method: string, args: unknown[]) => Promise<void> = () => Promise.resolve(),
+): Promise<Kube> {
+  const gc = await functionKube('disk-gc-tick');
+  return new Proxy(gc, {
+    get: (target, prop: keyof Kube) => {
+      const method: unknown = Reflect.get(target, prop);
+      if (typeof method !== 'function') return method;
+      return async (...args: unknown[]) => {
+        calls.push(prop === 'listVms' ? `listVms ${String(args[0])}` : prop);
+        await before(prop, args);
+        return Reflect.apply(method, target, args) as unknown;
+      };
+    },
+  });
+}
+
 describe('a GC pass namespace by namespace as its lists pass them', () => {
   it("plans a namespace once both lists are past it, in the API server's key order (x-b/ before x/ before x0/), each keep counting every free disk", async () => {
     const base = await newNamespace('wgk');
@@ -192,59 +260,14 @@ describe('a GC pass namespace by namespace as its lists pass them', () => {
     spaces.push(base, ...more);
     const ours = [`${base}-b`, base, `${base}0`, `${base}1`];
     for (const ns of ours) {
-      const pool = await create(
-        'virtualmachinepools',
-        ns,
-        smallPool(ns, 'keep1', (p) => {
-          p.spec.replicas = 0;
-          p.spec.virtualDiskTemplates[1]!.reclaim = { onScaleDown: 'Retain', keep: 1, ttl: '1s' };
-        }),
-      );
+      const pool = await keepPool(ns, 1);
       // Two free disks each, on pages of their own: the newer stays warm, the older goes.
-      for (const [name, hoursAgo] of [
-        ['older', 2],
-        ['newer', 1],
-      ] as const)
-        await create('virtualdisks', ns, {
-          kind: 'VirtualDisk',
-          metadata: {
-            name: `keep1-cache-${name}`,
-            labels: {
-              [keys.poolUid]: pool.metadata.uid,
-              [keys.pool]: 'keep1',
-              [keys.diskTemplate]: 'cache',
-            },
-            annotations: {
-              [keys.freeSince]: new Date(Date.now() - hoursAgo * 3_600_000).toISOString(),
-            },
-            ownerReferences: [
-              {
-                apiVersion: API_VERSION,
-                kind: 'VirtualMachinePool',
-                name: 'keep1',
-                uid: pool.metadata.uid as string,
-                controller: true,
-                blockOwnerDeletion: true,
-              },
-            ],
-          },
-          spec: { persistentVolumeClaim: { size: '1Gi' } },
-        });
+      await freeDisk(ns, pool, 'keep1-cache-older', 2);
+      await freeDisk(ns, pool, 'keep1-cache-newer', 1);
     }
-    const gc = await functionKube('disk-gc-tick');
     // The calls the pass makes, in order: which namespace's VMs it read, and each disk page asked.
     const calls: string[] = [];
-    const recorded = new Proxy(gc, {
-      get: (target, prop: keyof Kube) => {
-        const method: unknown = Reflect.get(target, prop);
-        if (typeof method !== 'function') return method;
-        return (...args: unknown[]) => {
-          calls.push(prop === 'listVms' ? `listVms ${String(args[0])}` : prop);
-          return Reflect.apply(method, target, args) as unknown;
-        };
-      },
-    });
-    const out = await collectDisks(recorded, new Date(), testLog('window-gc'), 1);
+    const out = await collectDisks(await recordingKube(calls), new Date(), testLog('window-gc'), 1);
     expect(out.kind).toBe('done');
     const deleted = out.kind === 'done' ? out.deleted : [];
     expect(
@@ -264,6 +287,33 @@ describe('a GC pass namespace by namespace as its lists pass them', () => {
       expect(calls.indexOf(`listVms ${ns}`)).toBeGreaterThan(-1);
       expect(calls.indexOf(`listVms ${ns}`)).toBeLessThan(lastDiskPage);
     }
+  });
+
+  it('a disk taken back into use after its page was read and before its delete stays: the delete carries the resourceVersion listed (409)', async () => {
+    const ns = await newNamespace('wgr');
+    spaces.push(ns);
+    const pool = await keepPool(ns, 0);
+    await freeDisk(ns, pool, 'keep0-cache-due', 2);
+    // A concurrent writer: as the pass reads the namespace's VMs (its disks listed, its plan made),
+    // a reconcile reuses the disk, taking its free-since stamp off.
+    const calls: string[] = [];
+    const kube = await recordingKube(calls, async (method, args) => {
+      if (method !== 'listVms' || args[0] !== ns) return;
+      const d = (await read('virtualdisks', ns, 'keep0-cache-due')) as Obj;
+      const annotations = { ...(d.metadata.annotations as Record<string, string>) };
+      delete annotations[keys.freeSince];
+      await cluster().custom.replaceNamespacedCustomObject({
+        ...res('virtualdisks', ns),
+        name: 'keep0-cache-due',
+        body: { ...d, metadata: { ...d.metadata, annotations } },
+      });
+    });
+    const out = await collectDisks(kube, new Date(), testLog('window-gc'), 1);
+    expect(out.kind).toBe('done');
+    expect(calls).toContain('deleteDisk');
+    expect(out.kind === 'done' ? out.deleted.filter((c) => c.namespace === ns) : out).toEqual([]);
+    expect(out.kind === 'done' ? out.skipped : 0).toBeGreaterThanOrEqual(1);
+    expect(await read('virtualdisks', ns, 'keep0-cache-due')).toBeDefined();
   });
 });
 
