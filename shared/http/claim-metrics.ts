@@ -23,9 +23,6 @@ export interface ClaimMetrics extends ClaimObserver {
   readonly bindSeconds: Histogram<'namespace' | 'pool'>;
 }
 
-/** A pool's key, as `ClaimObserver.retain` is given them (`claimKey`: `namespace/name`). */
-const keyOf = (namespace: string, pool: string): string => namespacedKey(namespace, pool);
-
 /** Uids of deleted pools remembered at most, so a report read before a delete is ignored. */
 const GONE_MEMORY = 10_000;
 
@@ -51,7 +48,10 @@ export function createClaimMetrics(registry: Registry): ClaimMetrics {
     ['namespace', 'pool'],
     BIND_BUCKETS,
   );
-  /** Each pool that has series, by `namespace/pool`, with the uid they are of. */
+  /**
+   * Each pool that has series, by `namespacedKey(namespace, pool)` (the keys `retain` is given are
+   * `claimKey`'s, the same), with the uid they are of.
+   */
   const reported = new Map<string, { namespace: string; pool: string; uid: string }>();
   const gone = new Set<string>();
   const drop = (key: string): void => {
@@ -69,7 +69,7 @@ export function createClaimMetrics(registry: Registry): ClaimMetrics {
     bindSeconds,
     pool(namespace, pool, uid, phases, count, uses) {
       if (gone.has(uid)) return;
-      const key = keyOf(namespace, pool);
+      const key = namespacedKey(namespace, pool);
       if (reported.get(key)?.uid !== uid) drop(key);
       if (!uses && !reported.has(key)) return;
       reported.set(key, { namespace, pool, uid });
@@ -78,11 +78,11 @@ export function createClaimMetrics(registry: Registry): ClaimMetrics {
       idle.set({ namespace, pool }, count);
     },
     bound(namespace, pool, seconds) {
-      if (!reported.has(keyOf(namespace, pool))) return;
+      if (!reported.has(namespacedKey(namespace, pool))) return;
       bindSeconds.observe({ namespace, pool }, Math.max(0, seconds));
     },
     gone(namespace, pool) {
-      const key = keyOf(namespace, pool);
+      const key = namespacedKey(namespace, pool);
       const uid = reported.get(key)?.uid;
       if (uid !== undefined && uid !== '') {
         if (gone.size >= GONE_MEMORY) gone.clear();

@@ -213,8 +213,8 @@ export interface WindowClaims {
 }
 
 /** The key a claim and its pool share: a claim names its pool by name, in its own namespace. */
-export const claimKey = (namespace: string | undefined, pool: string | undefined): string =>
-  namespacedKey(namespace, pool);
+export const claimKey: (namespace: string | undefined, pool: string | undefined) => string =
+  namespacedKey;
 
 /**
  * The claims of the window's namespaces, grouped by the window's pool each names (a claim names its
