@@ -41,16 +41,26 @@ const indexOf = (f: FakeKube, method: string, name: string): number =>
 const lastList = (f: FakeKube): number => f.calls.findLastIndex((c) => c.method === 'listDisks');
 const deletedNames = (f: FakeKube): unknown[] => f.of('deleteDisk').map((c) => c.args[1]);
 
+/** A pass at pages of one object: `pools` in one page, the disks in `diskPages` (a Listed as is). */
+async function passOver(
+  pools: VirtualMachinePool[],
+  diskPages: ReadonlyArray<readonly VirtualDisk[] | Listed<VirtualDisk>>,
+) {
+  const f = fakeKube({
+    listPools: () => ok(pools),
+    listDisks: ([, , page]) => pages(diskPages)(page),
+  });
+  return { f, out: await collectDisks(f.kube, NOW, testLog('gc'), 1) };
+}
+
 describe('collectDisks, namespace by namespace as the lists pass them', () => {
   it('plans and deletes in a namespace before the disk list has read the namespaces after it', async () => {
     const spaces = ['a', 'b', 'c', 'd', 'e'];
     const pools = spaces.map(keepNone);
-    const f = fakeKube({
-      listPools: () => ok(pools),
-      listDisks: ([, , page]) =>
-        pages(pools.map((p) => [free(p, `${p.metadata.namespace}-old`, 2)]))(page),
-    });
-    const out = await collectDisks(f.kube, NOW, testLog('gc'), 1);
+    const { f, out } = await passOver(
+      pools,
+      pools.map((p) => [free(p, `${p.metadata.namespace}-old`, 2)]),
+    );
     expect(out.kind === 'done' ? out.deleted.map((c) => c.name).sort() : out).toEqual(
       spaces.map((s) => `${s}-old`),
     );
@@ -66,12 +76,10 @@ describe('collectDisks, namespace by namespace as the lists pass them', () => {
     const a = keepOne('a');
     const b = keepNone('b');
     // a's older disk on the first page, its newer one on the second: the newer one stays warm.
-    const f = fakeKube({
-      listPools: () => ok([a, b]),
-      listDisks: ([, , page]) =>
-        pages([[free(a, 'a-older', 3)], [free(a, 'a-newer', 2)], [free(b, 'b-old', 2)]])(page),
-    });
-    const out = await collectDisks(f.kube, NOW, testLog('gc'), 1);
+    const { f, out } = await passOver(
+      [a, b],
+      [[free(a, 'a-older', 3)], [free(a, 'a-newer', 2)], [free(b, 'b-old', 2)]],
+    );
     expect(out).toMatchObject({ kind: 'done', skipped: 0 });
     expect(deletedNames(f).sort()).toEqual(['a-older', 'b-old']);
   });
@@ -94,17 +102,16 @@ describe('collectDisks, namespace by namespace as the lists pass them', () => {
     const ab = keepNone('a-b');
     const a = keepOne('a');
     const z = keepNone('z');
-    const f = fakeKube({
-      listPools: () => ok([ab, a, z]),
-      listDisks: ([, , page]) =>
-        pages([
-          [free(ab, 'ab-old', 2)],
-          [free(a, 'a-older', 3)],
-          [free(a, 'a-newer', 2)],
-          [free(z, 'z-old', 2)],
-        ])(page),
-    });
-    expect(await collectDisks(f.kube, NOW, testLog('gc'), 1)).toMatchObject({ kind: 'done' });
+    const { f, out } = await passOver(
+      [ab, a, z],
+      [
+        [free(ab, 'ab-old', 2)],
+        [free(a, 'a-older', 3)],
+        [free(a, 'a-newer', 2)],
+        [free(z, 'z-old', 2)],
+      ],
+    );
+    expect(out).toMatchObject({ kind: 'done' });
     expect(deletedNames(f).sort()).toEqual(['a-older', 'ab-old', 'z-old']);
     // In order, so a-b is planned as soon as a's first page is read, before the list ends.
     const abVms = f.calls.findIndex((c) => c.method === 'listVms' && c.args[0] === 'a-b');
@@ -118,17 +125,16 @@ describe('collectDisks, namespace by namespace as the lists pass them', () => {
     // Then a goes back on the order: b, continued after c's page, is planned only at the end, with
     // both its disks (had it been planned when c's page came, only b-older would count, stay warm,
     // and nothing of b be deleted). a's late disk is not collected this pass: the safe side.
-    const f = fakeKube({
-      listPools: () => ok([a, b, c]),
-      listDisks: ([, , page]) =>
-        pages([
-          [free(b, 'b-older', 3)],
-          [free(a, 'a-old', 2)],
-          [free(c, 'c-old', 2)],
-          [free(b, 'b-newer', 2)],
-        ])(page),
-    });
-    expect(await collectDisks(f.kube, NOW, testLog('gc'), 1)).toMatchObject({ kind: 'done' });
+    const { f, out } = await passOver(
+      [a, b, c],
+      [
+        [free(b, 'b-older', 3)],
+        [free(a, 'a-old', 2)],
+        [free(c, 'c-old', 2)],
+        [free(b, 'b-newer', 2)],
+      ],
+    );
+    expect(out).toMatchObject({ kind: 'done' });
     expect(deletedNames(f).sort()).toEqual(['b-older', 'c-old']);
     expect(f.calls.findIndex((c) => c.method === 'deleteDisk')).toBeGreaterThan(lastList(f));
   });
@@ -156,16 +162,11 @@ describe('collectDisks, namespace by namespace as the lists pass them', () => {
 
   it('a list that fails after a namespace was planned: its deletes stand, the rest waits for the retry', async () => {
     const [a, b, c] = ['a', 'b', 'c'].map(keepNone);
-    const f = fakeKube({
-      listPools: () => ok([a!, b!, c!]),
-      listDisks: ([, , page]) =>
-        pages<VirtualDisk>([
-          [free(a!, 'a-old', 2)],
-          [free(b!, 'b-old', 2)],
-          fail('transient', 'etcd timeout'),
-        ])(page),
-    });
-    expect(await collectDisks(f.kube, NOW, testLog('gc'), 1)).toEqual({
+    const { f, out } = await passOver(
+      [a!, b!, c!],
+      [[free(a!, 'a-old', 2)], [free(b!, 'b-old', 2)], fail('transient', 'etcd timeout')],
+    );
+    expect(out).toEqual({
       kind: 'retry',
       reason: 'etcd timeout',
     });
