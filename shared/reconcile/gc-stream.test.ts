@@ -41,7 +41,7 @@ const indexOf = (f: FakeKube, method: string, name: string): number =>
 const lastList = (f: FakeKube): number => f.calls.findLastIndex((c) => c.method === 'listDisks');
 const deletedNames = (f: FakeKube): unknown[] => f.of('deleteDisk').map((c) => c.args[1]);
 
-/** A pass at pages of one object: `pools` in one page, the disks in `diskPages` (a Listed as is). */
+/** A pass at pages of one object: `pools` in one page, the disks in `diskPages`. */
 async function passOver(
   pools: VirtualMachinePool[],
   diskPages: ReadonlyArray<readonly VirtualDisk[] | Listed<VirtualDisk>>,
