@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Listed, PageRequest } from '../kube/index.js';
+import { keys, malformedOf } from '../api/index.js';
 import type { VirtualDisk, VirtualMachinePool } from '../api/index.js';
 import { at, disk, HOUR, NOW, poolWithReclaim } from '../../test/unit/builders.js';
 import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
@@ -137,6 +138,26 @@ describe('collectDisks, namespace by namespace as the lists pass them', () => {
     expect(out).toMatchObject({ kind: 'done' });
     expect(deletedNames(f).sort()).toEqual(['b-older', 'c-old']);
     expect(f.calls.findIndex((c) => c.method === 'deleteDisk')).toBeGreaterThan(lastList(f));
+  });
+
+  it("a tenant's disk that does not parse, on a later page of its namespace, still holds back its pool; the next namespace's pool is collected", async () => {
+    const [a, b] = [keepNone('a'), keepNone('b')];
+    const odd = malformedOf(
+      'VirtualDisk',
+      { metadata: { name: 'a-odd', namespace: 'a', labels: { [keys.poolUid]: a.metadata.uid } } },
+      'spec.persistentVolumeClaim.size: Invalid input',
+    );
+    // a's due disk on the first page, its unreadable one on the second, b's on the third.
+    const { f, out } = await passOver(
+      [a, b],
+      [
+        [free(a, 'a-old', 2)],
+        { ok: true, value: [], malformed: [odd], next: '2' },
+        [free(b, 'b-old', 2)],
+      ],
+    );
+    expect(out).toMatchObject({ kind: 'done' });
+    expect(deletedNames(f)).toEqual(['b-old']);
   });
 
   it('a list restarted after a namespace was planned: that namespace is not planned again, the others from the new read', async () => {
