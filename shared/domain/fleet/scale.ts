@@ -36,7 +36,7 @@ export interface ScaleInput {
   /** Standby members a shortfall promotes before it creates, in that order. */
   readonly promotable?: readonly string[];
   /** Names that may not be used for a new VM (every VM name seen, pending ones included). */
-  readonly taken: ReadonlySet<string>;
+  readonly taken: TakenNames;
   /** Most pending creates to record (default {@link CREATE_BURST}). */
   readonly burst?: number;
   /**
@@ -137,8 +137,23 @@ export function latestUnbound(
   return k === 0 ? [] : free.slice(-k);
 }
 
+/**
+ * Names no new member may take. Only ever asked about one name, so the indexes a plan has already
+ * built answer it together, instead of a copy of every VM name in the namespace.
+ */
+export interface TakenNames {
+  has(name: string): boolean;
+}
+
+/** `taken` and `more` together; `taken` itself when `more` is empty. */
+export function takenWith(taken: TakenNames, more: readonly string[]): TakenNames {
+  if (more.length === 0) return taken;
+  const added = new Set(more);
+  return { has: (name) => added.has(name) || taken.has(name) };
+}
+
 /** Steps a name's suffix through the alphabet until it is free: randomness that repeats still ends. */
-function nextFree(name: string, taken: ReadonlySet<string>): string {
+function nextFree(name: string, taken: TakenNames): string {
   for (let pos = name.length - 1; pos > name.length - 1 - VM_SUFFIX; pos--) {
     for (let i = 0; i < ALPHABET.length; i++) {
       const candidate = name.slice(0, pos) + ALPHABET.charAt(i) + name.slice(pos + 1);
@@ -149,20 +164,16 @@ function nextFree(name: string, taken: ReadonlySet<string>): string {
 }
 
 /** `n` fresh member names of a pool, none of them in `used` nor repeated. */
-export function freshNames(
-  pool: string,
-  n: number,
-  used: ReadonlySet<string>,
-  rand: Rand,
-): string[] {
-  const taken = new Set(used);
+export function freshNames(pool: string, n: number, used: TakenNames, rand: Rand): string[] {
+  const chosen = new Set<string>();
+  const taken: TakenNames = { has: (name) => chosen.has(name) || used.has(name) };
   const out: string[] = [];
   for (let i = 0; i < n; i++) {
     let name = vmName(pool, rand);
     // 27^5 names: a collision is rare, but a repeat would collapse two creates into one.
     for (let tries = 0; taken.has(name) && tries < 32; tries++) name = vmName(pool, rand);
     if (taken.has(name)) name = nextFree(name, taken);
-    taken.add(name);
+    chosen.add(name);
     out.push(name);
   }
   return out;

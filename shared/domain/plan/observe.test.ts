@@ -49,7 +49,38 @@ describe('observe', () => {
     expect(v.warnings).toEqual([
       "VirtualMachine runners-fffff exists and is not the pool's: creating another name",
     ]);
-    expect([...v.taken].sort()).toEqual(['runners-aaaaa', 'runners-fffff', 'runners-ppppp']);
+    for (const n of ['runners-aaaaa', 'runners-fffff', 'runners-ppppp'])
+      expect(v.taken.has(n)).toBe(true);
+    expect(v.taken.has('runners-zzzzz')).toBe(false);
+  });
+
+  it('takes the name of every VM read: live, Terminating, labelled but not owned, outside the pool', () => {
+    const p = pool();
+    const a = steady(p, 'runners-aaaaa');
+    const t = steady(p, 'runners-ttttt', { terminating: true });
+    const unowned = vm(p, 'runners-uuuuu');
+    unowned.metadata.ownerReferences = [];
+    const outsider = vm(p, 'runners-ooooo');
+    outsider.metadata.labels = {};
+    outsider.metadata.ownerReferences = [];
+    const v = observe({ ...observed(p, [a, t]), vms: [a.vm, t.vm, unowned, outsider] });
+    for (const n of ['runners-aaaaa', 'runners-ttttt', 'runners-uuuuu', 'runners-ooooo'])
+      expect(v.taken.has(n), n).toBe(true);
+    expect(v.taken.has('runners-zzzzz')).toBe(false);
+    expect([...v.live.keys()]).toEqual(['runners-aaaaa']);
+  });
+
+  it('a recorded create the pool labelled but does not own is seen, not pending; one outside is neither', () => {
+    const p = pool({ status: { intent: { creates: ['runners-uuuuu', 'runners-ooooo'] } } });
+    const unowned = vm(p, 'runners-uuuuu');
+    unowned.metadata.ownerReferences = [];
+    const outsider = vm(p, 'runners-ooooo');
+    outsider.metadata.labels = {};
+    const v = observe({ ...observed(p, []), vms: [unowned, outsider] });
+    expect(v.pendingCreates).toEqual([]);
+    expect(v.warnings).toEqual([
+      "VirtualMachine runners-ooooo exists and is not the pool's: creating another name",
+    ]);
   });
 
   it('keeps recorded victims and targets only while live under the recorded uid', () => {

@@ -14,6 +14,7 @@ import type {
 } from '../../api/index.js';
 import { keys } from '../../api/index.js';
 import { templateHash } from '../formats/index.js';
+import type { TakenNames } from '../fleet/index.js';
 import {
   isStandby,
   isMember,
@@ -108,7 +109,7 @@ export interface View {
   /** Most pending creates one pass records. */
   readonly burst: number;
   /** Every VM name seen, pending creates and foreign-held names: never chosen for a new VM. */
-  readonly taken: ReadonlySet<string>;
+  readonly taken: TakenNames;
   readonly warnings: readonly string[];
 }
 
@@ -119,21 +120,25 @@ export function observe(obs: Observed): View {
   const members: VirtualMachine[] = [];
   const live = new Map<string, VirtualMachine>();
   const heldByTerminating = new Set<string>();
-  const vmNames = new Set<string>();
   const busy = new Set<string>();
   const sharedRefs = new Set<string>();
-  // Names of VMs not labelled for the pool (read with the namespace): taken, never the pool's.
+  // The names of the VMs read that are not live members, labelled for the pool or not (those are
+  // read with the namespace: taken, never the pool's). Few in a settled pool: a name is looked up in
+  // `live` and then in these, rather than in one more index of every VM.
+  const labelledOthers = new Set<string>();
   const outside = new Set<string>();
   for (const vm of obs.vms) {
-    if (vm.metadata.labels?.[keys.poolUid] === pool.metadata.uid) vmNames.add(nameOf(vm));
-    else outside.add(nameOf(vm));
+    const name = nameOf(vm);
     if (!isMember(pool, vm)) {
+      const labelled = vm.metadata.labels?.[keys.poolUid] === pool.metadata.uid;
+      (labelled ? labelledOthers : outside).add(name);
       for (const r of vm.spec.blockDeviceRefs ?? []) if (r.kind === 'VirtualDisk') busy.add(r.name);
       continue;
     }
     members.push(vm);
     const terminating = isTerminating(vm);
-    if (!terminating) live.set(nameOf(vm), vm);
+    if (terminating) labelledOthers.add(name);
+    else live.set(name, vm);
     // A live member's disks go straight into busy: no index of their own (nothing reads one).
     for (const r of vm.spec.blockDeviceRefs ?? []) {
       if (r.kind !== 'VirtualDisk') continue;
@@ -154,18 +159,18 @@ export function observe(obs: Observed): View {
   const foreign = obs.foreign ?? new Set<string>();
   const pendingCreates: string[] = [];
   const warnings: string[] = [];
+  const labelled = (n: string): boolean => live.has(n) || labelledOthers.has(n);
   for (const n of intent.creates ?? []) {
-    if (vmNames.has(n)) continue;
+    if (labelled(n)) continue;
     if (!foreign.has(n) && !outside.has(n)) pendingCreates.push(n);
     else warnings.push(`VirtualMachine ${n} exists and is not the pool's: creating another name`);
   }
 
   const pending = new Set(pendingCreates);
-  // Every name seen is taken, and so are the pending and foreign ones (the set of names grows in place).
-  const taken: Set<string> = vmNames;
-  for (const n of pendingCreates) taken.add(n);
-  for (const n of foreign) taken.add(n);
-  for (const n of outside) taken.add(n);
+  // Every name seen is taken, and so are the pending and foreign ones.
+  const taken: TakenNames = {
+    has: (n) => labelled(n) || outside.has(n) || pending.has(n) || foreign.has(n),
+  };
   const templates = pool.spec.virtualDiskTemplates;
   const templateByName = new Map(templates.map((t) => [t.name, t]));
   const diskByName = new Map<string, VirtualDisk>();

@@ -5,7 +5,8 @@
  * @module
  */
 import type { VirtualMachine } from '../../api/index.js';
-import { nameOf } from '../fleet/index.js';
+import { nameOf, takenWith } from '../fleet/index.js';
+import type { TakenNames } from '../fleet/index.js';
 import type { Count, Departure } from './count.js';
 import type { View } from './observe.js';
 import type { StandbySide, Split } from './partition.js';
@@ -18,7 +19,7 @@ export interface AfterCountInput {
   >;
   readonly count: Pick<Count, 'promotions' | 'staying' | 'creates'>;
   /** Names never to use for a new member, before the count's creates. */
-  readonly taken: ReadonlySet<string>;
+  readonly taken: TakenNames;
 }
 
 /** Both sides once the count has decided. */
@@ -30,7 +31,7 @@ export interface Sides {
   /** Creates recorded or decided on both sides, not yet seen: new members out of service. */
   readonly creates: number;
   /** Names never to use for a new member, the count's creates included. */
-  readonly taken: ReadonlySet<string>;
+  readonly taken: TakenNames;
 }
 
 /** The sides after the count. */
@@ -44,7 +45,7 @@ export function afterCount(input: Readonly<AfterCountInput>): Sides {
     promoted,
     staying: [...count.staying, ...kept],
     creates: count.creates.length + split.standbyCreates.length,
-    taken: count.creates.length === 0 ? taken : new Set([...taken, ...count.creates]),
+    taken: takenWith(taken, count.creates),
   };
 }
 

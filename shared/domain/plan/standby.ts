@@ -12,6 +12,7 @@ import type { DeleteVm } from './actions.js';
 import { resourceVersionOf } from './actions.js';
 import type { Departure } from './count.js';
 import { isTerminating, nameOf, freshNames, isKept, latestUnbound } from '../fleet/index.js';
+import type { TakenNames } from '../fleet/index.js';
 import type { Rand } from '../formats/index.js';
 import type { MemberRef, View } from './observe.js';
 import type { Split } from './partition.js';
@@ -33,7 +34,7 @@ export interface StandbyInput {
   /** Pending creates with a disk recorded for them: never dropped (see the scale step). */
   readonly bound: ReadonlySet<string>;
   /** Names never to use for a new member. */
-  readonly taken: ReadonlySet<string>;
+  readonly taken: TakenNames;
   /** Names fresh members. */
   readonly rand: Rand;
 }
