@@ -4,7 +4,7 @@ import type { PoolEvent } from '../kube/index.js';
 import type { Action } from '../domain/index.js';
 import { batchesOf, newDisk, newMember } from '../domain/index.js';
 import { execute } from './execute.js';
-import { disk, pool, runnersDiskTemplates, vm } from '../../test/unit/builders.js';
+import { disk, notMember, pool, runnersDiskTemplates, vm } from '../../test/unit/builders.js';
 import type { Script } from '../../test/unit/fake-kube.js';
 import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
 import { testLog } from '../../test/logs.js';
@@ -100,8 +100,7 @@ describe('execute: every outcome of the funnel', () => {
   });
 
   it('a VM create that meets a foreign VM under the name reports the name and re-plans', async () => {
-    const stranger = vm(p, 'runners-aaaaa');
-    stranger.metadata.ownerReferences = [];
+    const stranger = notMember(p, 'runners-aaaaa', { labelled: true });
     const { out } = await run([createVm('runners-aaaaa')], {
       createVm: () => fail('alreadyExists'),
       getVm: () => ok(stranger),

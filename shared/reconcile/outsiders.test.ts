@@ -3,7 +3,16 @@ import type { VirtualDisk, VirtualMachine, VirtualMachinePool } from '../api/ind
 import { keys, malformedOf } from '../api/index.js';
 import type { ReconcileDeps } from './converge.js';
 import { reconcilePool } from './converge.js';
-import { HOUR, NOW, at, disk, pool, seededRandom, steady, vm } from '../../test/unit/builders.js';
+import {
+  HOUR,
+  NOW,
+  at,
+  disk,
+  notMember,
+  pool,
+  seededRandom,
+  steady,
+} from '../../test/unit/builders.js';
 import type { Script } from '../../test/unit/fake-kube.js';
 import { fail, fakeKube, ok } from '../../test/unit/fake-kube.js';
 import { testLog } from '../../test/logs.js';
@@ -25,10 +34,7 @@ function deps(script: Script, p: VirtualMachinePool) {
 
 /** A member detached from the pool (label and controller removed) that still mounts `disk`. */
 function detached(p: VirtualMachinePool, disk: string): VirtualMachine {
-  const v = vm(p, 'runners-detch', { refs: [{ kind: 'VirtualDisk', name: disk }] });
-  v.metadata.labels = {};
-  v.metadata.ownerReferences = [];
-  return v;
+  return notMember(p, 'runners-detch', { refs: [{ kind: 'VirtualDisk', name: disk }] });
 }
 
 /** A pool of 2 with one steady member and one free Retain disk. */

@@ -161,6 +161,22 @@ export function vm(p: VirtualMachinePool, name: string, o: VmOptions = {}): Virt
   return v;
 }
 
+/**
+ * A VM of the pool's namespace that is not its member: no controller reference, and the pool's labels
+ * kept (`labelled`: something else controls it) or removed (a member detached as a ReplicaSet
+ * detaches, or any VM a user made).
+ */
+export function notMember(
+  p: VirtualMachinePool,
+  name: string,
+  o: VmOptions & { labelled?: boolean } = {},
+): VirtualMachine {
+  const v = vm(p, name, o);
+  if (o.labelled !== true) v.metadata.labels = {};
+  v.metadata.ownerReferences = [];
+  return v;
+}
+
 /** Options of a pool disk. */
 export interface DiskOptions {
   /** disk-template label; default `cache`. */

@@ -15,6 +15,7 @@ import {
   runnersDiskTemplates,
   seededRandom,
   steady,
+  notMember,
   vm,
   actionsOf as of,
 } from '../../../test/unit/builders.js';
@@ -22,10 +23,9 @@ import {
 /** A VM of the namespace that is no pool's: a member detached as a ReplicaSet detaches (label and
  * controller reference removed), or any VM a user made. */
 function outsider(p: VirtualMachinePool, name: string, disks: readonly string[]): VirtualMachine {
-  const v = vm(p, name, { refs: disks.map((d) => ({ kind: 'VirtualDisk' as const, name: d })) });
-  v.metadata.labels = {};
-  v.metadata.ownerReferences = [];
-  return v;
+  return notMember(p, name, {
+    refs: disks.map((d) => ({ kind: 'VirtualDisk' as const, name: d })),
+  });
 }
 
 function attachedTo(d: VirtualDisk, vmName: string): VirtualDisk {

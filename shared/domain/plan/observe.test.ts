@@ -1,15 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { keys } from '../../api/index.js';
 import { observe } from './observe.js';
-import { at, disk, HOUR, observed, pool, steady, vm } from '../../../test/unit/builders.js';
+import { at, disk, HOUR, notMember, observed, pool, steady } from '../../../test/unit/builders.js';
 
 describe('observe', () => {
   it('sorts members into live and leaving and the disks they hold', () => {
     const p = pool();
     const a = steady(p, 'runners-aaaaa');
     const t = steady(p, 'runners-ttttt', { terminating: true });
-    const stranger = vm(p, 'runners-sssss');
-    stranger.metadata.ownerReferences = [];
+    const stranger = notMember(p, 'runners-sssss', { labelled: true });
     const v = observe({ ...observed(p, [a, t]), vms: [a.vm, t.vm, stranger] });
     expect(v.members.map((m) => m.metadata.name)).toEqual(['runners-aaaaa', 'runners-ttttt']);
     expect([...v.live.keys()]).toEqual(['runners-aaaaa']);
@@ -29,10 +28,10 @@ describe('observe', () => {
     expect([...observe(observed(p, [a, b, c, t, u])).sharedRefs]).toEqual(['runners-cache-shared']);
     expect(observe(observed(p, [a, c])).sharedRefs.size).toBe(0);
     // A VM outside the pool read first: the member after it shares its disk.
-    const stranger = vm(p, 'runners-sssss', {
+    const stranger = notMember(p, 'runners-sssss', {
+      labelled: true,
       refs: [{ kind: 'VirtualDisk', name: 'runners-ccccc-root' }],
     });
-    stranger.metadata.ownerReferences = [];
     const v = observe({ ...observed(p, [c]), vms: [stranger, c.vm] });
     expect([...v.sharedRefs]).toEqual(['runners-ccccc-root']);
   });
@@ -58,11 +57,8 @@ describe('observe', () => {
     const p = pool();
     const a = steady(p, 'runners-aaaaa');
     const t = steady(p, 'runners-ttttt', { terminating: true });
-    const unowned = vm(p, 'runners-uuuuu');
-    unowned.metadata.ownerReferences = [];
-    const outsider = vm(p, 'runners-ooooo');
-    outsider.metadata.labels = {};
-    outsider.metadata.ownerReferences = [];
+    const unowned = notMember(p, 'runners-uuuuu', { labelled: true });
+    const outsider = notMember(p, 'runners-ooooo');
     const v = observe({ ...observed(p, [a, t]), vms: [a.vm, t.vm, unowned, outsider] });
     for (const n of ['runners-aaaaa', 'runners-ttttt', 'runners-uuuuu', 'runners-ooooo'])
       expect(v.taken.has(n), n).toBe(true);
@@ -72,10 +68,8 @@ describe('observe', () => {
 
   it('a recorded create the pool labelled but does not own is seen, not pending; one outside is neither', () => {
     const p = pool({ status: { intent: { creates: ['runners-uuuuu', 'runners-ooooo'] } } });
-    const unowned = vm(p, 'runners-uuuuu');
-    unowned.metadata.ownerReferences = [];
-    const outsider = vm(p, 'runners-ooooo');
-    outsider.metadata.labels = {};
+    const unowned = notMember(p, 'runners-uuuuu', { labelled: true });
+    const outsider = notMember(p, 'runners-ooooo');
     const v = observe({ ...observed(p, []), vms: [unowned, outsider] });
     expect(v.pendingCreates).toEqual([]);
     expect(v.warnings).toEqual([
