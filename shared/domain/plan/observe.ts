@@ -159,9 +159,9 @@ export function observe(obs: Observed): View {
   const foreign = obs.foreign ?? new Set<string>();
   const pendingCreates: string[] = [];
   const warnings: string[] = [];
-  const labelled = (n: string): boolean => live.has(n) || labelledOthers.has(n);
+  const labelledName = (n: string): boolean => live.has(n) || labelledOthers.has(n);
   for (const n of intent.creates ?? []) {
-    if (labelled(n)) continue;
+    if (labelledName(n)) continue;
     if (!foreign.has(n) && !outside.has(n)) pendingCreates.push(n);
     else warnings.push(`VirtualMachine ${n} exists and is not the pool's: creating another name`);
   }
@@ -169,7 +169,7 @@ export function observe(obs: Observed): View {
   const pending = new Set(pendingCreates);
   // Every name seen is taken, and so are the pending and foreign ones.
   const taken: TakenNames = {
-    has: (n) => labelled(n) || outside.has(n) || pending.has(n) || foreign.has(n),
+    has: (n) => labelledName(n) || outside.has(n) || pending.has(n) || foreign.has(n),
   };
   const templates = pool.spec.virtualDiskTemplates;
   const templateByName = new Map(templates.map((t) => [t.name, t]));
