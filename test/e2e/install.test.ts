@@ -207,6 +207,29 @@ async function names(args: string[]): Promise<string[]> {
   return out.split('\n').filter((l) => l !== '');
 }
 
+/**
+ * Deletes a CRD and waits until it is gone, at most `ms`. The wait was once unbounded and a CI run
+ * spent the test's whole timeout in it without saying why: a CRD still there after `ms` fails with
+ * what holds it (its finalizers and the apiextensions controller's conditions).
+ */
+async function deleteCrd(name: string, ms = 60_000): Promise<void> {
+  await kubectl(['delete', 'crd', name, '--wait=false']);
+  const deadline = Date.now() + ms;
+  while ((await names(['crd', name])).length > 0) {
+    if (Date.now() > deadline) {
+      const held = await kubectl([
+        'get',
+        'crd',
+        name,
+        '-o',
+        'jsonpath={.metadata.finalizers} {.status.conditions}',
+      ]);
+      throw new Error(`CRD ${name} still there ${ms} ms after its delete: ${held}`);
+    }
+    await sleep(200);
+  }
+}
+
 beforeAll(async () => {
   // knative/crd is applied by the README's step 1.
   const crds = testCrds().filter(
@@ -313,7 +336,7 @@ describe('knative/README.md, followed as written on a fresh control plane', () =
     expect(withPlatform.out).toContain(
       "FAIL  the virtualization platform's own pool controller is running (its webhook vmpool.virtualization-controller.validate.d8-virtualization is registered)",
     );
-    await kubectl(['delete', 'crd', POOL_CRD, '--wait=true']);
+    await deleteCrd(POOL_CRD);
   });
 
   it('installs the CRD, the overlay, the certificates and the controller, as written', async () => {
