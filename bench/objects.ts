@@ -12,6 +12,7 @@ import {
 } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { readFileSync, readdirSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { RequestOptions } from 'node:https';
 import { API_VERSION, GROUP, VERSION } from '../shared/api/index.js';
@@ -253,6 +254,53 @@ export async function apiserverReading(kc: KubeConfig): Promise<Record<string, n
     out[key] = (out[key] ?? 0) + Number(m[2]);
   }
   return out;
+}
+
+/** etcd's counters that say what its work was, by the name a reading gives each. */
+const ETCD_COUNTERS: Readonly<Record<string, string>> = {
+  etcd_mvcc_put_total: 'etcd puts',
+  etcd_mvcc_range_total: 'etcd ranges',
+  etcd_debugging_mvcc_events_total: 'etcd watch events sent',
+  etcd_server_proposals_committed_total: 'etcd proposals committed',
+  etcd_disk_backend_commit_duration_seconds_count: 'etcd backend commits',
+  etcd_network_client_grpc_received_bytes_total: 'etcd bytes received',
+  etcd_network_client_grpc_sent_bytes_total: 'etcd bytes sent',
+};
+
+/**
+ * etcd's own counters from a /metrics page: its unary gRPC calls by method (`etcd Range`,
+ * `etcd Txn`, …, every code), and the MVCC, raft and network counters of {@link ETCD_COUNTERS}.
+ * Totals since it started; {@link apiserverSince} turns two readings into what a window cost it.
+ */
+export function etcdCounters(page: string): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const m of page.matchAll(/^grpc_server_handled_total\{([^}]*)\} (\S+)$/gm)) {
+    const labels = m[1] ?? '';
+    if (!labels.includes('grpc_type="unary"')) continue;
+    const method = /grpc_method="([^"]*)"/.exec(labels)?.[1] ?? '';
+    const key = `etcd ${method}`;
+    out[key] = (out[key] ?? 0) + Number(m[2]);
+  }
+  for (const m of page.matchAll(/^(\w+) (\S+)$/gm)) {
+    const key = ETCD_COUNTERS[m[1] ?? ''];
+    if (key !== undefined) out[key] = Number(m[2]);
+  }
+  return out;
+}
+
+/** etcd's counters now ({@link etcdCounters}), read from its client URL's /metrics. */
+export function etcdReading(etcdUrl: string): Promise<Record<string, number>> {
+  return new Promise((resolve, reject) => {
+    httpGet(`${etcdUrl}/metrics`, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => {
+        resolve(etcdCounters(body));
+      });
+      res.on('error', reject);
+    }).on('error', reject);
+  });
 }
 
 /** What the API server did between two readings (only what changed). */

@@ -165,6 +165,8 @@ interface ScaleSummary {
   readonly loopAloneCpuMs: number;
   /** Median CPU ms per part of the machine, vmpool's run and the raw loop's. */
   readonly cpu: { readonly vmpool: Record<string, number>; readonly raw: Record<string, number> };
+  /** etcd's counters (medians by name, `etcdCounters`), vmpool's run and the raw loop's. */
+  readonly etcd: { readonly vmpool: Record<string, number>; readonly raw: Record<string, number> };
   /** The API server's requests and watch events sent (medians), vmpool's run and the raw loop's. */
   readonly apiserver: {
     readonly vmpool: { requests: number; watchEvents: number };
@@ -190,9 +192,27 @@ function apiserverWork(runs: ReadonlyArray<Record<string, number>>) {
   };
 }
 
-function medianCpu(runs: ReadonlyArray<Record<string, number>>): Record<string, number> {
+/** Each key's median over the runs (the keys of the first run). */
+function medianByKey(runs: ReadonlyArray<Record<string, number>>): Record<string, number> {
   const keys = Object.keys(runs[0] ?? {});
   return Object.fromEntries(keys.map((k) => [k, median(runs.map((r) => r[k] ?? 0))]));
+}
+
+/** etcd's work in the two windows, `vmpool/raw` by counter: what its extra CPU went on. */
+function etcdWork(e: ScaleSummary['etcd']): string {
+  const pair = (k: string, scale = 1): string =>
+    `${Math.round((e.vmpool[k] ?? 0) / scale)}/${Math.round((e.raw[k] ?? 0) / scale)}`;
+  const calls = [...new Set([...Object.keys(e.vmpool), ...Object.keys(e.raw)])]
+    .filter((k) => /^etcd [A-Z]/.test(k))
+    .sort()
+    .map((k) => `${k.slice('etcd '.length)} ${pair(k)}`);
+  return [
+    ...calls,
+    `puts ${pair('etcd puts')}`,
+    `ranges ${pair('etcd ranges')}`,
+    `watch events ${pair('etcd watch events sent')}`,
+    `kB ${pair('etcd bytes received', 1000)} / ${pair('etcd bytes sent', 1000)}`,
+  ].join(', ');
 }
 
 /** The creates' mean round trip and their mean number in flight over a window of `windowMs`. */
@@ -233,8 +253,12 @@ function summarize({ placed, result: r }: Placed<ScaleResult>): ScaleSummary {
     functionCpuMs: median(r.runs.map((x) => x.functionCpuMs)),
     loopAloneCpuMs: median(r.runs.map((x) => x.loopAloneCpuMs)),
     cpu: {
-      vmpool: medianCpu(r.runs.map((x) => x.cpu.vmpool)),
-      raw: medianCpu(r.runs.map((x) => x.cpu.raw)),
+      vmpool: medianByKey(r.runs.map((x) => x.cpu.vmpool)),
+      raw: medianByKey(r.runs.map((x) => x.cpu.raw)),
+    },
+    etcd: {
+      vmpool: medianByKey(r.runs.map((x) => x.etcd.vmpool)),
+      raw: medianByKey(r.runs.map((x) => x.etcd.raw)),
     },
     apiserver: {
       vmpool: apiserverWork(r.runs.map((x) => x.apiserver.vmpool)),
@@ -344,6 +368,13 @@ function scaleRows(s: ScaleSummary): Row[] {
       value: Object.keys(s.cpu.vmpool)
         .map((k) => `${s.cpu.vmpool[k] ?? 0}/${s.cpu.raw[k] ?? 0}`)
         .join(', '),
+      goal: 'what bounds it',
+    },
+    {
+      bench: '',
+      figure:
+        'etcd, vmpool / raw: unary calls by method, puts and ranges of its store, watch events sent, kB received / sent',
+      value: etcdWork(s.etcd),
       goal: 'what bounds it',
     },
     {

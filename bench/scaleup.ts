@@ -18,6 +18,7 @@ import {
   apiserverReading,
   apiserverSince,
   cpuReading,
+  etcdReading,
   cpuSince,
   processCpuMs,
   paths,
@@ -71,6 +72,11 @@ export interface ScaleRun {
   readonly cpu: { readonly vmpool: Record<string, number>; readonly raw: Record<string, number> };
   /** The API server's requests by `verb resource` and watch events sent, during each run. */
   readonly apiserver: {
+    readonly vmpool: Record<string, number>;
+    readonly raw: Record<string, number>;
+  };
+  /** etcd's work during each run: its unary calls by method, MVCC, raft and network counters. */
+  readonly etcd: {
     readonly vmpool: Record<string, number>;
     readonly raw: Record<string, number>;
   };
@@ -311,16 +317,23 @@ export async function scaleUp(
     // Readings bracket each timed window exactly.
     const readings = { start: {}, end: {} } as Record<
       'start' | 'end',
-      { cpu?: Record<string, number>; api?: Record<string, number> }
+      { cpu?: Record<string, number>; api?: Record<string, number>; etcd?: Record<string, number> }
     >;
     const probe: Probe = async (at) => {
-      if (at === 'start') readings.start.api = await apiserverReading(plane.kc);
+      if (at === 'start') {
+        readings.start.api = await apiserverReading(plane.kc);
+        readings.start.etcd = await etcdReading(plane.cp.etcdUrl);
+      }
       readings[at].cpu = cpuReading(groups);
-      if (at === 'end') readings.end.api = await apiserverReading(plane.kc);
+      if (at === 'end') {
+        readings.end.etcd = await etcdReading(plane.cp.etcdUrl);
+        readings.end.api = await apiserverReading(plane.kc);
+      }
     };
     const window = () => ({
       cpu: cpuSince(readings.start.cpu ?? {}, readings.end.cpu ?? {}),
       api: apiserverSince(readings.start.api ?? {}, readings.end.api ?? {}),
+      etcd: apiserverSince(readings.start.etcd ?? {}, readings.end.etcd ?? {}),
     });
     await quiet('vmpool');
     const v = await vmpoolRun(plane, stack, up, n, probe);
@@ -358,10 +371,11 @@ export async function scaleUp(
       loopAloneCpuMs,
       cpu: { vmpool: vw.cpu, raw: rw.cpu },
       apiserver: { vmpool: vw.api, raw: rw.api },
+      etcd: { vmpool: vw.etcd, raw: rw.etcd },
       creates: { vmpool: v.creates, raw: rawRan.creates },
     };
     log(
-      `scale-up N=${n} rep ${r + 1}/${reps}: vmpool ${v.ms.toFixed(0)} ms, raw (${best} in flight) ${rawMs.toFixed(0)} ms, ReplicaSet ${rsMs.toFixed(0)} ms (${v.events} events, ${v.requests} requests); CPU ms reconcile-pool to idle ${run.functionCpuMs}, raw loop alone ${loopAloneCpuMs}; CPU ms vmpool ${JSON.stringify(run.cpu.vmpool)} raw ${JSON.stringify(run.cpu.raw)}; API server vmpool ${JSON.stringify(run.apiserver.vmpool)} raw ${JSON.stringify(run.apiserver.raw)}`,
+      `scale-up N=${n} rep ${r + 1}/${reps}: vmpool ${v.ms.toFixed(0)} ms, raw (${best} in flight) ${rawMs.toFixed(0)} ms, ReplicaSet ${rsMs.toFixed(0)} ms (${v.events} events, ${v.requests} requests); CPU ms reconcile-pool to idle ${run.functionCpuMs}, raw loop alone ${loopAloneCpuMs}; CPU ms vmpool ${JSON.stringify(run.cpu.vmpool)} raw ${JSON.stringify(run.cpu.raw)}; API server vmpool ${JSON.stringify(run.apiserver.vmpool)} raw ${JSON.stringify(run.apiserver.raw)}; etcd vmpool ${JSON.stringify(run.etcd.vmpool)} raw ${JSON.stringify(run.etcd.raw)}`,
     );
     runs.push(run);
   }

@@ -53,6 +53,8 @@ export interface ControlPlane {
   kubeconfigPath: string;
   /** `https://127.0.0.1:<port>` of kube-apiserver. */
   server: string;
+  /** `http://127.0.0.1:<port>`: etcd's client URL, where its /metrics are too. */
+  etcdUrl: string;
   certs: ControlPlaneCerts;
   /** PIDs by component (also their process-group ids). */
   pids: Record<string, number>;
@@ -337,6 +339,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       binDir,
       kubeconfigPath,
       server,
+      etcdUrl,
       certs,
       pids: Object.fromEntries(procs.map((p) => [p.name, p.pid])),
       kubectl,
