@@ -12,12 +12,12 @@ import {
 } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { readFileSync, readdirSync } from 'node:fs';
-import { get as httpGet } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { RequestOptions } from 'node:https';
 import { API_VERSION, GROUP, VERSION } from '../shared/api/index.js';
 import type { VirtualMachinePool } from '../shared/api/index.js';
 import { smallPool } from '../local/guide.js';
+import { requestText } from '../local/controlplane/http.js';
 
 /** The user guide's pool with 1 Gi disks: each replica gets a Delete disk (`root`) and a Retain one (`cache`). */
 export function benchPool(namespace: string, name: string, replicas: number) {
@@ -289,18 +289,10 @@ export function etcdCounters(page: string): Record<string, number> {
 }
 
 /** etcd's counters now ({@link etcdCounters}), read from its client URL's /metrics. */
-export function etcdReading(etcdUrl: string): Promise<Record<string, number>> {
-  return new Promise((resolve, reject) => {
-    httpGet(`${etcdUrl}/metrics`, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => {
-        resolve(etcdCounters(body));
-      });
-      res.on('error', reject);
-    }).on('error', reject);
-  });
+export async function etcdReading(etcdUrl: string): Promise<Record<string, number>> {
+  const got = await requestText({ url: `${etcdUrl}/metrics` });
+  if (got.status !== 200) throw new Error(`etcd /metrics: HTTP ${got.status}`);
+  return etcdCounters(got.body);
 }
 
 /** What the API server did between two readings (only what changed). */
