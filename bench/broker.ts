@@ -1,8 +1,9 @@
 /**
  * The benchmarks' stand-in for the Broker of knative/base/eventing.yaml, built on `node:http` alone.
- * Its ingress accepts each event from the adapter at once (202); its Trigger's dispatcher delivers it
- * to reconcile-pool over HTTP, concurrently, redelivering on 5xx, 409 and 429 with exponential backoff
- * (5 retries from 100 ms, as the Trigger's delivery spec is configured). Without it, the adapter's
+ * Its ingress accepts each event from the adapter at once (202). The events the reconcile-pool-watch
+ * Trigger's filters pass (all but a disk's add), its dispatcher delivers to reconcile-pool over HTTP,
+ * concurrently, redelivering on 5xx, 409 and 429 with exponential backoff (5 retries from 100 ms,
+ * as the Trigger's delivery spec is configured). Without it, the adapter's
  * direct sink would send one event at a time and wait for each reconcile, which no deployment of
  * vmpool does.
  *
@@ -16,6 +17,11 @@ import { Agent, createServer, request } from 'node:http';
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KEEP_ALIVE_MS } from '../shared/http/serve.js';
+import {
+  filterResult,
+  shippedTriggerFilters,
+  WATCH_TRIGGER,
+} from '../local/controlplane/trigger.js';
 
 /** A moment of a delivery: the Broker sent an event (`delivered`), or the function answered it. */
 export interface Mark {
@@ -33,6 +39,8 @@ export interface Broker {
   readonly marks: readonly Mark[];
   /** CloudEvents delivered so far (first deliveries). */
   delivered(): number;
+  /** CloudEvents taken in and dropped by the Trigger's filters so far. */
+  filtered(): number;
   /** Redeliveries after a 5xx/409/429 answer so far. */
   redelivered(): number;
   /** Deliveries not answered for good yet. */
@@ -48,6 +56,12 @@ function forwarded(h: IncomingHttpHeaders): OutgoingHttpHeaders {
   for (const [k, v] of Object.entries(h))
     if (k === 'content-type' || k.startsWith('ce-') || k === 'traceparent') out[k] = v;
   return out;
+}
+
+/** A binary-mode event's context attribute, from its `ce-` header. */
+function attribute(h: IncomingHttpHeaders, name: string): string | undefined {
+  const v = h[`ce-${name}`];
+  return Array.isArray(v) ? v.join(',') : v;
 }
 
 /** The status of one POST of `body` to `target`; no answer counts as 503, as the dispatcher does. */
@@ -85,6 +99,8 @@ export async function startBroker(target: string): Promise<Broker> {
   // there are deliveries in flight.
   const agent = new Agent({ keepAlive: true });
   const marks: Mark[] = [];
+  const filters = shippedTriggerFilters(WATCH_TRIGGER);
+  let filtered = 0;
   let delivered = 0;
   let redelivered = 0;
   let inFlight = 0;
@@ -114,7 +130,8 @@ export async function startBroker(target: string): Promise<Broker> {
     req.once('error', () => undefined);
     req.once('end', () => {
       res.writeHead(202).end();
-      void dispatch(forwarded(req.headers), Buffer.concat(chunks));
+      if (filterResult(filters, (name) => attribute(req.headers, name)) === 'fail') filtered++;
+      else void dispatch(forwarded(req.headers), Buffer.concat(chunks));
     });
   });
   // The adapter's Go client keeps an idle connection for 90 s; Node would close it after 5 s and
@@ -127,6 +144,7 @@ export async function startBroker(target: string): Promise<Broker> {
     sink: `http://127.0.0.1:${port}/`,
     marks,
     delivered: () => delivered,
+    filtered: () => filtered,
     redelivered: () => redelivered,
     inFlight: () => inFlight,
     lastDone: () => lastDone,

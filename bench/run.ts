@@ -159,6 +159,7 @@ interface ScaleSummary {
   readonly replicaSet: number;
   readonly events: number;
   readonly requests: number;
+  readonly filtered: number;
   readonly convergedReplicas: number;
   /** Median CPU ms of reconcile-pool from t0 until idle, and of the raw loop run without watches. */
   readonly functionCpuMs: number;
@@ -249,6 +250,7 @@ function summarize({ placed, result: r }: Placed<ScaleResult>): ScaleSummary {
     replicaSet: median(r.runs.map((x) => x.replicaSet)),
     events: median(r.runs.map((x) => x.events)),
     requests: median(r.runs.map((x) => x.requests)),
+    filtered: median(r.runs.map((x) => x.filtered)),
     convergedReplicas: r.convergedReplicas,
     functionCpuMs: median(r.runs.map((x) => x.functionCpuMs)),
     loopAloneCpuMs: median(r.runs.map((x) => x.loopAloneCpuMs)),
@@ -358,8 +360,8 @@ function scaleRows(s: ScaleSummary): Row[] {
     },
     {
       bench: '',
-      figure: 'events, requests during scale-up',
-      value: `${s.events}, ${s.requests}`,
+      figure: "events delivered (dropped by the Trigger's filters), requests during scale-up",
+      value: `${s.events} (${s.filtered}), ${s.requests}`,
       goal: '',
     },
     {

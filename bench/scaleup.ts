@@ -61,6 +61,8 @@ export interface ScaleRun {
   /** CloudEvents delivered to reconcile-pool during the vmpool run, and its API requests. */
   readonly events: number;
   readonly requests: number;
+  /** CloudEvents the Broker's Trigger filters dropped during the vmpool run (disks' adds). */
+  readonly filtered: number;
   /**
    * reconcile-pool's CPU ms from the vmpool run's t0 until it went idle: its window and the
    * reconciles of the events that trail the creates.
@@ -120,6 +122,7 @@ export async function vmpoolRun(
   const vms = await watchCollection(plane.kc, paths.vms(ns));
   const disks = await watchCollection(plane.kc, paths.disks(ns));
   const ev0 = stack.delivered();
+  const filtered0 = stack.filtered();
   // One /metrics page each side: the requests and the creates' round trips both come from it.
   const metrics0 = await stack.metrics();
   await probe('start');
@@ -145,6 +148,7 @@ export async function vmpoolRun(
     ms: Math.max(t1, t2) - t0,
     functionCpuMs,
     events: stack.delivered() - ev0,
+    filtered: stack.filtered() - filtered0,
     requests: total(requestsByVerb(metrics1)) - total(requestsByVerb(metrics0)),
     creates: apiTimeSince(metrics0, metrics1).create ?? { count: 0, ms: 0 },
   };
@@ -367,6 +371,7 @@ export async function scaleUp(
       replicaSet: rsMs,
       events: v.events,
       requests: v.requests,
+      filtered: v.filtered,
       functionCpuMs: Math.round(v.functionCpuMs),
       loopAloneCpuMs,
       cpu: { vmpool: vw.cpu, raw: rw.cpu },
@@ -375,7 +380,7 @@ export async function scaleUp(
       creates: { vmpool: v.creates, raw: rawRan.creates },
     };
     log(
-      `scale-up N=${n} rep ${r + 1}/${reps}: vmpool ${v.ms.toFixed(0)} ms, raw (${best} in flight) ${rawMs.toFixed(0)} ms, ReplicaSet ${rsMs.toFixed(0)} ms (${v.events} events, ${v.requests} requests); CPU ms reconcile-pool to idle ${run.functionCpuMs}, raw loop alone ${loopAloneCpuMs}; CPU ms vmpool ${JSON.stringify(run.cpu.vmpool)} raw ${JSON.stringify(run.cpu.raw)}; API server vmpool ${JSON.stringify(run.apiserver.vmpool)} raw ${JSON.stringify(run.apiserver.raw)}; etcd vmpool ${JSON.stringify(run.etcd.vmpool)} raw ${JSON.stringify(run.etcd.raw)}`,
+      `scale-up N=${n} rep ${r + 1}/${reps}: vmpool ${v.ms.toFixed(0)} ms, raw (${best} in flight) ${rawMs.toFixed(0)} ms, ReplicaSet ${rsMs.toFixed(0)} ms (${v.events} events, ${v.filtered} filtered out, ${v.requests} requests); CPU ms reconcile-pool to idle ${run.functionCpuMs}, raw loop alone ${loopAloneCpuMs}; CPU ms vmpool ${JSON.stringify(run.cpu.vmpool)} raw ${JSON.stringify(run.cpu.raw)}; API server vmpool ${JSON.stringify(run.apiserver.vmpool)} raw ${JSON.stringify(run.apiserver.raw)}; etcd vmpool ${JSON.stringify(run.etcd.vmpool)} raw ${JSON.stringify(run.etcd.raw)}`,
     );
     runs.push(run);
   }

@@ -30,6 +30,8 @@ export interface Stack {
   marks(since: number): Mark[];
   /** CloudEvents delivered so far (first deliveries). */
   delivered(): number;
+  /** CloudEvents the Broker took in and its Trigger's filters dropped so far. */
+  filtered(): number;
   /** Redeliveries after a 5xx/409/429 answer so far. */
   redelivered(): number;
   /** The function's API requests by verb so far (`vmpool_api_requests_total` of its /metrics). */
@@ -100,6 +102,7 @@ export async function startStack(
     adapterPids: adapters.map((a) => a.pid),
     marks: (since) => broker.marks.filter((m) => m.at >= since),
     delivered: () => broker.delivered(),
+    filtered: () => broker.filtered(),
     redelivered: () => broker.redelivered(),
     counts: async () => requestsByVerb(await metrics()),
     metrics,

@@ -48,6 +48,7 @@ import type { Kube } from '../shared/kube/index.js';
 import { ANY_RECORDER } from '../shared/domain/index.js';
 import { impersonatedGroups, impersonating, serviceAccountUser } from '../local/identities.js';
 import { startPoolSources } from '../local/controlplane/adapter.js';
+import { WATCH_TRIGGER } from '../local/controlplane/trigger.js';
 import { onLaunchersGone, removeWhenGone } from '../local/controlplane/process.js';
 import { recordRun } from '../local/controlplane/runs.js';
 import type { RunRecord } from '../local/controlplane/runs.js';
@@ -429,6 +430,7 @@ async function main(): Promise<void> {
       binDir: adapterBin,
       sink: reconcileUrl,
       name: 'vmpool',
+      trigger: WATCH_TRIGGER,
     });
     stoppers.push({ name: 'adapters', run: () => Promise.all(adapters.map((a) => a.stop())) });
     remember({

@@ -13,6 +13,8 @@ import { join } from 'node:path';
 import { ensureBinaries, REPO_ROOT } from './binaries.js';
 import { parseManifests } from './crds.js';
 import { killNow, onFreePorts, startProcess, stopPid, tail, waitFor } from './process.js';
+import { shippedTriggerFilters } from './trigger.js';
+import type { SubscriptionsFilter } from './trigger.js';
 
 /** A watched resource; `Group`/`Version`/`Resource` are Go field names, hence capitalised. */
 export interface AdapterResource {
@@ -34,6 +36,8 @@ export interface AdapterOptions {
   mode?: 'Resource' | 'Reference';
   /** Only objects owned by this kind (optional). */
   owner?: { apiVersion: string; kind: string };
+  /** Events that fail these filters are not sent (the ApiServerSource's `filters`; optional). */
+  filters?: readonly SubscriptionsFilter[];
   /** Source name; becomes part of event attributes. */
   name?: string;
   namespace?: string;
@@ -59,6 +63,7 @@ export function sourceConfig(o: AdapterOptions): string {
     resources: o.resources.map((r) => ({ gvr: r.gvr, selector: r.selector ?? '' })),
     ...(o.owner ? { owner: o.owner } : {}),
     mode: o.mode ?? 'Resource',
+    ...(o.filters !== undefined && o.filters.length > 0 ? { filters: o.filters } : {}),
   });
 }
 
@@ -248,15 +253,22 @@ export interface PoolSourcesOptions {
   namespaces?: string[];
   /** Prefix of the adapters' names. */
   name: string;
+  /**
+   * The Trigger of knative/base/eventing.yaml whose filters the adapters apply, when they sink
+   * straight into the function: there is no Broker to drop what the Trigger would not deliver.
+   * Unset, every event is sent (to a stand-in Broker that filters, or to a test that wants them all).
+   */
+  trigger?: string;
 }
 
 /**
  * One adapter per ApiServerSource knative/ deploys, configured as the Eventing controller would
- * configure it (Resource mode; pools, and the VMs and disks carrying a pool-uid label), so what
- * reaches reconcile-pool here is what reaches it in a cluster.
+ * configure it (Resource mode; pools, and the VMs and disks carrying a pool-uid label). With
+ * `trigger`, what reaches reconcile-pool here is what reaches it in a cluster through the Broker.
  */
 export async function startPoolSources(o: PoolSourcesOptions): Promise<Adapter[]> {
   const started: Adapter[] = [];
+  const filters = o.trigger === undefined ? {} : { filters: shippedTriggerFilters(o.trigger) };
   try {
     for (const source of shippedSources()) {
       started.push(
@@ -265,6 +277,7 @@ export async function startPoolSources(o: PoolSourcesOptions): Promise<Adapter[]
           binDir: o.binDir,
           sink: o.sink,
           ...adapterConfigOf(source.spec, source.namespace, o.namespaces),
+          ...filters,
           name: `${o.name}-${source.name}`,
         }),
       );

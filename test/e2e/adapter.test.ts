@@ -4,7 +4,9 @@ import { API_VERSION, GROUP, VERSION, keys } from '../../shared/api/meta.js';
 import type { WatchedObject } from '../../shared/api/index.js';
 import { scopeOfObject } from '../../shared/reconcile/scope.js';
 import { startAdapter, startPoolSources, type Adapter } from '../../local/controlplane/adapter.js';
-import { cluster, create, dropNamespace, eventually, newNamespace } from './harness.js';
+import { WATCH_TRIGGER } from '../../local/controlplane/trigger.js';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { cluster, create, dropNamespace, eventually, newNamespace, res } from './harness.js';
 import { runnersPool, runnersVm } from '../../local/guide.js';
 
 interface Received {
@@ -157,5 +159,110 @@ describe('Knative ApiServerSource adapter against the control plane', () => {
         20_000,
       );
     }
+  });
+
+  it("with the reconcile-pool Trigger's filters, leaves out a disk's add but sends its update and delete, and a VM's add", async () => {
+    await Promise.all(shipped.map((a) => a.stop()));
+    const { info } = cluster();
+    const addr = sink.address();
+    if (addr === null || typeof addr === 'string') throw new Error('sink has no port');
+    // What reaches reconcile-pool through the Broker: the adapter applies the Trigger's own filters
+    // with Knative's filter code (there is no Broker here).
+    shipped = await startPoolSources({
+      kubeconfigPath: info.kubeconfigPath,
+      binDir: info.knativeBinDir,
+      sink: `http://127.0.0.1:${addr.port}/`,
+      namespaces: [ns],
+      name: `${ns}-trigger`,
+      trigger: WATCH_TRIGGER,
+    });
+    const pool = await create('virtualmachinepools', ns, runnersPool(ns, 'filtered'));
+    const poolUid = String(pool.metadata.uid);
+    const labels = { [keys.poolUid]: poolUid, [keys.pool]: 'filtered' };
+    const vm = await create('virtualmachines', ns, {
+      kind: 'VirtualMachine',
+      metadata: {
+        name: 'filtered-bcdfg',
+        labels,
+        ownerReferences: [
+          {
+            apiVersion: API_VERSION,
+            kind: 'VirtualMachinePool',
+            name: 'filtered',
+            uid: poolUid,
+            controller: true,
+          },
+        ],
+      },
+      spec: runnersVm(ns, 'filtered-bcdfg').spec,
+    });
+    await create('virtualdisks', ns, {
+      kind: 'VirtualDisk',
+      metadata: {
+        name: 'filtered-bcdfg-root',
+        labels,
+        ownerReferences: [
+          {
+            apiVersion: API_VERSION,
+            kind: 'VirtualMachine',
+            name: 'filtered-bcdfg',
+            uid: String(vm.metadata.uid),
+            controller: true,
+          },
+        ],
+      },
+      spec: { persistentVolumeClaim: { size: '1Gi' } },
+    });
+    const custom = cluster().custom;
+    await custom.patchNamespacedCustomObject(
+      {
+        ...res('virtualdisks', ns),
+        name: 'filtered-bcdfg-root',
+        body: { metadata: { annotations: { touched: 'yes' } } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await custom.deleteNamespacedCustomObject({
+      ...res('virtualdisks', ns),
+      name: 'filtered-bcdfg-root',
+    });
+    const types = () =>
+      received
+        .filter(
+          (r) =>
+            r.headers['ce-kind'] === 'VirtualDisk' &&
+            r.headers['ce-name'] === 'filtered-bcdfg-root',
+        )
+        .map((r) => r.headers['ce-type']);
+    // One watch stream for disks: the add, were it sent, would come before the update and delete.
+    await eventually(
+      "the disk's update and delete",
+      () =>
+        Promise.resolve(
+          types().includes('dev.knative.apiserver.resource.delete') ? true : undefined,
+        ),
+      20_000,
+    ).catch((err: unknown) => {
+      throw new Error(`${String(err)}\nadapter log:\n${shipped.map((a) => a.log()).join('\n')}`);
+    });
+    expect(types()).toEqual([
+      'dev.knative.apiserver.resource.update',
+      'dev.knative.apiserver.resource.delete',
+    ]);
+    await eventually(
+      "the VM's add",
+      () =>
+        Promise.resolve(
+          received.some(
+            (r) =>
+              r.headers['ce-kind'] === 'VirtualMachine' &&
+              r.headers['ce-name'] === 'filtered-bcdfg' &&
+              r.headers['ce-type'] === 'dev.knative.apiserver.resource.add',
+          )
+            ? true
+            : undefined,
+        ),
+      20_000,
+    );
   });
 });

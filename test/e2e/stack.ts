@@ -1,7 +1,8 @@
 /**
  * vmpool's event-driven functions wired to the test control plane as in a cluster: reconcile-pool and
  * disk-gc-tick served over HTTP, the real ApiServerSource adapter configured from knative/'s source
- * (pools; VMs and disks with a pool-uid label) in Resource mode, the platform simulator, and
+ * (pools; VMs and disks with a pool-uid label) in Resource mode and applying the reconcile-pool
+ * Trigger's filters (no disk's add event), the platform simulator, and
  * PingSource-like resync and GC ticks.
  * @module
  */
@@ -12,6 +13,7 @@ import { serveApp } from '../../shared/http/index.js';
 import type { Logger, ServedApp } from '../../shared/http/index.js';
 import type { Kube } from '../../shared/kube/index.js';
 import { startPoolSources } from '../../local/controlplane/adapter.js';
+import { WATCH_TRIGGER } from '../../local/controlplane/trigger.js';
 import { startSimulator } from '../../local/simulator/simulator.js';
 import type { Simulator, SimulatorOptions } from '../../local/simulator/simulator.js';
 import { cluster, functionKube } from './harness.js';
@@ -84,6 +86,7 @@ export async function startStack(
     sink: reconcileUrl,
     namespaces: [namespace],
     name: namespace,
+    trigger: WATCH_TRIGGER,
   });
   const ping = async (url: string, data: unknown = { namespace }): Promise<number> => {
     const res = await fetch(
