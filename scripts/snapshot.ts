@@ -1,6 +1,6 @@
 /**
  * `npm run build -- --snapshot`: a V8 startup snapshot of every function (dist/<function>.blob),
- * started as the image starts it (scripts/image-start.ts): `node --max-semi-space-size=1
+ * started as the image starts it (scripts/image-start.ts): `node --max-semi-space-size=4
  * --use-openssl-ca --snapshot-blob dist/<function>.blob`. It holds the heap after every module of the
  * function was evaluated, so a start skips parsing, compiling and initializing them (benchmark 6
  * measures what that saves); the function's own main.ts runs when the snapshot is resumed
