@@ -39,15 +39,41 @@ afterAll(async () => {
   await dropNamespace(ns);
 });
 
+/** Where the adapters under test send their events. */
+function sinkUrl(): string {
+  const addr = sink.address();
+  if (addr === null || typeof addr === 'string') throw new Error('sink has no port');
+  return `http://127.0.0.1:${addr.port}/`;
+}
+
+/**
+ * The ApiServerSource of knative/base/eventing.yaml, rendered as the Eventing controller does,
+ * confined to this namespace (the shared plane has other tests' objects).
+ */
+function startShipped(name: string, trigger?: string): Promise<Adapter[]> {
+  const { info } = cluster();
+  return startPoolSources({
+    kubeconfigPath: info.kubeconfigPath,
+    binDir: info.knativeBinDir,
+    sink: sinkUrl(),
+    namespaces: [ns],
+    name,
+    ...(trigger === undefined ? {} : { trigger }),
+  });
+}
+
+/** A controller owner reference, as vmpool writes it. */
+const owner = (kind: string, name: string, uid: string) => [
+  { apiVersion: API_VERSION, kind, name, uid, controller: true, blockOwnerDeletion: true },
+];
+
 describe('Knative ApiServerSource adapter against the control plane', () => {
   it('delivers dev.knative.apiserver.resource.add for a new pool (binary mode)', async () => {
     const { info } = cluster();
-    const addr = sink.address();
-    if (addr === null || typeof addr === 'string') throw new Error('sink has no port');
     adapter = await startAdapter({
       kubeconfigPath: info.kubeconfigPath,
       binDir: info.knativeBinDir,
-      sink: `http://127.0.0.1:${addr.port}/`,
+      sink: sinkUrl(),
       namespaces: [ns],
       namespace: ns,
       resources: [{ gvr: { Group: GROUP, Version: VERSION, Resource: 'virtualmachinepools' } }],
@@ -78,23 +104,9 @@ describe('Knative ApiServerSource adapter against the control plane', () => {
   it('as knative/ configures it, delivers a Delete-policy disk (controlled by its VM) and filters out unlabelled disks in the API server', async () => {
     await adapter?.stop();
     adapter = undefined;
-    const { info } = cluster();
-    const addr = sink.address();
-    if (addr === null || typeof addr === 'string') throw new Error('sink has no port');
-    // The ApiServerSource of knative/base/eventing.yaml, rendered as the Eventing controller does,
-    // confined to this namespace (the shared plane has other tests' objects).
-    shipped = await startPoolSources({
-      kubeconfigPath: info.kubeconfigPath,
-      binDir: info.knativeBinDir,
-      sink: `http://127.0.0.1:${addr.port}/`,
-      namespaces: [ns],
-      name: ns,
-    });
+    shipped = await startShipped(ns);
     const pool = await create('virtualmachinepools', ns, runnersPool(ns, 'labelled'));
     const poolUid = String(pool.metadata.uid);
-    const owner = (kind: string, name: string, uid: string) => [
-      { apiVersion: API_VERSION, kind, name, uid, controller: true, blockOwnerDeletion: true },
-    ];
     const vm = await create('virtualmachines', ns, {
       kind: 'VirtualMachine',
       metadata: {
@@ -163,19 +175,9 @@ describe('Knative ApiServerSource adapter against the control plane', () => {
 
   it("with the reconcile-pool Trigger's filters, leaves out a disk's add but sends its update and delete, and a VM's add", async () => {
     await Promise.all(shipped.map((a) => a.stop()));
-    const { info } = cluster();
-    const addr = sink.address();
-    if (addr === null || typeof addr === 'string') throw new Error('sink has no port');
     // What reaches reconcile-pool through the Broker: the adapter applies the Trigger's own filters
     // with Knative's filter code (there is no Broker here).
-    shipped = await startPoolSources({
-      kubeconfigPath: info.kubeconfigPath,
-      binDir: info.knativeBinDir,
-      sink: `http://127.0.0.1:${addr.port}/`,
-      namespaces: [ns],
-      name: `${ns}-trigger`,
-      trigger: WATCH_TRIGGER,
-    });
+    shipped = await startShipped(`${ns}-trigger`, WATCH_TRIGGER);
     const pool = await create('virtualmachinepools', ns, runnersPool(ns, 'filtered'));
     const poolUid = String(pool.metadata.uid);
     const labels = { [keys.poolUid]: poolUid, [keys.pool]: 'filtered' };
@@ -184,15 +186,7 @@ describe('Knative ApiServerSource adapter against the control plane', () => {
       metadata: {
         name: 'filtered-bcdfg',
         labels,
-        ownerReferences: [
-          {
-            apiVersion: API_VERSION,
-            kind: 'VirtualMachinePool',
-            name: 'filtered',
-            uid: poolUid,
-            controller: true,
-          },
-        ],
+        ownerReferences: owner('VirtualMachinePool', 'filtered', poolUid),
       },
       spec: runnersVm(ns, 'filtered-bcdfg').spec,
     });
@@ -201,15 +195,7 @@ describe('Knative ApiServerSource adapter against the control plane', () => {
       metadata: {
         name: 'filtered-bcdfg-root',
         labels,
-        ownerReferences: [
-          {
-            apiVersion: API_VERSION,
-            kind: 'VirtualMachine',
-            name: 'filtered-bcdfg',
-            uid: String(vm.metadata.uid),
-            controller: true,
-          },
-        ],
+        ownerReferences: owner('VirtualMachine', 'filtered-bcdfg', String(vm.metadata.uid)),
       },
       spec: { persistentVolumeClaim: { size: '1Gi' } },
     });
