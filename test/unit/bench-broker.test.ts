@@ -39,6 +39,7 @@ const EVENT = {
   'ce-id': 'e1',
   'ce-type': 'dev.knative.apiserver.resource.add',
   'ce-source': 'https://kubernetes.default',
+  'ce-kind': 'VirtualMachine',
   traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
   authorization: 'Bearer adapter-token',
 };
@@ -106,4 +107,20 @@ describe('the benchmarks’ stand-in Broker', () => {
       expect(broker.marks.filter((m) => m.what === 'answered')).toHaveLength(6);
     },
   );
+
+  it("drops what the watch Trigger's filters drop (a disk's add), acknowledged but not delivered", async () => {
+    const t = await target([]);
+    const broker = await startBroker(t.url);
+    open.push({ broker, server: t.server });
+    const disk = { ...EVENT, 'ce-kind': 'VirtualDisk' };
+    const add = await fetch(broker.sink, { method: 'POST', headers: disk, body: '{}' });
+    expect(add.status).toBe(202);
+    const update = { ...disk, 'ce-id': 'e2', 'ce-type': 'dev.knative.apiserver.resource.update' };
+    await fetch(broker.sink, { method: 'POST', headers: update, body: '{}' });
+    await until(() => broker.inFlight() === 0 && t.seen.length === 1);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(t.seen.map((s) => s.headers['ce-id'])).toEqual(['e2']);
+    expect(broker.filtered()).toBe(1);
+    expect(broker.delivered()).toBe(1);
+  });
 });
