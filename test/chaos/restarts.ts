@@ -11,6 +11,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { inject } from 'vitest';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
 import { startPoolSources } from '../../local/controlplane/adapter.js';
+import { WATCH_TRIGGER } from '../../local/controlplane/trigger.js';
 import type { Adapter } from '../../local/controlplane/adapter.js';
 import { startControlPlane } from '../../local/controlplane/cluster.js';
 import type { ControlPlane, Restartable } from '../../local/controlplane/cluster.js';
@@ -139,6 +140,7 @@ async function runOne(
       sink,
       namespaces: [ns],
       name: ns,
+      trigger: WATCH_TRIGGER,
     });
     await createPool(ns, chaosPool(ns, POOL, 'NewestFirst', 0), kc);
     obs.holdReplicas(POOL, replicas);

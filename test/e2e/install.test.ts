@@ -36,6 +36,7 @@ import {
   type ApiServerSourceSpec,
 } from '../../local/controlplane/adapter.js';
 import { REPO_ROOT } from '../../local/controlplane/binaries.js';
+import type { SubscriptionsFilter } from '../../local/controlplane/trigger.js';
 import { startControlPlane, type ControlPlane } from '../../local/controlplane/cluster.js';
 import { parseManifests, stripDocKeys, testCrds } from '../../local/controlplane/crds.js';
 import { runKubectl, toYaml } from '../../local/controlplane/kubectl.js';
@@ -138,6 +139,14 @@ async function installedEnv(resource: string, name: string): Promise<Record<stri
       .filter((l) => l.includes('='))
       .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
   );
+}
+
+/** The `spec.filters` of an installed Trigger. */
+async function installedFilters(name: string): Promise<SubscriptionsFilter[]> {
+  const trigger = JSON.parse(
+    await kubectl(['get', 'triggers.eventing.knative.dev', name, '-n', NAMESPACE, '-o', 'json']),
+  ) as { spec?: { filters?: SubscriptionsFilter[] } };
+  return trigger.spec?.filters ?? [];
 }
 
 /** Marks a condition True in an object's status, as its controller would. */
@@ -507,7 +516,8 @@ describe('knative/README.md, followed as written on a fresh control plane', () =
     for (const t of ['reconcile-pool-watch', 'reconcile-pool-resync', 'disk-gc-tick'])
       await markTrue('triggers.eventing.knative.dev', t, 'Ready', NAMESPACE);
 
-    // The installed ApiServerSource's adapter (Broker and Trigger elided: it sinks into reconcile-pool).
+    // The installed ApiServerSource's adapter, sinking into reconcile-pool: no Broker here, so the
+    // adapter applies the installed watch Trigger's filters itself (what the Broker would deliver).
     const source = JSON.parse(
       await kubectl([
         'get',
@@ -519,6 +529,8 @@ describe('knative/README.md, followed as written on a fresh control plane', () =
         'json',
       ]),
     ) as { spec: ApiServerSourceSpec };
+    const filters = await installedFilters('reconcile-pool-watch');
+    expect(filters.length).toBeGreaterThan(0);
     adapter = await startAdapter({
       kubeconfigPath: cp().kubeconfigPath,
       binDir: inject('cluster').knativeBinDir,
@@ -526,6 +538,7 @@ describe('knative/README.md, followed as written on a fresh control plane', () =
       name: 'vmpool',
       namespace: NAMESPACE,
       ...adapterConfigOf(source.spec, NAMESPACE),
+      filters,
     });
     sim = startSimulator({
       kubeconfigPath: cp().kubeconfigPath,

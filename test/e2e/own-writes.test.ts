@@ -9,6 +9,7 @@ import { keys } from '../../shared/api/index.js';
 import { buildReconcileApp } from '../../functions/reconcile-pool/app.js';
 import { serveApp, type ServedApp } from '../../shared/http/index.js';
 import { startPoolSources, type Adapter } from '../../local/controlplane/adapter.js';
+import { WATCH_TRIGGER } from '../../local/controlplane/trigger.js';
 import { smallPool } from '../../local/guide.js';
 import {
   cluster,
@@ -44,6 +45,7 @@ beforeAll(async () => {
     sink: url,
     namespaces: [ns],
     name: ns,
+    trigger: WATCH_TRIGGER,
   });
 });
 afterAll(async () => {
@@ -102,8 +104,9 @@ describe('events of reconcile-pool’s own writes', () => {
     expect(names).toHaveLength(12);
     const a = await settled();
     console.error(`[own-writes] answers of the scale-up 0→12 by outcome: ${JSON.stringify(a)}`);
-    // 12 VMs and 24 disks created, each delivered back as an add event read past by the pass after.
-    expect(a.ownWrite ?? 0).toBeGreaterThanOrEqual(36);
+    // 12 VMs created, each delivered back as an add event read past by the pass after (a disk's
+    // add, 24 more, is dropped by the watch Trigger and never reaches the function).
+    expect(a.ownWrite ?? 0).toBeGreaterThanOrEqual(12);
     expect(a.failed ?? 0).toBe(0);
     // Still at rest once every event is answered: nothing was left for a reconcile to do.
     expect(await atRest('own', 12)).toEqual(names);
