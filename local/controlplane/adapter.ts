@@ -7,11 +7,11 @@
  * The pprof port (default :8008) is moved to a free port through PROFILING_PORT.
  * @module
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureBinaries, REPO_ROOT } from './binaries.js';
-import { parseManifests } from './crds.js';
+import { ensureBinaries } from './binaries.js';
+import { EVENTING_MANIFEST, manifestsOfKind } from './crds.js';
 import { killNow, onFreePorts, startProcess, stopPid, tail, waitFor } from './process.js';
 import { shippedTriggerFilters } from './trigger.js';
 import type { SubscriptionsFilter } from './trigger.js';
@@ -232,16 +232,12 @@ export interface NamedSource {
 }
 
 /** The ApiServerSources knative/ deploys (knative/base/eventing.yaml). */
-export function shippedSources(
-  file = join(REPO_ROOT, 'knative', 'base', 'eventing.yaml'),
-): NamedSource[] {
-  return parseManifests(readFileSync(file, 'utf8'))
-    .filter((o) => o.kind === 'ApiServerSource')
-    .map((o) => ({
-      name: o.metadata.name,
-      namespace: o.metadata.namespace ?? 'default',
-      spec: o.spec as ApiServerSourceSpec,
-    }));
+export function shippedSources(file = EVENTING_MANIFEST): NamedSource[] {
+  return manifestsOfKind('ApiServerSource', file).map((o) => ({
+    name: o.metadata.name,
+    namespace: o.metadata.namespace ?? 'default',
+    spec: o.spec as ApiServerSourceSpec,
+  }));
 }
 
 /** Where the pool sources look and deliver. */

@@ -36,6 +36,14 @@ export function parseManifests(text: string): KubeObject[] {
     .filter((o): o is KubeObject => typeof o === 'object' && o !== null);
 }
 
+/** The event plumbing knative/ deploys: sources, Broker, Triggers. */
+export const EVENTING_MANIFEST = join(REPO_ROOT, 'knative', 'base', 'eventing.yaml');
+
+/** The objects of `file` (knative/base/eventing.yaml by default) of one kind. */
+export function manifestsOfKind(kind: string, file = EVENTING_MANIFEST): KubeObject[] {
+  return parseManifests(readFileSync(file, 'utf8')).filter((o) => o.kind === kind);
+}
+
 /** Where the platform CRDs come from: `VMPOOL_DVP_CRDS` if set, else the fixtures. */
 export function platformCrdDir(env: NodeJS.ProcessEnv = process.env): string {
   const dir = env.VMPOOL_DVP_CRDS;

@@ -4,10 +4,7 @@
  * {@link filterResult}, which follows Knative's subscriptionsapi filters (eventing v0.49.2).
  * @module
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { REPO_ROOT } from './binaries.js';
-import { parseManifests } from './crds.js';
+import { EVENTING_MANIFEST, manifestsOfKind } from './crds.js';
 
 /** One filter expression of the CloudEvents Subscriptions API, as a Trigger spells it. */
 export interface SubscriptionsFilter {
@@ -26,11 +23,9 @@ export const WATCH_TRIGGER = 'reconcile-pool-watch';
 /** The `spec.filters` of the Trigger `name` that knative/ deploys. */
 export function shippedTriggerFilters(
   name: string,
-  file = join(REPO_ROOT, 'knative', 'base', 'eventing.yaml'),
+  file = EVENTING_MANIFEST,
 ): SubscriptionsFilter[] {
-  const trigger = parseManifests(readFileSync(file, 'utf8')).find(
-    (o) => o.kind === 'Trigger' && o.metadata.name === name,
-  );
+  const trigger = manifestsOfKind('Trigger', file).find((o) => o.metadata.name === name);
   if (trigger === undefined) throw new Error(`no Trigger ${name} in ${file}`);
   const spec = trigger.spec as { filters?: SubscriptionsFilter[] } | undefined;
   return spec?.filters ?? [];
