@@ -165,7 +165,7 @@ function depsOf(kube: Kube, writes: OwnWrites, maxPasses?: number): ReconcileDep
 }
 
 describe('reconcilePool with ownWrites', () => {
-  it('a scale-up remembers its fence and its creates, read past by the next pass, and its last status write, which settles', async () => {
+  it("a scale-up remembers its fence and its VMs' creates (not its disks'), read past by the next pass, and its last status write, which settles", async () => {
     const mem = memoryKube({ pool: { ...pool({ replicas: 3 }), status: {} } });
     const writes = ownWrites();
     const fenced: string[] = [];
@@ -182,9 +182,11 @@ describe('reconcilePool with ownWrites', () => {
     const disks = [...mem.store.disk.values()];
     expect(vms).toHaveLength(3);
     expect(fenced).toHaveLength(2);
-    // Every VM and disk as created, and the fence: the second pass read past them.
-    for (const o of [...vms, ...disks])
-      expect(await writes.readPast(o), o.metadata.name).toBe(true);
+    expect(disks).toHaveLength(6);
+    // Every VM as created, and the fence: the second pass read past them. A disk's create is not
+    // remembered: the watch Trigger drops its add, so nothing would ever take it out of the memory.
+    for (const o of vms) expect(await writes.readPast(o), o.metadata.name).toBe(true);
+    for (const o of disks) expect(await writes.readPast(o), o.metadata.name).toBe(false);
     const p = mem.store.pool.get('runners');
     expect(await writes.readPast(version(String(p?.metadata.uid), fenced[0] ?? ''))).toBe(true);
     // The last status write ended the reconcile; planned again from it, the pool asks for nothing.
