@@ -46,13 +46,16 @@ export async function startStack(
     resyncMs?: number;
     nodes?: readonly string[];
     neverStart?: SimulatorOptions['neverStart'];
+    /** reconcile-pool's create burst (default the shipped one; small to watch bursts). */
+    createBurst?: number;
   } = {},
 ): Promise<Stack> {
   const { info } = cluster();
   process.env.KUBECONFIG = info.kubeconfigPath;
   const kube = await functionKube('reconcile-pool');
   const errors: string[] = [];
-  const reconcile = serveApp(buildReconcileApp({ kube, log: silent('reconcile-pool') }), {
+  const burst = opts.createBurst === undefined ? {} : { createBurst: opts.createBurst };
+  const reconcile = serveApp(buildReconcileApp({ kube, log: silent('reconcile-pool'), ...burst }), {
     port: 0,
     hostname: '127.0.0.1',
     handleSignals: false,
