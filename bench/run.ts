@@ -710,7 +710,8 @@ function planRows(rows: readonly PlanRow[], down: ScaleDownRow | undefined): Row
   if (growth !== undefined && small !== undefined)
     out.push({
       bench: '',
-      figure: 'per member at 10,000 / at 1,000: CPU time (judged), wall time',
+      figure:
+        'per member at 10,000 / at 1,000: CPU time (judged: the median of the pairs of rounds in which the sizes took turns), wall time',
       value: `${ratio(growth.cpu)}, ${ratio(growth.wall)}`,
       goal: '≤ 1.3× (linear)',
       floor: `1,000 members: ${((small.cpuMs / small.members) * 1000).toFixed(2)} µs CPU per member`,

@@ -57,4 +57,14 @@ describe('planGrowth', () => {
     expect(g?.reads[1]).toBeCloseTo(80 / 3);
     expect(planGrowth([row(1000, 5, 0.1)])).toBeUndefined();
   });
+
+  it('judges CPU growth by the median of the pairs of rounds, not by the medians of whole turns', () => {
+    // One slow spell of the machine in round 2 of the small size, two in the large: round by round
+    // the growth is 1.5× in three rounds of five, 1× and 3× in the others.
+    const small = { ...row(1000, 5, 0.1), cpuByRound: [1, 1, 2, 1, 1] };
+    const large = { ...row(10_000, 15, 1), cpuByRound: [15, 15, 20, 30, 15] };
+    expect(planGrowth([small, large])?.cpu).toBeCloseTo(1.5);
+    // Without rounds (a row recorded before them), the medians of the turns.
+    expect(planGrowth([row(1000, 5, 0.1), row(10_000, 80, 3)])?.cpu).toBeCloseTo(1.6);
+  });
 });
