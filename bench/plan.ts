@@ -267,8 +267,8 @@ export function planTable(rows: readonly PlanRow[]): string {
  * Per-member cost at 10,000 members over that at 1,000 (1.00× is linear), when both were measured:
  * by CPU time (what the goal judges: on a shared machine a call's wall time also holds the time other
  * processes had the CPU; the median of the rounds' pairs where {@link planBench} timed rounds), by
- * wall time, and that of one bare read of every object (`floor`, wall: what
- * the memory alone adds), with how many such reads a plan costs at each size.
+ * wall time, and that of one bare read of every object (`floor`, wall: what the memory alone adds),
+ * with how many such reads a plan costs at each size.
  */
 export function planGrowth(rows: readonly PlanRow[]):
   | {
