@@ -118,6 +118,14 @@ describe('a scale-up taken back, on watch events alone (no resync tick, no disk 
     console.error(`[take-back] deletion: ${after} creates after it (allowed ${BURST})`);
     expect(after).toBeLessThanOrEqual(BURST);
     expect(obs.violations).toEqual([]);
-    expect(stack.errors).toEqual([]);
+    // Its disks go with it (the garbage collector's cascade): none made after the drop is left over.
+    await eventually(
+      'the deleted pool’s disks gone',
+      async () => {
+        await obs.sync();
+        return obs.poolDisks('gone').length === 0 ? true : undefined;
+      },
+      120_000,
+    );
   }, 240_000);
 });
