@@ -3,7 +3,6 @@ import type { VirtualMachine, VirtualMachinePool } from '../api/index.js';
 import type { PoolEvent } from '../kube/index.js';
 import type { Action } from '../domain/index.js';
 import { batchesOf, newDisk, newMember } from '../domain/index.js';
-import { PARALLEL } from './batch.js';
 import { execute } from './execute.js';
 import { disk, notMember, pool, runnersDiskTemplates, vm } from '../../test/unit/builders.js';
 import type { Script } from '../../test/unit/fake-kube.js';
@@ -438,79 +437,6 @@ describe('execute: nothing left unhandled', () => {
         ),
       ).rejects.toThrow('delete broke');
       await new Promise((r) => setTimeout(r, 100));
-      expect(unhandled).toEqual([]);
-    } finally {
-      process.off('unhandledRejection', onUnhandled);
-    }
-  });
-});
-
-describe('execute: a new VM’s own disks do not hold its slot', () => {
-  const names = Array.from({ length: PARALLEL + 1 }, (_, i) => `runners-m${String(i)}`);
-  // As a plan orders them: the VMs, then their own disks (batchesOf moves each into its VM's task).
-  const tasks = [...names.map(createVm), ...names.map(vmDisk)];
-
-  it(`all ${PARALLEL + 1} VMs are made while their own disks are still being made; the pass ends after the disks`, async () => {
-    let release = (): void => undefined;
-    const released = new Promise<void>((r) => (release = r));
-    const at = fenced(tasks);
-    const f = fakeKube(
-      {
-        createDisk: async ([, d]) => {
-          await released;
-          return ok({ ...d, metadata: { ...d.metadata, uid: `uid-${d.metadata.name ?? ''}` } });
-        },
-      },
-      at,
-    );
-    let ended = false;
-    const pass = execute(f.kube, at, batchesOf(tasks), log).then((out) => {
-      ended = true;
-      return out;
-    });
-    // Held by the disks, a slot would let one VM out (the slow start opens at one): all of them go.
-    for (let i = 0; i < 50 && f.of('createVm').length < names.length; i++)
-      await new Promise((r) => setImmediate(r));
-    expect(f.of('createVm')).toHaveLength(names.length);
-    expect(f.of('createDisk')).toHaveLength(names.length);
-    expect(ended).toBe(false);
-    release();
-    expect(await pass).toEqual({ done: 2 * names.length, retry: false, failed: [], foreign: [] });
-    // Each disk owned by the uid its own VM's create returned.
-    for (const c of f.of('createDisk')) {
-      const d = c.args[1] as ReturnType<typeof newDisk>;
-      expect(d.metadata.ownerReferences?.[0]?.uid).toBe(
-        `uid-${(d.metadata.name ?? '').replace(/-root$/, '')}`,
-      );
-    }
-  });
-
-  it('a VM’s own disk refused makes the pass re-plan; one that throws makes the pass throw, never an unhandled rejection', async () => {
-    const refused = await run(
-      [createVm('runners-m0'), createVm('runners-m1'), vmDisk('runners-m0'), vmDisk('runners-m1')],
-      {
-        createDisk: (_, nth) => (nth === 1 ? fail('transient') : ok(undefined as never)),
-      },
-    );
-    expect(refused.out).toMatchObject({ done: 3, retry: true });
-
-    const unhandled: unknown[] = [];
-    const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
-    process.on('unhandledRejection', onUnhandled);
-    try {
-      const at = fenced(tasks);
-      const f = fakeKube(
-        {
-          createDisk: () => {
-            throw new Error('crashed in a VM’s own disk');
-          },
-        },
-        at,
-      );
-      await expect(execute(f.kube, at, batchesOf(tasks), log)).rejects.toThrow(
-        'crashed in a VM’s own disk',
-      );
-      await new Promise((r) => setTimeout(r, 20));
       expect(unhandled).toEqual([]);
     } finally {
       process.off('unhandledRejection', onUnhandled);

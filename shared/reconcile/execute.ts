@@ -1,8 +1,7 @@
 /**
  * Executes a plan's batches through the Kube funnel ({@link actor}): one batch after the other, the
- * tasks of a batch side by side (new VMs with a slow start), the actions of a task in order; a new
- * VM's own disks go on beside the next VMs, and its batch ends when they are made. A pass that lost
- * a race says so.
+ * tasks of a batch side by side (new VMs with a slow start), the actions of a task in order. A pass
+ * that lost a race says so.
  * @module
  */
 import type { Logger } from 'pino';
@@ -44,11 +43,8 @@ export async function execute(
   const guard = createGuard(kube, pool, creates);
   for (const batch of batches) {
     const slowStart = batch.some((a) => a.kind === 'createVm') ? isDone : undefined;
-    const after = trailing();
-    const run = (task: readonly Action[]): Promise<Step> => runTask(task, act, steps, guard, after);
+    const run = (task: readonly Action[]): Promise<Step> => runTask(task, act, steps, guard);
     const out = await runBounded(tasksOf(batch), PARALLEL, run, slowStart);
-    // The batch ends when the VMs' own disks are made too.
-    await after.settle();
     steps.push(...out);
     // A claim lost to GC or another reconcile: creating the VM now would attach a disk it does not
     // hold. A promotion that failed: a standby refill now would outnumber standby.replicas.
@@ -63,50 +59,22 @@ export async function execute(
 const isDone = (s: Step): boolean => s === 'done';
 
 /**
- * Work a task leaves running once its slot is free: a new VM's own disks. Nothing of the pool waits
- * on them but the end of the batch, so they need not hold one of the {@link PARALLEL} slots, which
- * bound the VMs being made (and with them what a pass makes after the desire drops).
- */
-interface Trailing {
-  add(work: Promise<void>): void;
-  /** Waits for all of it; throws the first thing it threw (a bug). */
-  settle(): Promise<void>;
-}
-
-function trailing(): Trailing {
-  const work: Promise<void>[] = [];
-  // Caught at once, so a throw while the batch runs is not an unhandled rejection.
-  let thrown: { readonly error: unknown } | undefined;
-  return {
-    add: (w) => {
-      work.push(w.catch((error: unknown) => void (thrown ??= { error })));
-    },
-    settle: async () => {
-      await Promise.all(work);
-      if (thrown !== undefined) throw thrown.error;
-    },
-  };
-}
-
-/**
  * One task: the disks before a new VM (a refused one stops the VM), the VM, the disks after it. Its
- * step is the VM's (or the single action's); the others' go to `steps`. The disks after the VM run
- * on in `after` once the VM's step is known, so the task's slot goes to the next VM. A VM the pool
- * no longer records as a create to make (another pass made it, or the desire dropped) is not
- * started: the pass decided from an old read and re-plans.
+ * step is the VM's (or the single action's); the others' go to `steps`. A VM the pool no longer
+ * records as a create to make (another pass made it, or the desire dropped) is not started: the
+ * pass decided from an old read and re-plans.
  */
 async function runTask(
   task: readonly Action[],
   act: (a: Action) => Promise<Step>,
   steps: Step[],
   guard: CreateGuard,
-  after: Trailing,
 ): Promise<Step> {
   const at = task.findIndex((a) => a.kind === 'createVm');
   if (at < 0) return act(task[0] as Action);
   const vm = task[at] as Extract<Action, { kind: 'createVm' }>;
   if (!guard.admits(vm.vm.metadata.name ?? '')) return 'stale';
-  const step = await createTask(task, at, act, steps, after);
+  const step = await createTask(task, at, act, steps);
   guard.completed(step === 'done');
   return step;
 }
@@ -116,7 +84,6 @@ async function createTask(
   at: number,
   act: (a: Action) => Promise<Step>,
   steps: Step[],
-  after: Trailing,
 ): Promise<Step> {
   let head: Step | undefined;
   for (const d of task.slice(0, at)) {
@@ -129,13 +96,7 @@ async function createTask(
   }
   head ??= await act(task[at] as Action);
   // A VM's own disks: created with its uid, or nothing to do when this pass did not create it.
-  const own = task.slice(at + 1);
-  if (own.length > 0)
-    after.add(
-      (async () => {
-        for (const d of own) steps.push(await act(d));
-      })(),
-    );
+  for (const d of task.slice(at + 1)) steps.push(await act(d));
   return head;
 }
 
