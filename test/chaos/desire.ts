@@ -102,6 +102,29 @@ export class DesireLedger {
   }
 
   /**
+   * The creates of `pool` around the first drop of its desire below `peak` after revision `from`
+   * (a scale taken back, a pause, a deletion): those after `from` up to the drop, and those after
+   * it until the desire rises above `after` again. `dropRv` is +∞ when no drop was seen.
+   */
+  createsAroundDrop(
+    pool: string,
+    from: number,
+    peak: number,
+    after: number,
+  ): { readonly dropRv: number; readonly before: number; readonly after: number } {
+    const h = this.historyOf(pool);
+    const drop = h.findIndex((d) => d.rv > from && d.replicas < peak);
+    const dropRv = h[drop]?.rv ?? Number.POSITIVE_INFINITY;
+    const endRv = h.slice(drop + 1).find((d) => d.replicas > after)?.rv ?? Number.POSITIVE_INFINITY;
+    const adds = this.additionsAfter(pool, from).filter((a) => a.kind === 'create');
+    return {
+      dropRv,
+      before: adds.filter((a) => a.rv <= dropRv).length,
+      after: adds.filter((a) => a.rv > dropRv && a.rv < endRv).length,
+    };
+  }
+
+  /**
    * Judges every addition at a revision up to `complete` (the pool history is known complete up to
    * there); returns the violations.
    */

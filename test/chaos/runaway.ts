@@ -162,14 +162,11 @@ async function trial(
   }
 
   // The drop: the first desire below the peak after the scale-up; its window ends when it rises.
-  const h = obs.desire.historyOf(pool);
-  const drop = h.findIndex((d) => d.rv > upRv && d.replicas < fig.peak);
-  if (drop < 0) say('the drop of the desire was not seen');
-  const dropRv = h[drop]?.rv ?? Number.POSITIVE_INFINITY;
-  const endRv = h.slice(drop + 1).find((d) => d.replicas > after)?.rv ?? Number.POSITIVE_INFINITY;
-  const adds = obs.desire.additionsAfter(pool, upRv).filter((a) => a.kind === 'create');
-  const atDrop = start + adds.filter((a) => a.rv <= dropRv).length;
-  const createsAfter = adds.filter((a) => a.rv > dropRv && a.rv < endRv).length;
+  const around = obs.desire.createsAroundDrop(pool, upRv, fig.peak, after);
+  const dropRv = around.dropRv;
+  if (dropRv === Number.POSITIVE_INFINITY) say('the drop of the desire was not seen');
+  const atDrop = start + around.before;
+  const createsAfter = around.after;
   const allowed = fig.burst + Math.max(0, after - atDrop);
   if (createsAfter > allowed)
     say(

@@ -55,15 +55,15 @@ async function settledAt(pool: string, n: number): Promise<void> {
   );
 }
 
-/** Creates seen after the first drop of the desire below `peak` since `upRv`, and what L1 allows. */
+/** Creates seen around the first drop of the desire below {@link PEAK} since `upRv`, and what L1 allows. */
 function afterDrop(pool: string, upRv: number, after: number) {
-  const h = obs.desire.historyOf(pool);
-  const drop = h.findIndex((d) => d.rv > upRv && d.replicas < PEAK);
-  const dropRv = h[drop]?.rv ?? Number.POSITIVE_INFINITY;
-  const adds = obs.desire.additionsAfter(pool, upRv).filter((a) => a.kind === 'create');
-  const atDrop = adds.filter((a) => a.rv <= dropRv).length;
-  const createsAfter = adds.filter((a) => a.rv > dropRv).length;
-  return { seen: drop >= 0, atDrop, createsAfter, allowed: BURST + Math.max(0, after - atDrop) };
+  const d = obs.desire.createsAroundDrop(pool, upRv, PEAK, after);
+  return {
+    seen: d.dropRv !== Number.POSITIVE_INFINITY,
+    atDrop: d.before,
+    createsAfter: d.after,
+    allowed: BURST + Math.max(0, after - d.before),
+  };
 }
 
 /** Scales `pool` (1 member) to {@link PEAK} and, once `when` creates are seen, runs `back`. */
@@ -109,14 +109,11 @@ describe('a scale-up taken back, on watch events alone (no resync tick, no disk 
       await user.kubectl(['delete', 'virtualmachinepool/gone', '--wait=false']);
     });
     await settledAt('gone', 0);
-    const h = obs.desire.historyOf('gone');
-    const goneAt = h.find((d) => d.rv > upRv && d.replicas === 0)?.rv;
-    expect(goneAt).toBeDefined();
-    const after = obs.desire
-      .additionsAfter('gone', goneAt ?? Number.POSITIVE_INFINITY)
-      .filter((a) => a.kind === 'create').length;
-    console.error(`[take-back] deletion: ${after} creates after it (allowed ${BURST})`);
-    expect(after).toBeLessThanOrEqual(BURST);
+    // A deleted pool's desire is 0: the drop is the deletion.
+    const d = afterDrop('gone', upRv, 0);
+    expect(d.seen).toBe(true);
+    console.error(`[take-back] deletion: ${d.createsAfter} creates after it (allowed ${BURST})`);
+    expect(d.createsAfter).toBeLessThanOrEqual(BURST);
     expect(obs.violations).toEqual([]);
     // Its disks go with it (the garbage collector's cascade): none made after the drop is left over.
     await eventually(

@@ -93,4 +93,21 @@ describe('DesireLedger', () => {
       'L1 at each instant: p: standby 2 after standby s at rv 3, desire 1 since rv 1',
     ]);
   });
+
+  it('counts the creates around the first drop of the desire, until it rises again', () => {
+    const l = new DesireLedger(8);
+    l.desire('p', desireOf(pool(1, { replicas: 1 }), false, 1));
+    l.desire('p', desireOf(pool(2, { replicas: 60 }), false, 2));
+    l.desire('p', desireOf(pool(6, { replicas: 2 }), false, 6));
+    l.desire('p', desireOf(pool(9, { replicas: 5 }), false, 9));
+    for (const rv of [1, 3, 4, 5, 7, 8, 10]) l.add(create(rv, rv));
+    // After rv 2: 3 creates up to the drop at 6, 2 after it, none counted once the desire rose at 9.
+    expect(l.createsAroundDrop('p', 2, 60, 2)).toEqual({ dropRv: 6, before: 3, after: 2 });
+    // No drop below the peak after rv 9.
+    expect(l.createsAroundDrop('p', 9, 60, 2)).toEqual({
+      dropRv: Number.POSITIVE_INFINITY,
+      before: 1,
+      after: 0,
+    });
+  });
 });
