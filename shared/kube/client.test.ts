@@ -89,6 +89,16 @@ describe('reads', () => {
     expect(k.counts()).toEqual({ get: 1, 'get:ok': 1 });
   });
 
+  it('getPool with a resourceVersion asks for the cached pool no older than it', async () => {
+    const scope = nock(API)
+      .get(`${BASE}/namespaces/ns/virtualmachinepools/p1`)
+      .query({ resourceVersion: '4711' })
+      .reply(200, pool());
+    const r = await kube().getPool('ns', 'p1', '4711');
+    scope.done();
+    expect(r.ok).toBe(true);
+  });
+
   it('lists namespaced VMs with a label selector and no resourceVersion (quorum read)', async () => {
     const scope = nock(API)
       .get(`${BASE}/namespaces/ns/virtualmachines`)

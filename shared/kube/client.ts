@@ -256,8 +256,15 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
   const path = (plural: Plural, namespace?: string, name?: string, sub?: string): string =>
     `/apis/${plural === CLAIMS ? `${CLAIM_GROUP}/${CLAIM_VERSION}` : `${GROUP}/${VERSION}`}${namespace === undefined ? '' : `/namespaces/${encodeURIComponent(namespace)}`}/${plural}${name === undefined ? '' : `/${encodeURIComponent(name)}`}${sub === undefined ? '' : `/${sub}`}`;
 
-  function get<T>(plural: Plural, model: z.ZodType<T>, namespace: string, name: string) {
-    return call('get', { method: 'GET', path: path(plural, namespace, name) }, (raw) =>
+  function get<T>(
+    plural: Plural,
+    model: z.ZodType<T>,
+    namespace: string,
+    name: string,
+    resourceVersion?: string,
+  ) {
+    const q = query({ resourceVersion });
+    return call('get', { method: 'GET', path: `${path(plural, namespace, name)}${q}` }, (raw) =>
       parseWith(model, plural.slice(0, -1), raw),
     );
   }
@@ -424,7 +431,8 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
   }
 
   return {
-    getPool: (namespace, name) => get(POOLS, VirtualMachinePool, namespace, name),
+    getPool: (namespace, name, notOlderThan) =>
+      get(POOLS, VirtualMachinePool, namespace, name, notOlderThan),
     listPools: (namespace, page) => list(POOLS, VirtualMachinePool, namespace, undefined, page),
     listVms: (namespace, selector, page) => list(VMS, VirtualMachine, namespace, selector, page),
     listDisks: (namespace, selector, page) => list(DISKS, VirtualDisk, namespace, selector, page),

@@ -143,11 +143,20 @@ export interface TokenIdentity {
 export type RequestCounts = Readonly<Record<string, number>>;
 
 /**
- * Every API call vmpool makes. Reads are consistent (no cache); creates use fixed names; deletes carry
+ * Every API call vmpool makes. Reads are consistent (no cache) unless one says otherwise; creates use fixed names; deletes carry
  * preconditions; updates are conditioned on `metadata.resourceVersion` of the object passed.
  */
 export interface Kube {
-  getPool(namespace: string, name: string): Promise<Outcome<VirtualMachinePool>>;
+  /**
+   * One pool, read consistently; or, with `notOlderThan`, from the API server's watch cache as it
+   * is once it has seen at least that resourceVersion (no read from etcd, but possibly a few
+   * milliseconds behind it).
+   */
+  getPool(
+    namespace: string,
+    name: string,
+    notOlderThan?: string,
+  ): Promise<Outcome<VirtualMachinePool>>;
   /**
    * All pools in a namespace, or in the cluster when `namespace` is undefined; with `page`, one
    * page of them (its `next` continues the list), so a scan of any size holds one page at a time.

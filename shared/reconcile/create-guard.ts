@@ -29,10 +29,17 @@ export interface CreateGuard {
  * create started: creation stops within about two rounds of a change of the desire, at the cost of
  * one GET per {@link PARALLEL} creates. A read that fails transiently keeps the last answer; the
  * fence and the next pass stay the net.
+ *
+ * The reads are served from the API server's watch cache, no older than the fence (`pool`'s
+ * resourceVersion): the guard only ever stops creates, so a read a few milliseconds behind etcd
+ * stops them that much later, well inside the two rounds, while a consistent GET of a pool holding
+ * hundreds of pending names is a range read of etcd each time. The cache has seen the fence's own
+ * write, so the read never waits for a progress notification as a consistent list may.
  */
 export function createGuard(kube: Kube, pool: VirtualMachinePool, total: number): CreateGuard {
   const ns = pool.metadata.namespace ?? '';
   const name = pool.metadata.name ?? '';
+  const fenced = pool.metadata.resourceVersion;
   let intended = createsStillIntended(pool, pool);
   let started = 0;
   let done = 0;
@@ -43,7 +50,7 @@ export function createGuard(kube: Kube, pool: VirtualMachinePool, total: number)
   let thrown: { readonly error: unknown } | undefined;
 
   const read = async (): Promise<void> => {
-    const got = await kube.getPool(ns, name);
+    const got = await kube.getPool(ns, name, fenced);
     if (got.ok) intended = createsStillIntended(got.value, pool);
     // Only a transient failure keeps the last answer: a pool gone, unreadable (L8) or no longer
     // readable by us stops the creates (fail closed; the next pass says why).

@@ -386,6 +386,20 @@ describe('execute: creates stay on what the pool still asks for', () => {
     const one = await run([createVm('runners-aaaab')]);
     expect(one.f.of('getPool')).toEqual([]);
   });
+
+  it('reads the pool from the watch cache, never older than the fence it decided from', async () => {
+    const many = Array.from({ length: 20 }, (_, i) =>
+      createVm(`runners-${String(i).padStart(5, 'c')}`),
+    );
+    const at = fenced(many);
+    const written = { ...at, metadata: { ...at.metadata, resourceVersion: '4711' } };
+    const f = fakeKube({}, written);
+    const out = await execute(f.kube, written, batchesOf(many), log);
+    expect(out).toMatchObject({ done: 20, retry: false });
+    const reads = f.of('getPool');
+    expect(reads.length).toBeGreaterThanOrEqual(2);
+    for (const r of reads) expect(r.args).toEqual(['ci', 'runners', '4711']);
+  });
 });
 
 describe('execute: nothing left unhandled', () => {
