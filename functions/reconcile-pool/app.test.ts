@@ -856,6 +856,26 @@ describe('reconcile-pool: events of its own writes', () => {
     scope.done();
   });
 
+  it('says on /metrics how many own writes it remembers as read past', async () => {
+    const [a, b] = ['delta-aaaaa', 'delta-bbbbb'].map((n, i) => {
+      const m = vm(pool({ name: 'delta' }), n);
+      m.metadata.resourceVersion = String(50 + i);
+      return m;
+    }) as [VirtualMachine, VirtualMachine];
+    const writes = ownWrites();
+    const tracked = writes.track({
+      createVm: (_ns: string, m: VirtualMachine) => Promise.resolve({ ok: true, value: m }),
+    } as unknown as Kube);
+    await tracked.kube.createVm('ci', a);
+    await tracked.kube.createVm('ci', b);
+    tracked.readsBegin()();
+    const { app, metrics } = build(() => 0, writes);
+    expect((await app.request('/', binaryEvent(`${RES}add`, a))).status).toBe(202);
+    expect(metrics.registry.render()).toMatch(/^vmpool_own_writes_remembered 1$/m);
+    expect((await app.request('/', binaryEvent(`${RES}add`, b))).status).toBe(202);
+    expect(metrics.registry.render()).toMatch(/^vmpool_own_writes_remembered 0$/m);
+  });
+
   it('is known before the event is parsed as a model: no model parse, no read for an own write', async () => {
     const member = vm(pool({ name: 'delta' }), 'delta-xxxxx');
     member.metadata.resourceVersion = '42';

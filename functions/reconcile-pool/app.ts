@@ -26,6 +26,7 @@ import {
   createRechecks,
   invalidScope,
   isOwnWriteReadPast,
+  OWN_WRITES_KEPT,
   ownWrites,
   reconcilePool,
   reconcileScope,
@@ -53,6 +54,12 @@ export function buildReconcileApp(input: ReconcileAppDeps): Hono<NodeEnv> {
   const deps = { ...resolved, ...burst, claims: resolved.metrics.claims, ownWrites: written };
   const rechecks = input.rechecks ?? createRechecks(deps.now);
   const { kube, metrics } = deps;
+  // How full the memory of own writes is: at its bound, events of own writes are reconciled again.
+  const remembered = metrics.registry.gauge(
+    'vmpool_own_writes_remembered',
+    `Writes of this process a later pass read past, whose events need no reconcile (at most ${String(OWN_WRITES_KEPT)}).`,
+    [],
+  );
   const app = buildFunctionApp({
     name: 'reconcile-pool',
     log: deps.log,
@@ -78,6 +85,7 @@ export function buildReconcileApp(input: ReconcileAppDeps): Hono<NodeEnv> {
     '/',
     cloudEventHandler(deps.log, async function reconcile(event, { log }) {
       if (await isOwnWriteReadPast(event, written)) {
+        remembered.set({}, written.size());
         metrics.reconciles.inc({ function: 'reconcile-pool', outcome: 'ownWrite' });
         log.debug('own write, already read past');
         return accepted();
@@ -89,6 +97,7 @@ export function buildReconcileApp(input: ReconcileAppDeps): Hono<NodeEnv> {
       const bad = invalidScope(scope);
       if (bad !== undefined) return badRequest(bad);
       const results = await reconcileScope({ ...deps, log }, scope, reconcileOne);
+      remembered.set({}, written.size());
       recheck(results);
       for (const r of results) {
         metrics.reconciles.inc({ function: 'reconcile-pool', outcome: r.outcome.kind });
