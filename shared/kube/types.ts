@@ -143,8 +143,9 @@ export interface TokenIdentity {
 export type RequestCounts = Readonly<Record<string, number>>;
 
 /**
- * Every API call vmpool makes. Reads are consistent (no cache) unless one says otherwise; creates use fixed names; deletes carry
- * preconditions; updates are conditioned on `metadata.resourceVersion` of the object passed.
+ * Every API call vmpool makes. Reads are consistent (no cache) unless one says otherwise; creates
+ * use fixed names; deletes carry preconditions; updates are conditioned on
+ * `metadata.resourceVersion` of the object passed.
  */
 export interface Kube {
   /**
