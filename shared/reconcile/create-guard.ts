@@ -34,12 +34,14 @@ export interface CreateGuard {
  * resourceVersion): the guard only ever stops creates, so a read a few milliseconds behind etcd
  * stops them that much later, well inside the two rounds, while a consistent GET of a pool holding
  * hundreds of pending names is a range read of etcd each time. The cache has seen the fence's own
- * write, so the read never waits for a progress notification as a consistent list may.
+ * write, so the read never waits for a progress notification as a consistent list may. Each read
+ * asks for no older than the last answer, and the guard only ever narrows what it admits: with
+ * several API servers, a read from one whose cache lags another's never takes back a stop.
  */
 export function createGuard(kube: Kube, pool: VirtualMachinePool, total: number): CreateGuard {
   const ns = pool.metadata.namespace ?? '';
   const name = pool.metadata.name ?? '';
-  const fenced = pool.metadata.resourceVersion;
+  let since = pool.metadata.resourceVersion;
   let intended = createsStillIntended(pool, pool);
   let started = 0;
   let done = 0;
@@ -50,8 +52,11 @@ export function createGuard(kube: Kube, pool: VirtualMachinePool, total: number)
   let thrown: { readonly error: unknown } | undefined;
 
   const read = async (): Promise<void> => {
-    const got = await kube.getPool(ns, name, fenced);
-    if (got.ok) intended = createsStillIntended(got.value, pool);
+    const got = await kube.getPool(ns, name, since);
+    if (got.ok) {
+      since = got.value.metadata.resourceVersion ?? since;
+      intended = narrowed(intended, createsStillIntended(got.value, pool));
+    }
     // Only a transient failure keeps the last answer: a pool gone, unreadable (L8) or no longer
     // readable by us stops the creates (fail closed; the next pass says why).
     else if (got.reason !== 'transient') intended = createsStillIntended(undefined, pool);
@@ -82,4 +87,9 @@ export function createGuard(kube: Kube, pool: VirtualMachinePool, total: number)
       if (thrown !== undefined) throw thrown.error;
     },
   };
+}
+
+/** The names both answers admit: a name once dropped is never admitted again by this guard. */
+function narrowed(before: ReadonlySet<string>, now: ReadonlySet<string>): ReadonlySet<string> {
+  return new Set([...now].filter((n) => before.has(n)));
 }

@@ -387,18 +387,37 @@ describe('execute: creates stay on what the pool still asks for', () => {
     expect(one.f.of('getPool')).toEqual([]);
   });
 
-  it('reads the pool from the watch cache, never older than the fence it decided from', async () => {
+  it('reads the pool from the watch cache, no older than the fence, then than its last answer', async () => {
     const many = Array.from({ length: 20 }, (_, i) =>
       createVm(`runners-${String(i).padStart(5, 'c')}`),
     );
     const at = fenced(many);
     const written = { ...at, metadata: { ...at.metadata, resourceVersion: '4711' } };
-    const f = fakeKube({}, written);
+    const answer = (nth: number) =>
+      ok({ ...written, metadata: { ...written.metadata, resourceVersion: String(5000 + nth) } });
+    const f = fakeKube({ getPool: (_a, nth) => answer(nth) }, written);
     const out = await execute(f.kube, written, batchesOf(many), log);
     expect(out).toMatchObject({ done: 20, retry: false });
-    const reads = f.of('getPool');
-    expect(reads.length).toBeGreaterThanOrEqual(2);
-    for (const r of reads) expect(r.args).toEqual(['ci', 'runners', '4711']);
+    const asked = f.of('getPool').map((c) => c.args);
+    expect(asked.length).toBeGreaterThanOrEqual(2);
+    expect(asked).toEqual(
+      asked.map((_, i) => ['ci', 'runners', i === 0 ? '4711' : String(5000 + i - 1)]),
+    );
+  });
+
+  it('a stop is never taken back by a later answer (an API server whose cache lags)', async () => {
+    const many = Array.from({ length: 64 }, (_, i) =>
+      createVm(`runners-${String(i).padStart(5, 'd')}`),
+    );
+    const all = many.map((a) => (a.kind === 'createVm' ? (a.vm.metadata.name ?? '') : ''));
+    // The first answer drops all but ten; every later one still records them all.
+    const { f, out } = await run(many, {
+      getPool: (_a, nth) => intending(nth === 0 ? all.slice(0, 10) : all),
+    });
+    expect(f.of('getPool').length).toBeGreaterThanOrEqual(2);
+    expect(madeBy(f).length).toBeGreaterThan(0);
+    expect(madeBy(f).every((n) => all.slice(0, 10).includes(n))).toBe(true);
+    expect(out.retry).toBe(true);
   });
 });
 
