@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import nock from 'nock';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { VirtualMachine, VirtualMachinePool } from '../api/index.js';
@@ -496,6 +498,25 @@ describe('the budget of a request', () => {
     expect(!r.ok && r.reason).toBe('transient');
     expect(!r.ok && r.message).toMatch(/^the API server did not answer within 600 ms/);
     expect(k.counts().get).toBeLessThanOrEqual(3);
+  });
+
+  it('a call times out beside the caller signal even after a garbage collection', async () => {
+    // Node 20 lets AbortSignal.timeout's signal be collected once only AbortSignal.any refers to
+    // it: the timeout then never fired, and the call hung until the caller left.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    nock(API).get(`${BASE}/namespaces/ns/virtualmachinepools/p1`).delay(5_000).reply(200, pool());
+    const k = kube();
+    const caller = new AbortController();
+    const t0 = performance.now();
+    const collect = [setTimeout(gc, 30), setTimeout(gc, 80)];
+    const r = await withCallBudget({ signal: caller.signal, timeoutMs: 300, attempts: 1 }, () =>
+      k.getPool('ns', 'p1'),
+    );
+    collect.forEach(clearTimeout);
+    expect(performance.now() - t0).toBeLessThan(2_000);
+    expect(!r.ok && r.reason).toBe('transient');
+    expect(caller.signal.aborted).toBe(false);
   });
 
   it('fewer attempts than the policy', async () => {

@@ -113,8 +113,22 @@ function requestSignal(ms: number): AbortSignal {
   let t = budget?.timeoutMs === undefined ? ms : Math.min(ms, budget.timeoutMs);
   if (budget?.deadline !== undefined)
     t = Math.max(1, Math.min(t, Math.ceil(budget.deadline - performance.now())));
-  const timeout = AbortSignal.timeout(t);
+  const timeout = timeoutSignal(t);
   return budget?.signal === undefined ? timeout : AbortSignal.any([timeout, budget.signal]);
+}
+
+/**
+ * A signal that aborts after `ms`, held by its own timer. Node 20's `AbortSignal.timeout` is held
+ * only weakly by its timer, and `AbortSignal.any` holds its sources weakly too: a garbage
+ * collection before the timeout dropped it, and the request then ran on until the caller left (an
+ * admission review answered at kube-apiserver's 10 s instead of its own 6 s).
+ */
+function timeoutSignal(ms: number): AbortSignal {
+  const control = new AbortController();
+  setTimeout(() => {
+    control.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+  }, ms).unref();
+  return control.signal;
 }
 
 /**
