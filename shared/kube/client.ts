@@ -107,14 +107,19 @@ const CLAIMS: Plural = 'virtualmachineclaims';
 /**
  * The signal of one request: its timeout, shortened by its {@link CallBudget} (the deadline, the
  * budget's own timeout) and joined with the budget's signal. An aborted request is `transient`.
+ * `done` stops its timer once the request has settled.
  */
-function requestSignal(ms: number): AbortSignal {
+function requestSignal(ms: number): { readonly signal: AbortSignal; readonly done: () => void } {
   const budget = activeBudget();
   let t = budget?.timeoutMs === undefined ? ms : Math.min(ms, budget.timeoutMs);
   if (budget?.deadline !== undefined)
     t = Math.max(1, Math.min(t, Math.ceil(budget.deadline - performance.now())));
   const timeout = timeoutSignal(t);
-  return budget?.signal === undefined ? timeout : AbortSignal.any([timeout, budget.signal]);
+  const signal =
+    budget?.signal === undefined
+      ? timeout.signal
+      : AbortSignal.any([timeout.signal, budget.signal]);
+  return { signal, done: timeout.done };
 }
 
 /**
@@ -123,12 +128,18 @@ function requestSignal(ms: number): AbortSignal {
  * collection before the timeout dropped it, and the request then ran on until the caller left (an
  * admission review answered at kube-apiserver's 10 s instead of its own 6 s).
  */
-function timeoutSignal(ms: number): AbortSignal {
+function timeoutSignal(ms: number): { readonly signal: AbortSignal; readonly done: () => void } {
   const control = new AbortController();
-  setTimeout(() => {
+  const timer = setTimeout(() => {
     control.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
-  }, ms).unref();
-  return control.signal;
+  }, ms);
+  timer.unref();
+  return {
+    signal: control.signal,
+    done: () => {
+      clearTimeout(timer);
+    },
+  };
 }
 
 /**
@@ -220,8 +231,9 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
   ): Promise<{ outcome: Outcome<T>; retryAfterMs?: number }> {
     const started = performance.now();
     let result: { outcome: Outcome<T>; retryAfterMs?: number };
+    const timeout = requestSignal(timeoutMs);
     try {
-      const answer = await send({ ...req, signal: requestSignal(timeoutMs) });
+      const answer = await send({ ...req, signal: timeout.signal });
       if (answer.status >= 200 && answer.status < 300) {
         read?.(answer.text);
         result = { outcome: parseBody(answer, parse, prepare) };
@@ -234,6 +246,8 @@ export function createKube(kc: Credentials, opts: KubeOptions = {}): Kube {
       }
     } catch (err) {
       result = { outcome: classify(err).failure };
+    } finally {
+      timeout.done();
     }
     tally.add(verb, outcomeOf(result.outcome));
     opts.onRequest?.(verb, outcomeOf(result.outcome), (performance.now() - started) / 1000);
