@@ -26,7 +26,7 @@ import {
   sleep,
 } from './objects.js';
 import type { Stack } from './stack.js';
-import { apiTimeSince, requestsByVerb } from './ticks.js';
+import { apiTimeSince, minus, reconcilesByOutcome, requestsByVerb } from './ticks.js';
 import type { VerbTime } from './ticks.js';
 import { watchCollection } from './watch.js';
 import { profileWindow } from './profile.js';
@@ -70,6 +70,14 @@ export interface ScaleRun {
   readonly functionCpuMs: number;
   /** CPU ms of this process in a run of the raw loop without watches: the raw client alone. */
   readonly loopAloneCpuMs: number;
+  /**
+   * reconcile-pool over the same span as `functionCpuMs`, from its /metrics: the events it handled
+   * by outcome, and its API requests by verb.
+   */
+  readonly handled: {
+    readonly outcomes: Record<string, number>;
+    readonly verbs: Record<string, number>;
+  };
   /** CPU ms each part of the machine used during the timed windows of the vmpool run and the raw run. */
   readonly cpu: { readonly vmpool: Record<string, number>; readonly raw: Record<string, number> };
   /** The API server's requests by `verb resource` and watch events sent, during each run. */
@@ -87,6 +95,27 @@ export interface ScaleRun {
    * loop's timed around each call. Summed over the window, how many were in flight on average.
    */
   readonly creates: { readonly vmpool: VerbTime; readonly raw: VerbTime };
+}
+
+/** `k v` pairs of a count record, largest first. */
+const counted = (r: Record<string, number>): string =>
+  Object.entries(r)
+    .sort(([, a], [, b]) => b - a)
+    .map(([k, v]) => `${k} ${String(Math.round(v))}`)
+    .join(', ') || 'none';
+
+/**
+ * What reconcile-pool's CPU went on besides its creates: the creates cost it what they cost the raw
+ * client (the same funnel), so the rest is the events it received and the passes they started.
+ */
+export function beyondCreates(
+  s: Pick<ScaleRun, 'functionCpuMs' | 'loopAloneCpuMs' | 'handled'> & { readonly n: number },
+): string {
+  const creates = s.handled.verbs.create ?? 0;
+  const rest = s.functionCpuMs - creates * (s.loopAloneCpuMs / (3 * s.n));
+  const events = Object.values(s.handled.outcomes).reduce((a, b) => a + b, 0);
+  const perEvent = events > 0 ? `, ${(rest / events).toFixed(2)} ms per event` : '';
+  return `${String(Math.round(rest))} ms${perEvent}; ${String(Math.round(events))} events: ${counted(s.handled.outcomes)}; ${counted(s.handled.verbs)}`;
 }
 
 /** A run of the raw loop: its time, and its creates' round trips. */
@@ -151,7 +180,35 @@ export async function vmpoolRun(
     filtered: stack.filtered() - filtered0,
     requests: total(requestsByVerb(metrics1)) - total(requestsByVerb(metrics0)),
     creates: apiTimeSince(metrics0, metrics1).create ?? { count: 0, ms: 0 },
+    handled: {
+      outcomes: minus(reconcilesByOutcome(metrics1), reconcilesByOutcome(metrics0)),
+      verbs: minus(requestsByVerb(metrics1), requestsByVerb(metrics0)),
+    },
   };
+}
+
+/** The namespace of {@link warmUp}'s pool; the stack's adapters must watch it too. */
+export const WARM_NAMESPACE = 'bench-warm';
+
+/** Members of {@link warmUp}'s pool: as many as the smallest timed scale-up creates. */
+export const WARM_MEMBERS = 200;
+
+/**
+ * One untimed vmpool 0→{@link WARM_MEMBERS} before anything is timed. reconcile-pool is deployed
+ * with min-scale 1 and lives long, so it serves with its hot code optimized; the raw client runs
+ * warm too (its sweep precedes each of its runs). Without this, the first timed run also paid the
+ * function's JIT warm-up (its second and third 0→1000 took 15–17 % less of its CPU than its first).
+ */
+export async function warmUp(
+  plane: BenchPlane,
+  stack: Stack,
+  log: (l: string) => void,
+): Promise<void> {
+  await clients(plane.kc).namespace(WARM_NAMESPACE);
+  const v = await vmpoolRun(plane, stack, WARM_NAMESPACE, WARM_MEMBERS);
+  log(
+    `warm-up: reconcile-pool 0→${String(WARM_MEMBERS)} untimed, ${v.ms.toFixed(0)} ms, ${String(Math.round(v.functionCpuMs))} ms of its CPU`,
+  );
 }
 
 /**
@@ -374,6 +431,7 @@ export async function scaleUp(
       filtered: v.filtered,
       functionCpuMs: Math.round(v.functionCpuMs),
       loopAloneCpuMs,
+      handled: v.handled,
       cpu: { vmpool: vw.cpu, raw: rw.cpu },
       apiserver: { vmpool: vw.api, raw: rw.api },
       etcd: { vmpool: vw.etcd, raw: rw.etcd },

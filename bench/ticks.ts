@@ -156,15 +156,28 @@ function memoryLimit(bytes: number): MemoryLimit | undefined {
 /** The pods' memory limit in knative/base (reconcile-pool, disk-gc-tick). */
 export const POD_MEMORY_LIMIT = 256 * 1024 * 1024;
 
-/** `vmpool_api_requests_total` by verb, from a Prometheus text page. */
-export function requestsByVerb(page: string): Record<string, number> {
+/** A counter of a Prometheus text page summed by one of its labels (the others added up). */
+export function counterBy(page: string, metric: string, label: string): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const m of page.matchAll(/^vmpool_api_requests_total\{([^}]*)\} (\d+)/gm)) {
-    const verb = /verb="([^"]*)"/.exec(m[1] ?? '')?.[1] ?? '';
-    out[verb] = (out[verb] ?? 0) + Number(m[2]);
+  const line = new RegExp(`^${metric}\\{([^}]*)\\} (\\d+)`, 'gm');
+  const value = new RegExp(`(?:^|,)${label}="([^"]*)"`);
+  for (const m of page.matchAll(line)) {
+    const key = value.exec(m[1] ?? '')?.[1] ?? '';
+    out[key] = (out[key] ?? 0) + Number(m[2]);
   }
   return out;
 }
+
+/** `vmpool_api_requests_total` by verb, from a Prometheus text page. */
+export const requestsByVerb = (page: string): Record<string, number> =>
+  counterBy(page, 'vmpool_api_requests_total', 'verb');
+
+/**
+ * `vmpool_reconciles_total` by outcome: one per event handled (an own write answered without a
+ * read, or the outcome of the reconcile it joined), from a Prometheus text page.
+ */
+export const reconcilesByOutcome = (page: string): Record<string, number> =>
+  counterBy(page, 'vmpool_reconciles_total', 'outcome');
 
 /** Calls of one verb between two /metrics pages: how many, and their latencies summed (ms). */
 export interface VerbTime {
@@ -204,7 +217,11 @@ export function apiMsSince(before: string, after: string): Record<string, number
   );
 }
 
-const minus = (a: Record<string, number>, b: Record<string, number>): Record<string, number> =>
+/** Each key's growth from `b` to `a`, the keys that grew only. */
+export const minus = (
+  a: Record<string, number>,
+  b: Record<string, number>,
+): Record<string, number> =>
   Object.fromEntries(
     Object.entries(a)
       .map(([k, v]) => [k, v - (b[k] ?? 0)] as const)
