@@ -83,13 +83,15 @@ export function buildReconcileApp(input: ReconcileAppDeps): Hono<NodeEnv> {
   };
   app.post(
     '/',
-    cloudEventHandler(deps.log, async function reconcile(event, { log }) {
+    cloudEventHandler(deps.log, async function reconcile(event, ctx) {
       if (await isOwnWriteReadPast(event, written)) {
         remembered.set({}, written.size());
         metrics.reconciles.inc({ function: 'reconcile-pool', outcome: 'ownWrite' });
-        log.debug('own write, already read past');
+        // Most events of a scale-up end here: the event's logger is built only to say so.
+        if (deps.log.isLevelEnabled('debug')) ctx.log.debug('own write, already read past');
         return accepted();
       }
+      const { log } = ctx;
       const parsed = parseWith(sourceEventModel(event.type), event);
       if (!parsed.ok)
         return badRequest(`not an ApiServerSource or PingSource event: ${parsed.message}`);

@@ -88,6 +88,45 @@ describe('buildFunctionApp', () => {
     }
   });
 
+  it("builds the event's logger only for a handler that reads it, and then once, with the event's id", async () => {
+    const lines: string[] = [];
+    const base = createLogger('test', {
+      destination: { write: (l: string) => void lines.push(l) },
+      pretty: false,
+    });
+    let children = 0;
+    const counting = new Proxy(base, {
+      get(target, key, receiver) {
+        if (key === 'child') children++;
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    });
+    const app = buildFunctionApp({ name: 'reconcile-pool', log: base });
+    app.post(
+      '/',
+      cloudEventHandler(counting, (event, ctx) => {
+        if (event.id === 'loud') {
+          ctx.log.info('first');
+          ctx.log.info('second');
+        }
+        return Promise.resolve(accepted());
+      }),
+    );
+    expect(
+      (await app.request('/', { method: 'POST', headers: ce('quiet'), body: '{}' })).status,
+    ).toBe(202);
+    expect(children).toBe(0);
+    expect(
+      (await app.request('/', { method: 'POST', headers: ce('loud'), body: '{}' })).status,
+    ).toBe(202);
+    expect(children).toBe(1);
+    const logged = lines.map((l) => JSON.parse(l) as { eventId?: string; msg?: string });
+    expect(logged.filter((l) => l.eventId === 'loud').map((l) => l.msg)).toEqual([
+      'first',
+      'second',
+    ]);
+  });
+
   it('answers 400 to a malformed event without calling the handler', async () => {
     const { app, seen } = build();
     const res = await app.request('/', {

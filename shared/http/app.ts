@@ -93,7 +93,10 @@ export function buildFunctionApp(opts: FunctionAppOptions): Hono<NodeEnv> {
 
 /** What a CloudEvent handler receives besides the event. */
 export interface EventContext {
-  /** Carries the event id and type; add the pool key with `log.child({ pool })`. */
+  /**
+   * Carries the event id and type; add the pool key with `log.child({ pool })`. Built when first
+   * read: a handler that answers without logging (most events of a scale-up) never pays for it.
+   */
   readonly log: Logger;
   readonly c: Context<NodeEnv>;
 }
@@ -116,6 +119,12 @@ export function cloudEventHandler(
       log.warn({ status: parsed.status, reason: parsed.message }, 'rejected event');
       return errorResponse(parsed.status, parsed.message);
     }
-    return handle(parsed.event, { log: eventLogger(log, parsed.event), c });
+    let child: Logger | undefined;
+    return handle(parsed.event, {
+      get log() {
+        return (child ??= eventLogger(log, parsed.event));
+      },
+      c,
+    });
   };
 }
