@@ -7,12 +7,14 @@
  */
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, keys } from '../../shared/api/index.js';
 import { CREATE_BURST, DEFAULT_MAX_REPLICAS } from '../../shared/domain/index.js';
 import { PARALLEL } from '../../shared/reconcile/index.js';
 import { runKubectlFull } from '../../local/controlplane/kubectl.js';
 import { runnersPool, runnersVm } from '../../local/guide.js';
+import { Observer } from '../chaos/observer.js';
 import type { NpmStart } from './npm-start.js';
 import { hintedKubectlBin, noLeftovers, npmStart, stoppedCleanly, until } from './npm-start.js';
 
@@ -162,49 +164,67 @@ afterAll(async () => {
 
 describe('a mistaken scale through npm start and kubectl', () => {
   it('100000 is refused naming the maximum; the largest allowed, taken back to 1 at once, stops within a few rounds of creates and converges', async () => {
-    await kubectl(['apply', '-f', '-'], JSON.stringify(diskless('other', 1)));
-    await until('the pool at 1 replica', 60_000, async () =>
-      (await vms('other')).length === 1 ? true : undefined,
-    );
-    const refused = await refusal(['scale', '-n', NS, 'vmpool/other', '--replicas=100000']);
-    expect(refused).toContain('100000 is above');
-    expect(refused).toContain(`${DEFAULT_MAX_REPLICAS} replicas`);
+    // Every VM version in revision order: the creates after the take-back are counted one by one.
+    // A count of VMs shows creates net of the scale-down's deletes, which can hide them.
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfig);
+    const obs = await Observer.start(NS, kc);
+    obs.desire.burst = 4 * PARALLEL;
+    try {
+      await kubectl(['apply', '-f', '-'], JSON.stringify(diskless('other', 1)));
+      await until('the pool at 1 replica', 60_000, async () =>
+        (await vms('other')).length === 1 ? true : undefined,
+      );
+      const refused = await refusal(['scale', '-n', NS, 'vmpool/other', '--replicas=100000']);
+      expect(refused).toContain('100000 is above');
+      expect(refused).toContain(`${DEFAULT_MAX_REPLICAS} replicas`);
 
-    const big = await kubectl([
-      'scale',
-      '-n',
-      NS,
-      'vmpool/other',
-      `--replicas=${DEFAULT_MAX_REPLICAS}`,
-    ]);
-    expect(big.err).toContain('more than tenfold');
-    const t0 = performance.now();
-    await sleep(2000);
-    await kubectl(['scale', '-n', NS, 'vmpool/other', '--replicas=1']);
-    const backAt = performance.now() - t0;
-    const atBack = (await vms('other')).length;
-    // Creation stops within the burst under way, and well before its end: the executor re-reads the
-    // pool about once per round of creates and stops on the new spec.
-    let peak = 0;
-    let stoppedAt = 0;
-    let last = -1;
-    const settled = await until('the pool back at 1 replica', 180_000, async () => {
-      const now = await vms('other');
-      peak = Math.max(peak, now.length);
-      if (now.length !== last) stoppedAt = performance.now() - t0;
-      last = now.length;
-      const live = now.filter((v) => v.metadata.deletionTimestamp === undefined);
-      return now.length === 1 && live.length === 1 ? now : undefined;
-    });
-    const { out } = await kubectl(['get', 'vmpool', '-n', NS, 'other', '-o', 'json']);
-    const status = (JSON.parse(out) as { status?: { intent?: { creates?: string[] } } }).status;
-    console.error(
-      `[runaway] scaled back after ${Math.round(backAt)} ms with ${atBack} VMs; peak ${peak} VMs (burst ${CREATE_BURST}, ${PARALLEL} in flight); last change of the count at ${Math.round(stoppedAt)} ms`,
-    );
-    expect(peak).toBeLessThanOrEqual(1 + 2 * CREATE_BURST);
-    expect(peak - atBack).toBeLessThanOrEqual(4 * PARALLEL);
-    expect(settled).toHaveLength(1);
-    expect(status?.intent?.creates ?? []).toEqual([]);
+      const big = await kubectl([
+        'scale',
+        '-n',
+        NS,
+        'vmpool/other',
+        `--replicas=${DEFAULT_MAX_REPLICAS}`,
+      ]);
+      expect(big.err).toContain('more than tenfold');
+      const t0 = performance.now();
+      await sleep(2000);
+      await kubectl(['scale', '-n', NS, 'vmpool/other', '--replicas=1']);
+      const backAt = performance.now() - t0;
+      const atBack = (await vms('other')).length;
+      // Creation stops within the burst under way, and well before its end: the executor re-reads
+      // the pool about once per round of creates and stops on the new spec.
+      let peak = atBack;
+      let stoppedAt = 0;
+      let last = -1;
+      const settled = await until('the pool back at 1 replica', 180_000, async () => {
+        const now = await vms('other');
+        peak = Math.max(peak, now.length);
+        if (now.length !== last) stoppedAt = performance.now() - t0;
+        last = now.length;
+        const live = now.filter((v) => v.metadata.deletionTimestamp === undefined);
+        return now.length === 1 && live.length === 1 ? now : undefined;
+      });
+      const { out } = await kubectl(['get', 'vmpool', '-n', NS, 'other', '-o', 'json']);
+      const status = (JSON.parse(out) as { status?: { intent?: { creates?: string[] } } }).status;
+      await obs.sync();
+      const upRv = obs.desire
+        .historyOf('other')
+        .find((d) => d.replicas === DEFAULT_MAX_REPLICAS)?.rv;
+      const d = obs.desire.createsAroundDrop('other', upRv ?? 0, DEFAULT_MAX_REPLICAS, 1);
+      console.error(
+        `[runaway] scaled back after ${Math.round(backAt)} ms with ${atBack} VMs; ${d.before} creates before the take-back, ${d.after} after it (allowed ${4 * PARALLEL}); most VMs at once ${peak} (burst ${CREATE_BURST}, ${PARALLEL} in flight); last change of the count at ${Math.round(stoppedAt)} ms; L1 judged ${obs.desire.checked}`,
+      );
+      expect(upRv).toBeDefined();
+      expect(d.dropRv).toBeLessThan(Number.POSITIVE_INFINITY);
+      expect(d.after).toBeLessThanOrEqual(4 * PARALLEL);
+      expect(obs.violations).toEqual([]);
+      expect(peak).toBeLessThanOrEqual(1 + 2 * CREATE_BURST);
+      expect(settled).toHaveLength(1);
+      expect(status?.intent?.creates ?? []).toEqual([]);
+    } finally {
+      obs.stop();
+    }
   }, 300_000);
 
   it('a runner protecting itself while a scale-down of 60 runs is never deleted', async () => {
