@@ -49,7 +49,7 @@ import {
   scaleUp,
   warmUp,
 } from './scaleup.js';
-import type { ScaleResult, SweepPoint } from './scaleup.js';
+import type { ScaleResult, ScaleRun, SweepPoint } from './scaleup.js';
 import { startStack } from './stack.js';
 import type { StandbyRun } from './standby.js';
 import { standbyBench, standbyNamespaces, standbyRows } from './standby.js';
@@ -173,10 +173,7 @@ interface ScaleSummary {
   readonly functionCpuMs: number;
   readonly loopAloneCpuMs: number;
   /** reconcile-pool's events by outcome and requests by verb over that span (medians by key). */
-  readonly handled: {
-    readonly outcomes: Record<string, number>;
-    readonly verbs: Record<string, number>;
-  };
+  readonly handled: ScaleRun['handled'];
   /** Median CPU ms per part of the machine, vmpool's run and the raw loop's. */
   readonly cpu: { readonly vmpool: Record<string, number>; readonly raw: Record<string, number> };
   /** etcd's counters (medians by name, `etcdCounters`), vmpool's run and the raw loop's. */

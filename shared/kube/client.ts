@@ -104,12 +104,18 @@ const DISKS: Plural = 'virtualdisks';
 /** Claims live in vmpool's own group, whatever group pools are served in. */
 const CLAIMS: Plural = 'virtualmachineclaims';
 
+/** A request's signal, and what stops its timer once the request has settled. */
+interface TimedSignal {
+  readonly signal: AbortSignal;
+  readonly done: () => void;
+}
+
 /**
  * The signal of one request: its timeout, shortened by its {@link CallBudget} (the deadline, the
  * budget's own timeout) and joined with the budget's signal. An aborted request is `transient`.
  * `done` stops its timer once the request has settled.
  */
-function requestSignal(ms: number): { readonly signal: AbortSignal; readonly done: () => void } {
+function requestSignal(ms: number): TimedSignal {
   const budget = activeBudget();
   let t = budget?.timeoutMs === undefined ? ms : Math.min(ms, budget.timeoutMs);
   if (budget?.deadline !== undefined)
@@ -128,7 +134,7 @@ function requestSignal(ms: number): { readonly signal: AbortSignal; readonly don
  * collection before the timeout dropped it, and the request then ran on until the caller left (an
  * admission review answered at kube-apiserver's 10 s instead of its own 6 s).
  */
-function timeoutSignal(ms: number): { readonly signal: AbortSignal; readonly done: () => void } {
+function timeoutSignal(ms: number): TimedSignal {
   const control = new AbortController();
   const timer = setTimeout(() => {
     control.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
