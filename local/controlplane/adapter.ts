@@ -4,7 +4,8 @@
  *
  * Ports: the adapter always binds its health probes to :8080 (no override exists in eventing
  * v0.49.2) but ignores a bind failure, so several adapters run side by side; they just lack probes.
- * The pprof port (default :8008) is moved to a free port through PROFILING_PORT.
+ * The pprof port (default :8008) is moved to a free port through PROFILING_PORT, and profiling is
+ * turned on: its goroutine dump is how {@link startAdapter} knows the reflectors have listed.
  * @module
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -68,8 +69,10 @@ export function sourceConfig(o: AdapterOptions): string {
 }
 
 /**
- * Starts the adapter and waits until it has started its watches (its log says so), so events for
- * objects created afterwards are not missed.
+ * Starts the adapter and waits until each of its reflectors has made its first list and watches, so
+ * every object created afterwards becomes an event. Objects that exist before then never do: the
+ * adapter's store drops the list (a Knative ApiServerSource sends no event for what is already
+ * there), so callers that need those reconciled tick a resync.
  */
 export async function startAdapter(o: AdapterOptions): Promise<Adapter> {
   const binDir = o.binDir ?? (await ensureBinaries('knative'));
@@ -93,7 +96,8 @@ export async function startAdapter(o: AdapterOptions): Promise<Adapter> {
         NAMESPACE: o.namespace ?? 'default',
         SYSTEM_NAMESPACE: 'knative-eventing',
         METRICS_DOMAIN: 'knative.dev/eventing',
-        K_OBSERVABILITY_CONFIG: '{}',
+        // Profiling on: its goroutine dump is the one place that says its lists are done (below).
+        K_OBSERVABILITY_CONFIG: JSON.stringify({ runtime: { profiling: 'enabled' } }),
         K_LOGGING_CONFIG: '{}',
         PROFILING_PORT: String(profiling),
       },
@@ -104,13 +108,22 @@ export async function startAdapter(o: AdapterOptions): Promise<Adapter> {
     process.on('exit', exitHook);
     try {
       await waitFor(
-        'the adapter to start watching',
-        // Logged right before the reflectors start; objects created later still reach the initial list.
+        'the adapter to start its reflectors',
         () =>
           Promise.resolve(
             /Starting in (resilient|fail-fast) mode/.test(tail(proc.logPath, 200, proc.logFrom)),
           ),
         { timeoutMs: 30_000, proc },
+      );
+      // The adapter's store ignores Replace (eventing's delegate.go), so an object that is already
+      // there when a reflector lists never becomes an event. Ready is every reflector past its
+      // first list: in client-go only then does ListAndWatch call watchWithResync.
+      const reflectors =
+        o.resources.length * (o.allNamespaces === true ? 1 : (o.namespaces ?? ['default']).length);
+      await waitFor(
+        `the adapter's ${String(reflectors)} reflectors past their first list`,
+        async () => listsDone(await goroutines(Number(profiling))) >= reflectors,
+        { timeoutMs: 30_000, proc, intervalMs: 20 },
       );
     } catch (err) {
       await stopPid(proc.pid);
@@ -125,6 +138,20 @@ export async function startAdapter(o: AdapterOptions): Promise<Adapter> {
     if (ownDir) rmSync(dir, { recursive: true, force: true });
   };
   return { pid: proc.pid, logPath: proc.logPath, log: () => tail(proc.logPath, 200), stop };
+}
+
+/** The adapter's goroutine dump, one stack per paragraph (Go's pprof, `debug=2`). */
+async function goroutines(profilingPort: number): Promise<string> {
+  const res = await fetch(
+    `http://127.0.0.1:${String(profilingPort)}/debug/pprof/goroutine?debug=2`,
+  );
+  if (!res.ok) throw new Error(`pprof answered ${String(res.status)}`);
+  return res.text();
+}
+
+/** How many reflectors of a goroutine dump have listed and now watch. */
+export function listsDone(dump: string): number {
+  return dump.split(/\n\s*\n/).filter((g) => g.includes('(*Reflector).watchWithResync(')).length;
 }
 
 /** A metav1.LabelSelector, as an ApiServerSource spells it. */

@@ -1,4 +1,7 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_VERSION, GROUP, VERSION, keys } from '../../shared/api/meta.js';
 import type { WatchedObject } from '../../shared/api/index.js';
@@ -100,6 +103,82 @@ describe('Knative ApiServerSource adapter against the control plane', () => {
     const data = JSON.parse(event.body) as { metadata: { name: string } };
     expect(data.metadata.name).toBe('evented');
   });
+
+  it('is ready only once its reflectors have listed: under an identity that may list only later, it waits for the grant', async () => {
+    // The adapter's store ignores the first list (eventing's delegate.go Replace), so a pool that
+    // is there before a reflector's list is in no event. Ready must mean "listed", which this test
+    // makes take seconds: the adapter's identity is refused the list until it is granted. With the
+    // old readiness (its "Starting in resilient mode" log line) startAdapter returned at once.
+    const { info, kubectl } = cluster();
+    const slow = await newNamespace('adapter-ready');
+    const dir = mkdtempSync(join(tmpdir(), 'vmpool-adapter-ready-'));
+    let late: Adapter | undefined;
+    try {
+      await create('virtualmachinepools', slow, runnersPool(slow, 'before'));
+      await kubectl(['create', 'serviceaccount', 'adapter', '-n', slow]);
+      const token = (await kubectl(['create', 'token', 'adapter', '-n', slow])).trim();
+      const view = (path: string) =>
+        kubectl(['config', 'view', '--raw', '--minify', '-o', `jsonpath={${path}}`]);
+      const kubeconfigPath = join(dir, 'adapter.kubeconfig');
+      writeFileSync(
+        kubeconfigPath,
+        [
+          'apiVersion: v1',
+          'kind: Config',
+          'clusters: [{name: plane, cluster: {server: "' +
+            (await view('.clusters[0].cluster.server')) +
+            '", certificate-authority-data: ' +
+            (await view('.clusters[0].cluster.certificate-authority-data')) +
+            '}}]',
+          `users: [{name: adapter, user: {token: ${token}}}]`,
+          'contexts: [{name: plane, context: {cluster: plane, user: adapter}}]',
+          'current-context: plane',
+          '',
+        ].join('\n'),
+      );
+      const ready = startAdapter({
+        kubeconfigPath,
+        binDir: info.knativeBinDir,
+        sink: sinkUrl(),
+        namespaces: [slow],
+        namespace: slow,
+        name: 'ready',
+        resources: [{ gvr: { Group: GROUP, Version: VERSION, Resource: 'virtualmachinepools' } }],
+      }).then((a) => ((late = a), Date.now()));
+      await new Promise((r) => setTimeout(r, 3000));
+      const grant = `--resource=virtualmachinepools.${GROUP}`;
+      await kubectl(['create', 'role', 'watch-pools', '--verb=list,watch', grant, '-n', slow]);
+      const grantedAt = Date.now();
+      await kubectl([
+        'create',
+        'rolebinding',
+        'watch-pools',
+        '--role=watch-pools',
+        `--serviceaccount=${slow}:adapter`,
+        '-n',
+        slow,
+      ]);
+      const readyAt = await ready;
+      expect(readyAt).toBeGreaterThan(grantedAt);
+      await create('virtualmachinepools', slow, runnersPool(slow, 'after'));
+      const added = (r: Received) =>
+        r.headers['ce-type'] === 'dev.knative.apiserver.resource.add' &&
+        r.headers['ce-namespace'] === slow;
+      await eventually(
+        'the add event of the pool created once the adapter was ready',
+        () => Promise.resolve(received.find((r) => added(r) && r.headers['ce-name'] === 'after')),
+        20_000,
+      ).catch((err: unknown) => {
+        throw new Error(`${String(err)}\nadapter log:\n${late?.log() ?? ''}`);
+      });
+      // The pool listed at start is in no event: why "ready" has to wait for the list.
+      expect(received.filter((r) => added(r)).map((r) => r.headers['ce-name'])).toEqual(['after']);
+    } finally {
+      await late?.stop();
+      rmSync(dir, { recursive: true, force: true });
+      await dropNamespace(slow);
+    }
+  }, 120_000);
 
   it('as knative/ configures it, delivers a Delete-policy disk (controlled by its VM) and filters out unlabelled disks in the API server', async () => {
     await adapter?.stop();
