@@ -316,6 +316,25 @@ export interface SweepPoint {
   readonly creates: VerbTime;
 }
 
+/** The raw loop a scale-up is judged against, and which run gave it. */
+export interface RawFloor {
+  readonly ms: number;
+  readonly from: 'sweep' | 'repetitions';
+}
+
+/**
+ * The best raw loop of one N: the faster of the sweep's fastest run and the median of the
+ * repetitions' raw runs (both at the sweep's fastest concurrency). Each measures the same loop; on a
+ * shared machine either can be slowed, and judging vmpool against the slower flattered it (0→1000
+ * once read 0.75× against a repetition's 6.6 s where the sweep's run of the same loop took 4.2 s).
+ */
+export function rawFloor(sweep: readonly SweepPoint[], repetitionsMs: number): RawFloor {
+  const swept = Math.min(...sweep.map((p) => p.ms));
+  return swept < repetitionsMs
+    ? { ms: swept, from: 'sweep' }
+    : { ms: repetitionsMs, from: 'repetitions' };
+}
+
 /** Everything measured for one N. */
 export interface ScaleResult {
   readonly n: number;
