@@ -56,10 +56,15 @@ export interface Adapter {
   stop(): Promise<void>;
 }
 
+/** The namespaces the adapter watches one by one; none with `allNamespaces` (one watch for all). */
+function watchedNamespaces(o: AdapterOptions): string[] {
+  return o.allNamespaces === true ? [] : (o.namespaces ?? ['default']);
+}
+
 /** Builds the K_SOURCE_CONFIG document the ApiServerSource controller would render. */
 export function sourceConfig(o: AdapterOptions): string {
   return JSON.stringify({
-    namespaces: o.allNamespaces === true ? [] : (o.namespaces ?? ['default']),
+    namespaces: watchedNamespaces(o),
     allNamespaces: o.allNamespaces ?? false,
     resources: o.resources.map((r) => ({ gvr: r.gvr, selector: r.selector ?? '' })),
     ...(o.owner ? { owner: o.owner } : {}),
@@ -107,19 +112,11 @@ export async function startAdapter(o: AdapterOptions): Promise<Adapter> {
     };
     process.on('exit', exitHook);
     try {
-      await waitFor(
-        'the adapter to start its reflectors',
-        () =>
-          Promise.resolve(
-            /Starting in (resilient|fail-fast) mode/.test(tail(proc.logPath, 200, proc.logFrom)),
-          ),
-        { timeoutMs: 30_000, proc },
-      );
       // The adapter's store ignores Replace (eventing's delegate.go), so an object that is already
       // there when a reflector lists never becomes an event. Ready is every reflector past its
-      // first list: in client-go only then does ListAndWatch call watchWithResync.
-      const reflectors =
-        o.resources.length * (o.allNamespaces === true ? 1 : (o.namespaces ?? ['default']).length);
+      // first list: in client-go only then does ListAndWatch call watchWithResync. (Its "Starting
+      // in resilient mode" log line comes before the reflectors exist.)
+      const reflectors = o.resources.length * Math.max(1, watchedNamespaces(o).length);
       await waitFor(
         `the adapter's ${String(reflectors)} reflectors past their first list`,
         async () => listsDone(await goroutines(Number(profiling))) >= reflectors,
@@ -150,7 +147,7 @@ async function goroutines(profilingPort: number): Promise<string> {
 }
 
 /** How many reflectors of a goroutine dump have listed and now watch. */
-export function listsDone(dump: string): number {
+function listsDone(dump: string): number {
   return dump.split(/\n\s*\n/).filter((g) => g.includes('(*Reflector).watchWithResync(')).length;
 }
 

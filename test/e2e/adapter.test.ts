@@ -10,6 +10,7 @@ import { startAdapter, startPoolSources, type Adapter } from '../../local/contro
 import { WATCH_TRIGGER } from '../../local/controlplane/trigger.js';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { cluster, create, dropNamespace, eventually, newNamespace, res } from './harness.js';
+import { serviceAccountKubeConfig } from './rbac.js';
 import { runnersPool, runnersVm } from '../../local/guide.js';
 
 interface Received {
@@ -116,25 +117,10 @@ describe('Knative ApiServerSource adapter against the control plane', () => {
     try {
       await create('virtualmachinepools', slow, runnersPool(slow, 'before'));
       await kubectl(['create', 'serviceaccount', 'adapter', '-n', slow]);
-      const token = (await kubectl(['create', 'token', 'adapter', '-n', slow])).trim();
-      const view = (path: string) =>
-        kubectl(['config', 'view', '--raw', '--minify', '-o', `jsonpath={${path}}`]);
       const kubeconfigPath = join(dir, 'adapter.kubeconfig');
       writeFileSync(
         kubeconfigPath,
-        [
-          'apiVersion: v1',
-          'kind: Config',
-          'clusters: [{name: plane, cluster: {server: "' +
-            (await view('.clusters[0].cluster.server')) +
-            '", certificate-authority-data: ' +
-            (await view('.clusters[0].cluster.certificate-authority-data')) +
-            '}}]',
-          `users: [{name: adapter, user: {token: ${token}}}]`,
-          'contexts: [{name: plane, context: {cluster: plane, user: adapter}}]',
-          'current-context: plane',
-          '',
-        ].join('\n'),
+        (await serviceAccountKubeConfig(info, 'adapter', slow)).exportConfig(),
       );
       const ready = startAdapter({
         kubeconfigPath,

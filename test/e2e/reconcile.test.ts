@@ -622,13 +622,14 @@ describe('reconcile-pool end to end', () => {
       // so the lateness is at most one period plus that pass. Judging the poll that notices the
       // deletion against 60 s flat mixed the pass and the poll into the schedule (60.24 s once).
       const ticks: { start: number; end: number; status: number; gone: boolean }[] = [];
+      const untilBoundary = (): number => periodMs - (Date.now() % periodMs);
       let stopped = false;
       let ticking: NodeJS.Timeout | undefined;
       const tick = async (): Promise<void> => {
         if (stopped) return;
         // The next period's start: a timer may fire a millisecond before this one's by the wall
         // clock, and would then tick twice at one boundary.
-        const untilNext = periodMs - (Date.now() % periodMs);
+        const untilNext = untilBoundary();
         ticking = setTimeout(
           () => void tick(),
           untilNext < periodMs / 2 ? untilNext + periodMs : untilNext,
@@ -643,7 +644,7 @@ describe('reconcile-pool end to end', () => {
           gone: (await read('virtualdisks', ns, free.name)) === undefined,
         });
       };
-      ticking = setTimeout(() => void tick(), periodMs - (Date.now() % periodMs));
+      ticking = setTimeout(() => void tick(), untilBoundary());
       try {
         await eventually(
           'a tick that collected the free disk',
